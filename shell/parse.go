@@ -1,0 +1,667 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// MaxLineBytes is the longest line Parse accepts. It is above what execve
+// takes for a whole argv (2 MiB on Linux), so no line that could run is
+// refused for its length.
+const MaxLineBytes = 4 << 20
+
+// maxDepth bounds the nesting of && || | trees that the plan builder walks.
+// The tree of a chain is as deep as the chain is long; the bound keeps a
+// hostile line from costing more than a refusal.
+const maxDepth = 100_000
+
+// Parser parses lines with a given home directory for ~.
+type Parser struct {
+	// Home is what ~ and ~/x at the start of an unquoted word expand to: the
+	// HOME the stages will see when they run. An empty Home refuses ~.
+	Home string
+}
+
+// Parse parses line with the process's $HOME for ~. Callers that run the
+// plan in a sandbox with its own HOME use Parser{Home: ...}.Parse instead.
+func Parse(line string) (*Line, error) {
+	return Parser{Home: os.Getenv("HOME")}.Parse(line)
+}
+
+var parsers = sync.Pool{New: func() any {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true))
+}}
+
+// Parse returns the plan of line, or a *Refusal naming the first construct
+// (by byte offset) that rein will not run. It never returns both.
+func (p Parser) Parse(line string) (*Line, error) {
+	if r := prescan(line); r != nil {
+		return nil, r
+	}
+	sp := parsers.Get().(*syntax.Parser)
+	f, err := sp.Parse(strings.NewReader(line), "")
+	parsers.Put(sp)
+	if err != nil {
+		return nil, parseErrorRefusal(line, err)
+	}
+	b := builder{home: p.Home, line: line}
+	b.check(f)
+	if len(f.Stmts) == 0 && b.first == nil {
+		b.add(refuse(Syntax, 0, "empty line"))
+	}
+	if b.first != nil {
+		return nil, b.first
+	}
+	plan := &Line{}
+	for i, st := range f.Stmts {
+		if i > 0 {
+			plan.Connectors = append(plan.Connectors, Seq)
+		}
+		b.list(plan, st, 0)
+	}
+	if b.first != nil {
+		return nil, b.first
+	}
+	return plan, nil
+}
+
+// FromArgv builds the plan of one stage that spawns argv verbatim, as the
+// exec tool does: a ";" or "*" in argv is just a byte of an argument.
+func FromArgv(argv []string) (*Line, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("shell: empty argv: name the program to run")
+	}
+	for i, a := range argv {
+		if j := strings.IndexByte(a, 0); j >= 0 {
+			return nil, fmt.Errorf("shell: argv[%d] holds a NUL byte at %d: a program cannot receive one", i, j)
+		}
+	}
+	if argv[0] == "" {
+		return nil, errors.New("shell: argv[0] is empty: name the program to run")
+	}
+	st := &Stage{Kind: Command, Argv: append([]string(nil), argv...)}
+	return &Line{Pipelines: []*Pipeline{{Stages: []*Stage{st}}}}, nil
+}
+
+// Stages returns every stage of the line, left to right.
+func (l *Line) Stages() []*Stage {
+	var out []*Stage
+	for _, p := range l.Pipelines {
+		out = append(out, p.Stages...)
+	}
+	return out
+}
+
+// prescan refuses what the tokeniser would reject or silently accept: NUL
+// bytes (no program can receive one), invalid UTF-8, and overlong lines.
+func prescan(line string) *Refusal {
+	if len(line) > MaxLineBytes {
+		return refuse(Syntax, MaxLineBytes, fmt.Sprintf("the line is %d bytes, longer than the %d the grammar accepts", len(line), MaxLineBytes))
+	}
+	if i := strings.IndexByte(line, 0); i >= 0 {
+		return refuse(ControlCharacter, i, "a NUL byte cannot be passed to a program")
+	}
+	if !utf8.ValidString(line) {
+		for i, r := range line {
+			if r == utf8.RuneError {
+				if _, n := utf8.DecodeRuneInString(line[i:]); n <= 1 {
+					return &Refusal{Construct: Syntax, Offset: i, Message: "the line is not valid UTF-8: pass arguments with such bytes through exec's argv"}
+				}
+			}
+		}
+	}
+	if strings.TrimLeft(line, " \t") == "" {
+		return refuse(Syntax, 0, "empty line")
+	}
+	return nil
+}
+
+// parseErrorRefusal turns a tokeniser error into a refusal. Where the error
+// sits on a construct the grammar names (an unclosed $( for instance), the
+// refusal names that construct rather than a bare syntax error.
+func parseErrorRefusal(line string, err error) *Refusal {
+	off, text := 0, err.Error()
+	var pe syntax.ParseError
+	var le syntax.LangError
+	switch {
+	case errors.As(err, &pe):
+		off, text = int(pe.Pos.Offset()), pe.Text
+	case errors.As(err, &le):
+		off, text = int(le.Pos.Offset()), le.Feature+" is not supported"
+	}
+	if c, at, ok := firstNamedConstruct(line); ok && at <= off {
+		return refuse(c, at, "")
+	}
+	if w := wordAt(line, off); reservedWords[w] {
+		return refuse(CompoundCommand, off, fmt.Sprintf("%q", w))
+	}
+	return refuse(Syntax, off, text)
+}
+
+// wordAt returns the bare word starting at off, if any.
+func wordAt(line string, off int) string {
+	if off < 0 || off >= len(line) {
+		return ""
+	}
+	end := off
+	for end < len(line) && !strings.ContainsRune(" \t\n;&|<>()", rune(line[end])) {
+		end++
+	}
+	return line[off:end]
+}
+
+// firstNamedConstruct scans line outside single quotes for the first byte
+// sequence that opens a refused construct. It only names an error the
+// tokeniser already reported; admission never depends on it.
+func firstNamedConstruct(line string) (Construct, int, bool) {
+	inDouble := false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		next := byte(0)
+		if i+1 < len(line) {
+			next = line[i+1]
+		}
+		switch {
+		case c == '\\':
+			i++
+		case c == '\'' && !inDouble:
+			j := strings.IndexByte(line[i+1:], '\'')
+			if j < 0 {
+				return "", 0, false
+			}
+			i += j + 1
+		case c == '"':
+			inDouble = !inDouble
+		case c == '$' && next == '(' && i+2 < len(line) && line[i+2] == '(':
+			return Arithmetic, i, true
+		case c == '$' && next == '(', c == '`':
+			return CommandSubstitution, i, true
+		case c == '$' && next == '{':
+			return ParameterExpansion, i, true
+		case inDouble:
+		case c == '<' && next == '<':
+			return Heredoc, i, true
+		case (c == '<' || c == '>') && next == '(':
+			return ProcessSubstitution, i, true
+		case c == '(' && next == '(':
+			return Arithmetic, i, true
+		case c == '(':
+			return Subshell, i, true
+		}
+	}
+	return "", 0, false
+}
+
+// reservedWords are bash's reserved words and the other tokens that open
+// compound commands when they stand in command position.
+var reservedWords = map[string]bool{
+	"if": true, "then": true, "elif": true, "else": true, "fi": true,
+	"for": true, "while": true, "until": true, "do": true, "done": true,
+	"case": true, "esac": true, "select": true, "function": true,
+	"!": true, "[[": true, "]]": true, "in": true, "coproc": true,
+}
+
+// shellBuiltins only make sense inside a shell that keeps their effect.
+var shellBuiltins = map[string]bool{
+	"export": true, "eval": true, "source": true, ".": true, "alias": true,
+	"unalias": true, "set": true, "unset": true, "declare": true,
+	"typeset": true, "local": true, "trap": true, "exec": true,
+	"readonly": true, "let": true, "shopt": true,
+}
+
+// builder walks a parsed file twice: check admits node kinds and bytes, and
+// list builds the plan. It keeps the refusal with the smallest offset so
+// the caller hears about the first problem in the line.
+type builder struct {
+	home  string
+	line  string
+	first *Refusal
+	// quoted holds the byte ranges [from, to) inside quotes; newlines and
+	// control bytes are ordinary there.
+	quoted [][2]int
+}
+
+func (b *builder) add(r *Refusal) {
+	if r != nil && (b.first == nil || r.Offset < b.first.Offset) {
+		b.first = r
+	}
+}
+
+func off(p syntax.Pos) int { return int(p.Offset()) }
+
+// check is the allowlist over node kinds: what is not listed here is
+// refused by name.
+func (b *builder) check(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			return true // Walk's end-of-children call
+		}
+		switch n := n.(type) {
+		case *syntax.File, *syntax.Word, *syntax.Lit:
+		case *syntax.Stmt:
+			switch {
+			case n.Negated:
+				b.add(refuse(CompoundCommand, off(n.Position), "! negates a status"))
+			case n.Background:
+				b.add(refuse(Background, off(n.Semicolon), ""))
+			case n.Coprocess, n.Disown:
+				b.add(refuse(Background, off(n.Semicolon), ""))
+			}
+		case *syntax.CallExpr:
+			if len(n.Assigns) > 0 {
+				b.add(refuse(Assignment, off(n.Assigns[0].Pos()), ""))
+				return false
+			}
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.PipeAll {
+				b.add(refuse(UnsupportedRedirect, off(n.OpPos), "|& pipes stderr too: write 2>&1 | instead"))
+			} else if n.Op != syntax.AndStmt && n.Op != syntax.OrStmt && n.Op != syntax.Pipe {
+				b.add(refuse(Syntax, off(n.OpPos), n.Op.String()+" is not supported"))
+			}
+		case *syntax.TimeClause:
+			// time is spawned as a program (a wrapper the policy knows),
+			// never as bash's keyword.
+		case *syntax.SglQuoted:
+			b.quoted = append(b.quoted, [2]int{off(n.Left), off(n.Right) + 1})
+			if n.Dollar {
+				b.add(refuse(ParameterExpansion, off(n.Left), "$'...'"))
+			}
+		case *syntax.DblQuoted:
+			b.quoted = append(b.quoted, [2]int{off(n.Left), off(n.Right) + 1})
+			if n.Dollar {
+				b.add(refuse(ParameterExpansion, off(n.Left), `$"..."`))
+			}
+		case *syntax.Redirect:
+			b.add(checkRedirect(n))
+		case *syntax.Comment:
+			b.add(refuse(Comment, off(n.Hash), ""))
+		case *syntax.CmdSubst:
+			b.add(refuse(CommandSubstitution, off(n.Pos()), ""))
+			return false
+		case *syntax.ParamExp:
+			b.add(refuse(ParameterExpansion, off(n.Pos()), ""))
+			return false
+		case *syntax.ArithmExp, *syntax.ArithmCmd:
+			b.add(refuse(Arithmetic, off(n.Pos()), ""))
+			return false
+		case *syntax.ProcSubst:
+			b.add(refuse(ProcessSubstitution, off(n.Pos()), ""))
+			return false
+		case *syntax.Subshell:
+			b.add(refuse(Subshell, off(n.Pos()), ""))
+			return false
+		case *syntax.Block:
+			b.add(refuse(BraceGroup, off(n.Pos()), ""))
+			return false
+		case *syntax.ExtGlob:
+			b.add(refuse(Glob, off(n.Pos()), "extended glob"))
+			return false
+		case *syntax.BraceExp:
+			b.add(refuse(BraceGroup, off(n.Pos()), ""))
+			return false
+		case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
+			*syntax.CaseClause, *syntax.FuncDecl, *syntax.TestClause,
+			*syntax.CoprocClause, *syntax.TestDecl:
+			b.add(refuse(CompoundCommand, off(n.Pos()), ""))
+			return false
+		case *syntax.DeclClause:
+			b.add(refuse(ShellBuiltin, off(n.Pos()), fmt.Sprintf("%q", n.Variant.Value)))
+			return false
+		case *syntax.LetClause:
+			b.add(refuse(ShellBuiltin, off(n.Pos()), `"let"`))
+			return false
+		default:
+			b.add(refuse(Syntax, off(n.Pos()), fmt.Sprintf("%T is not supported", n)))
+			return false
+		}
+		return true
+	})
+	b.scanUnquoted()
+}
+
+// scanUnquoted refuses newlines, carriage returns and control bytes that
+// stand outside quotes. The tokeniser treats a newline as a separator and
+// drops a backslash-newline; neither may pass silently.
+func (b *builder) scanUnquoted() {
+	q := 0
+	for i := 0; i < len(b.line); i++ {
+		for q < len(b.quoted) && b.quoted[q][1] <= i {
+			q++
+		}
+		if q < len(b.quoted) && b.quoted[q][0] <= i {
+			i = b.quoted[q][1] - 1
+			continue
+		}
+		switch c := b.line[i]; {
+		case c == '\n' || c == '\r':
+			b.add(refuse(Newline, i, ""))
+			return
+		case c < 0x20 && c != '\t', c == 0x7f:
+			b.add(refuse(ControlCharacter, i, fmt.Sprintf("byte 0x%02x", c)))
+			return
+		}
+	}
+}
+
+func checkRedirect(r *syntax.Redirect) *Refusal {
+	at := off(r.OpPos)
+	if r.N != nil {
+		at = off(r.N.Pos())
+	}
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return refuse(Heredoc, at, "")
+	case syntax.RdrOut, syntax.AppOut:
+		if r.N == nil || r.N.Value == "2" {
+			return nil
+		}
+	case syntax.RdrIn:
+		if r.N == nil {
+			return nil
+		}
+	case syntax.DplOut:
+		if r.N != nil && r.N.Value == "2" && len(r.Word.Parts) == 1 {
+			if l, ok := r.Word.Parts[0].(*syntax.Lit); ok && l.Value == "1" {
+				return nil
+			}
+		}
+	}
+	return refuse(UnsupportedRedirect, at, fmt.Sprintf("%q", redirText(r)))
+}
+
+func redirText(r *syntax.Redirect) string {
+	s := r.Op.String()
+	if r.N != nil {
+		s = r.N.Value + s
+	}
+	return s
+}
+
+// list appends the pipelines of an && / || tree to plan. The tree is left
+// associative, so its left spine is walked iteratively and only pipelines
+// recurse.
+func (b *builder) list(plan *Line, st *syntax.Stmt, depth int) {
+	var spine []*syntax.BinaryCmd
+	for {
+		bc, ok := st.Cmd.(*syntax.BinaryCmd)
+		if !ok || (bc.Op != syntax.AndStmt && bc.Op != syntax.OrStmt) {
+			break
+		}
+		spine = append(spine, bc)
+		st = bc.X
+	}
+	plan.Pipelines = append(plan.Pipelines, b.pipeline(st))
+	for i := len(spine) - 1; i >= 0; i-- {
+		c := And
+		if spine[i].Op == syntax.OrStmt {
+			c = Or
+		}
+		plan.Connectors = append(plan.Connectors, c)
+		y := spine[i].Y
+		if bc, ok := y.Cmd.(*syntax.BinaryCmd); ok && bc.Op != syntax.Pipe {
+			if depth >= maxDepth {
+				b.add(refuse(Syntax, off(y.Pos()), "the line nests too deeply"))
+				return
+			}
+			b.list(plan, y, depth+1)
+			continue
+		}
+		plan.Pipelines = append(plan.Pipelines, b.pipeline(y))
+	}
+}
+
+func (b *builder) pipeline(st *syntax.Stmt) *Pipeline {
+	p := &Pipeline{}
+	var walk func(st *syntax.Stmt)
+	walk = func(st *syntax.Stmt) {
+		if bc, ok := st.Cmd.(*syntax.BinaryCmd); ok && bc.Op == syntax.Pipe {
+			walk(bc.X)
+			walk(bc.Y)
+			return
+		}
+		p.Stages = append(p.Stages, b.stage(st))
+	}
+	walk(st)
+	if len(p.Stages) > 1 {
+		for _, s := range p.Stages {
+			if s != nil && s.Kind == Cd {
+				b.add(refuse(Syntax, s.Offset, "cd inside a pipeline has no effect: put it before the pipeline and join with && or ;"))
+			}
+		}
+	}
+	return p
+}
+
+func (b *builder) stage(st *syntax.Stmt) *Stage {
+	s := &Stage{Offset: off(st.Position)}
+	var words []*syntax.Word
+	switch c := st.Cmd.(type) {
+	case *syntax.CallExpr:
+		words = c.Args
+	case *syntax.TimeClause:
+		words = b.timeWords(c)
+		if c.Stmt != nil {
+			st = &syntax.Stmt{Redirs: append(append([]*syntax.Redirect(nil), st.Redirs...), c.Stmt.Redirs...)}
+		}
+	case nil:
+	default:
+		b.add(refuse(Syntax, s.Offset, fmt.Sprintf("%T is not supported", c)))
+		return s
+	}
+	if len(words) == 0 {
+		b.add(refuse(Syntax, s.Offset, "empty stage: name a program to run"))
+		return s
+	}
+	for _, w := range words {
+		s.Argv = append(s.Argv, b.word(w))
+	}
+	for _, r := range st.Redirs {
+		s.Redirects = append(s.Redirects, b.redirect(r))
+	}
+	at := off(words[0].Pos())
+	switch name := s.Argv[0]; {
+	case name == "":
+		b.add(refuse(Syntax, at, "the program name is empty"))
+	case name == "cd":
+		b.cd(s, words)
+	case shellBuiltins[name]:
+		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q", name)))
+	case reservedWords[name] || name == "{" || name == "}":
+		b.add(refuse(CompoundCommand, at, fmt.Sprintf("%q", name)))
+	}
+	return s
+}
+
+// timeWords rebuilds "time [-p] cmd args" as the argv of the time program.
+func (b *builder) timeWords(c *syntax.TimeClause) []*syntax.Word {
+	words := []*syntax.Word{{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: c.Time, Value: "time"}}}}
+	if c.PosixFormat {
+		words = append(words, &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{ValuePos: c.Time, Value: "-p"}}})
+	}
+	if c.Stmt == nil {
+		return words
+	}
+	call, ok := c.Stmt.Cmd.(*syntax.CallExpr)
+	if !ok {
+		b.add(refuse(Syntax, off(c.Stmt.Pos()), "time takes one simple command here"))
+		return words
+	}
+	return append(words, call.Args...)
+}
+
+func (b *builder) cd(s *Stage, words []*syntax.Word) {
+	s.Kind = Cd
+	switch {
+	case len(words) > 2:
+		b.add(refuse(Syntax, off(words[2].Pos()), "cd takes one directory"))
+	case len(s.Redirects) > 0:
+		b.add(refuse(Syntax, s.Offset, "cd takes no redirects"))
+	case len(words) == 2 && s.Argv[1] == "":
+		b.add(refuse(Syntax, off(words[1].Pos()), "cd to an empty directory name"))
+	case len(words) == 2 && strings.HasPrefix(s.Argv[1], "-"):
+		b.add(refuse(Syntax, off(words[1].Pos()), "cd takes no options and no -: name the directory"))
+	case len(words) == 2:
+		s.Dir = s.Argv[1]
+	}
+	s.Argv = nil
+}
+
+func (b *builder) redirect(r *syntax.Redirect) Redirect {
+	out := Redirect{}
+	switch r.Op {
+	case syntax.RdrIn:
+		out.Op = Read
+	case syntax.RdrOut:
+		out.Fd, out.Op = 1, Truncate
+	case syntax.AppOut:
+		out.Fd, out.Op = 1, Append
+	case syntax.DplOut:
+		return Redirect{Fd: 2, Op: DupStdout}
+	default:
+		return out // refused by check
+	}
+	if r.N != nil && r.N.Value == "2" {
+		out.Fd = 2
+	}
+	out.Path = b.word(r.Word)
+	if out.Path == "" {
+		b.add(refuse(Syntax, off(r.Word.Pos()), "the redirect target is empty"))
+	}
+	return out
+}
+
+// word performs rein's quote removal and tilde expansion on one word and
+// refuses every byte that a shell would expand.
+func (b *builder) word(w *syntax.Word) string {
+	var sb strings.Builder
+	assign := assignmentLike(w)
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.unquoted(&sb, p, i == 0, i == len(w.Parts)-1, assign)
+		case *syntax.SglQuoted:
+			sb.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				if l, ok := dp.(*syntax.Lit); ok {
+					b.doubleQuoted(&sb, l)
+				}
+			}
+		}
+	}
+	return sb.String()
+}
+
+// assignmentLike reports whether w starts with NAME= unquoted; bash expands
+// ~ after its = and after each : in such a word, even as an argument.
+func assignmentLike(w *syntax.Word) bool {
+	if len(w.Parts) == 0 {
+		return false
+	}
+	l, ok := w.Parts[0].(*syntax.Lit)
+	if !ok {
+		return false
+	}
+	eq := strings.IndexByte(l.Value, '=')
+	return eq > 0 && syntax.ValidName(l.Value[:eq])
+}
+
+func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPart, assign bool) {
+	v, base := l.Value, off(l.Pos())
+	// seenEq tracks the = that ends the NAME of an assignment-like word.
+	seenEq := !assign || !wordStart
+	for j := 0; j < len(v); j++ {
+		c := v[j]
+		tildeHere := c == '~' && ((wordStart && j == 0) ||
+			(assign && seenEq && j > 0 && (v[j-1] == '=' || v[j-1] == ':') && !escaped(v, j-1)))
+		if assign && !seenEq && c == '=' {
+			seenEq = true
+		}
+		switch {
+		case tildeHere:
+			j += b.tilde(sb, v[j:], base+j, lastPart, assign) - 1
+		case c == '\\':
+			if j+1 < len(v) {
+				j++
+				sb.WriteByte(v[j])
+			} else {
+				sb.WriteByte(c)
+			}
+		case c == '$':
+			b.add(refuse(ParameterExpansion, base+j, ""))
+		case c == '`':
+			b.add(refuse(CommandSubstitution, base+j, ""))
+		case c == '*' || c == '?' || c == '[' || c == ']':
+			b.add(refuse(Glob, base+j, fmt.Sprintf("unquoted %q", c)))
+		case c == '{' || c == '}':
+			b.add(refuse(BraceGroup, base+j, fmt.Sprintf("unquoted %q", c)))
+		case c == '#' && wordStart && j == 0:
+			b.add(refuse(Comment, base+j, ""))
+		case c == '\n' || c == '\r':
+			b.add(refuse(Newline, base+j, ""))
+		case c < 0x20 || c == 0x7f:
+			b.add(refuse(ControlCharacter, base+j, fmt.Sprintf("byte 0x%02x", c)))
+		default:
+			sb.WriteByte(c)
+		}
+	}
+}
+
+// escaped reports whether v[i] is preceded by an odd run of backslashes.
+func escaped(v string, i int) bool {
+	n := 0
+	for k := i - 1; k >= 0 && v[k] == '\\'; k-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// tilde expands the ~ at the start of s (an unquoted literal) and returns
+// how many bytes of s it consumed. Only ~ ending the word, or followed by /
+// (or by : inside an assignment-like word) means HOME; every other tilde
+// prefix names a user or a directory stack entry and is refused.
+func (b *builder) tilde(sb *strings.Builder, s string, at int, lastPart, assign bool) int {
+	end := len(s) == 1 && lastPart
+	if end || (len(s) > 1 && (s[1] == '/' || (assign && s[1] == ':'))) {
+		if b.home == "" {
+			b.add(refuse(TildeUser, at, "HOME is not known here"))
+			return 1
+		}
+		sb.WriteString(b.home)
+		return 1
+	}
+	n := 1
+	for n < len(s) && s[n] != '/' && s[n] != ':' {
+		n++
+	}
+	b.add(refuse(TildeUser, at, fmt.Sprintf("%q", s[:n])))
+	return 1
+}
+
+// doubleQuoted removes the quoting inside "...": \" \\ \` \$ are escapes,
+// backslash-newline disappears, every other backslash stays.
+func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit) {
+	v, base := l.Value, off(l.Pos())
+	for j := 0; j < len(v); j++ {
+		c := v[j]
+		switch {
+		case c == '\\' && j+1 < len(v) && strings.IndexByte("\"\\`$", v[j+1]) >= 0:
+			j++
+			sb.WriteByte(v[j])
+		case c == '\\' && j+1 < len(v) && v[j+1] == '\n':
+			j++
+		case c == '$':
+			b.add(refuse(ParameterExpansion, base+j, "inside double quotes"))
+		case c == '`':
+			b.add(refuse(CommandSubstitution, base+j, "inside double quotes"))
+		default:
+			sb.WriteByte(c)
+		}
+	}
+}

@@ -1,0 +1,128 @@
+// Package shell owns rein's command-line grammar: it turns one line of text
+// into a Plan (pipelines of argv stages joined by ; && ||) or into a Refusal
+// that names the construct it will not run.
+//
+// Its contract is that the argv a caller checks is byte for byte the argv
+// that runs: nothing is expanded, globbed or looked up after Parse. There is
+// no shell anywhere in rein; a plan is executed stage by stage by rein's own
+// init.
+//
+// shell is the bottom of the decision layer. It must not import any other
+// rein package (policy, workspace, sandbox, tool, trace).
+package shell
+
+// Line is a parsed command line: pipelines joined by connectors, run left to
+// right. Connectors[i] joins Pipelines[i] and Pipelines[i+1], so
+// len(Connectors) == len(Pipelines)-1.
+//
+//	go build ./... && go test ./... ; git status
+type Line struct {
+	Pipelines  []*Pipeline
+	Connectors []Connector
+}
+
+// Connector joins two pipelines.
+type Connector int
+
+const (
+	// Seq runs the next pipeline whatever the previous one returned: a ; b
+	Seq Connector = iota
+	// And runs the next pipeline only if the previous one succeeded: a && b
+	And
+	// Or runs the next pipeline only if the previous one failed: a || b
+	Or
+)
+
+// String returns the connector as written in a line.
+func (c Connector) String() string {
+	switch c {
+	case Seq:
+		return ";"
+	case And:
+		return "&&"
+	case Or:
+		return "||"
+	}
+	return "?"
+}
+
+// Pipeline is one or more stages whose stdout feeds the next stage's stdin:
+//
+//	grep -n TODO main.go | sort | head -5
+type Pipeline struct {
+	Stages []*Stage
+}
+
+// StageKind says whether a stage spawns a program or is the cd builtin.
+type StageKind int
+
+const (
+	// Command spawns Argv.
+	Command StageKind = iota
+	// Cd changes the working directory for the rest of the line: cd src
+	Cd
+)
+
+// Stage is one element of a pipeline.
+type Stage struct {
+	Kind StageKind
+
+	// Argv is the program and its arguments after quote removal, exactly as
+	// they will be spawned (Command only).
+	//
+	//	grep -n 'a b' "c\"d"  =>  ["grep", "-n", "a b", `c"d`]
+	Argv []string
+
+	// Dir is the target of a cd stage after quote removal and tilde
+	// expansion; empty means a bare cd, which goes to HOME (Cd only).
+	Dir string
+
+	// Redirects in the order they were written; they apply left to right,
+	// so "> f 2>&1" and "2>&1 > f" differ as they do in a shell.
+	Redirects []Redirect
+
+	// Offset is the byte offset of the stage's first word in the line.
+	Offset int
+}
+
+// RedirectOp is what a redirect does with its file descriptor.
+type RedirectOp int
+
+const (
+	// Read opens Path for reading onto fd 0: < f
+	Read RedirectOp = iota
+	// Truncate opens Path for writing, truncating it, onto Fd: > f, 2> f
+	Truncate
+	// Append opens Path for appending onto Fd: >> f, 2>> f
+	Append
+	// DupStdout makes fd 2 a copy of the current fd 1: 2>&1
+	DupStdout
+)
+
+// String returns the operator as written in a line for fd 1 (or 0).
+func (o RedirectOp) String() string {
+	switch o {
+	case Read:
+		return "<"
+	case Truncate:
+		return ">"
+	case Append:
+		return ">>"
+	case DupStdout:
+		return ">&1"
+	}
+	return "?"
+}
+
+// Redirect is one redirection of a stage.
+type Redirect struct {
+	// Fd is 0 for Read, 1 or 2 for Truncate and Append, 2 for DupStdout.
+	Fd int
+	Op RedirectOp
+	// Path is the target after quote removal and tilde expansion; empty
+	// for DupStdout.
+	Path string
+}
+
+// IsWrite reports whether the redirect opens its path for writing.
+func (r Redirect) IsWrite() bool { return r.Op == Truncate || r.Op == Append }
