@@ -116,6 +116,11 @@ func prescan(line string) *Refusal {
 			}
 		}
 	}
+	// The tokeniser turns CR LF into LF even inside quotes, where bash
+	// keeps both bytes; refusing the pair keeps the argv honest.
+	if i := strings.Index(line, "\r\n"); i >= 0 {
+		return &Refusal{Construct: Newline, Offset: i, Message: "a carriage return right before a newline is not supported, even quoted: send one line per call, and pass such bytes through exec's argv"}
+	}
 	if strings.TrimLeft(line, " \t") == "" {
 		return refuse(Syntax, 0, "empty line")
 	}
@@ -574,15 +579,16 @@ func assignmentLike(w *syntax.Word) bool {
 
 func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPart, assign bool) {
 	v, base := l.Value, off(l.Pos())
-	// seenEq tracks the = that ends the NAME of an assignment-like word.
-	seenEq := !assign || !wordStart
+	// In an assignment-like word bash also expands a tilde right after the
+	// first = and after any later unquoted :.
+	eq := -1
+	if assign && wordStart {
+		eq = strings.IndexByte(v, '=')
+	}
 	for j := 0; j < len(v); j++ {
 		c := v[j]
 		tildeHere := c == '~' && ((wordStart && j == 0) ||
-			(assign && seenEq && j > 0 && (v[j-1] == '=' || v[j-1] == ':') && !escaped(v, j-1)))
-		if assign && !seenEq && c == '=' {
-			seenEq = true
-		}
+			(assign && j > 0 && (j-1 == eq || (v[j-1] == ':' && (eq < 0 || j-1 > eq))) && !escaped(v, j-1)))
 		switch {
 		case tildeHere:
 			j += b.tilde(sb, v[j:], base+j, lastPart, assign) - 1

@@ -56,12 +56,18 @@ func (s *Stage) print(sb *strings.Builder) {
 }
 
 // Quote returns s as one word of a line: unchanged when every byte is in
-// the safe set, otherwise in single quotes with ' written as '\”.
+// the safe set, otherwise single-quoted, each quote inside closed, escaped
+// and reopened. A string that is not valid UTF-8 prints, but the grammar
+// refuses to parse it back: such arguments go through FromArgv.
 func Quote(s string) string {
 	if s != "" && strings.IndexFunc(s, unsafeRune) < 0 {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	// A CR right before an LF is split from it by an empty quote: the
+	// grammar refuses the bare pair, which tokenisers fold into LF.
+	s = strings.ReplaceAll(s, "'", `'\''`)
+	s = strings.ReplaceAll(s, "\r\n", "\r''\n")
+	return "'" + s + "'"
 }
 
 func unsafeRune(r rune) bool {
