@@ -1,0 +1,74 @@
+package layering
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/reinhq/rein"
+
+// allowed lists, for each rein package, the only rein packages it may
+// depend on, directly or not. A package missing from this table fails the
+// test, so a new package has to take its place in the layers.
+var allowed = map[string][]string{
+	"shell":             {},
+	"workspace":         {},
+	"policy":            {"shell", "workspace"},
+	"cmd/rein":          {"*"},
+	"internal/layering": {},
+}
+
+func TestImportLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps=false", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(strings.TrimPrefix(fields[0], module), "/")
+		ok, known := allowed[pkg]
+		if !known {
+			t.Errorf("package %s is not in the layering table: add it with the rein packages it may import", pkg)
+			continue
+		}
+		seen++
+		if len(ok) == 1 && ok[0] == "*" {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			if !strings.HasPrefix(dep, module+"/") {
+				continue
+			}
+			d := strings.TrimPrefix(dep, module+"/")
+			if !contains(ok, d) {
+				t.Errorf("%s depends on %s; the layers allow only %v", pkg, d, ok)
+			}
+		}
+	}
+	if seen < 4 {
+		t.Fatalf("go list saw only %d rein packages; the test is not looking at the module", seen)
+	}
+}
+
+// TestForbiddenNames pins the rules docs/architecture.md states in words, for packages
+// that do not exist yet as much as for those that do.
+func TestForbiddenNames(t *testing.T) {
+	for _, forbidden := range []string{"sandbox", "tool", "trace", "cmd/rein"} {
+		for _, pkg := range []string{"shell", "policy", "workspace"} {
+			if contains(allowed[pkg], forbidden) || (len(allowed[pkg]) == 1 && allowed[pkg][0] == "*") {
+				t.Errorf("the layering table lets %s import %s", pkg, forbidden)
+			}
+		}
+	}
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

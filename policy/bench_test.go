@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// benchRules makes n rules per act in the shapes real policies use: most
+// name a program or a directory, a few start with a wildcard (which no
+// index can narrow).
+func benchRules(n int) []Rule {
+	var rules []Rule
+	effects := []Decision{Allow, Ask, Deny}
+	for i := 0; i < n; i++ {
+		eff := effects[i%3]
+		var exec string
+		switch i % 20 {
+		case 0:
+			exec = fmt.Sprintf("*word%d*", i)
+		case 1, 2, 3, 4, 5:
+			exec = fmt.Sprintf("git sub%d*", i)
+		case 6, 7, 8:
+			exec = fmt.Sprintf("npm run script%d", i)
+		default:
+			exec = fmt.Sprintf("prog%d *", i)
+		}
+		var p string
+		switch i % 10 {
+		case 0:
+			p = fmt.Sprintf("**/*.ext%d", i)
+		case 1:
+			p = fmt.Sprintf("/abs%d/**", i)
+		default:
+			p = fmt.Sprintf("dir%d/**", i)
+		}
+		rules = append(rules,
+			Rule{Act: ActExec, Effect: eff, Pattern: exec},
+			Rule{Act: ActRead, Effect: eff, Pattern: p},
+			Rule{Act: ActWrite, Effect: eff, Pattern: p},
+			Rule{Act: ActDelete, Effect: eff, Pattern: p},
+			Rule{Act: ActNet, Effect: eff, Pattern: fmt.Sprintf("host%d.example:443", i)},
+			Rule{Act: ActTool, Effect: eff, Pattern: fmt.Sprintf("tool%d", i)},
+		)
+	}
+	return rules
+}
+
+// BenchmarkCheck decides a three-stage line (a read-only stage, a pipe
+// with a path argument, a write redirect) against n rules per act.
+func BenchmarkCheck(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("rules=%d", n), func(b *testing.B) {
+			f := newFixture(b)
+			mode := ModeAsk
+			o := f.options()
+			o.Mode = &mode
+			o.Rules = benchRules(n)
+			p, err := Load(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			line, err := shell.Parser{Home: f.home}.Parse("git status --short && grep -n TODO main.go | sort -u > todo.txt")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if v := p.Check(line); v.Decision == Deny {
+					b.Fatal(v.Reason)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGlobMatch is the bare mechanism under exec matching: one
+// pattern against one string.
+func BenchmarkGlobMatch(b *testing.B) {
+	for b.Loop() {
+		globMatch("git push*--force*", "git push origin main --force-with-lease")
+	}
+}

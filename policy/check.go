@@ -1,0 +1,474 @@
+package policy
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/workspace"
+)
+
+// Check decides a whole line. Every stage is decided before anything runs;
+// the line's decision is the strictest stage decision, so one denied stage
+// means nothing in the line runs. Paths are resolved from the workspace
+// root, with cd moving the modelled working directory.
+func (p *Policy) Check(line *shell.Line) *Verdict {
+	return p.CheckIn(line, p.Workspace)
+}
+
+// CheckIn is Check with the line starting in the directory dir.
+func (p *Policy) CheckIn(line *shell.Line, dir string) *Verdict {
+	v := &Verdict{}
+	cwds := []string{dir}
+	idx := 0
+	for i, pl := range line.Pipelines {
+		// A pipeline after && or || may not run, so a cd in it may not
+		// happen: later stages are checked from every directory they could
+		// start in.
+		conditional := i > 0 && line.Connectors[i-1] != shell.Seq
+		var next []string
+		for _, st := range pl.Stages {
+			var sv StageVerdict
+			if st.Kind == shell.Cd {
+				var dirs []string
+				sv, dirs = p.checkCd(st, cwds)
+				next = append(next, dirs...)
+			} else {
+				sv = p.checkCommand(st, cwds)
+			}
+			sv.Index = idx
+			idx++
+			v.Stages = append(v.Stages, sv)
+		}
+		if next != nil {
+			if conditional {
+				next = append(next, cwds...)
+			}
+			cwds = dedupe(next)
+		}
+	}
+	v.summarise()
+	return v
+}
+
+// summarise sets the line's decision, class and reason from its stages.
+func (v *Verdict) summarise() {
+	worst := -1
+	for i, s := range v.Stages {
+		v.Class = max(v.Class, s.Class)
+		if worst < 0 || s.Decision > v.Stages[worst].Decision {
+			worst = i
+		}
+	}
+	if worst < 0 {
+		v.Decision, v.Reason = Deny, "the line has no stages"
+		return
+	}
+	s := v.Stages[worst]
+	v.Decision, v.Rule = s.Decision, s.Rule
+	v.Reason = fmt.Sprintf("stage %d (%s): %s", s.Index, shortArgv(s.Argv), s.Reason)
+	if s.Decision == Allow && len(v.Stages) > 1 {
+		v.Rule, v.Reason = nil, fmt.Sprintf("all %d stages are allowed", len(v.Stages))
+	}
+}
+
+func shortArgv(argv []string) string {
+	s := strings.Join(argv, " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+func dedupe(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// checkCd decides a cd stage and returns the directories it can lead to.
+func (p *Policy) checkCd(st *shell.Stage, cwds []string) (StageVerdict, []string) {
+	target := st.Dir
+	if target == "" {
+		target = p.Home
+	}
+	sv := StageVerdict{Argv: []string{"cd", st.Dir}, Class: ReadOnly}
+	if st.Dir == "" {
+		sv.Argv = []string{"cd"}
+	}
+	var dirs []string
+	for _, cwd := range cwds {
+		pv := p.decidePath(target, cwd, ActRead)
+		if pv.Decision < Deny {
+			fi, err := os.Stat(pv.Resolved)
+			switch {
+			case err != nil:
+				pv.Decision, pv.Reason, pv.Rule = Deny, fmt.Sprintf("cd target %s does not exist: the line would run in another directory than the one checked", pv.Resolved), nil
+			case !fi.IsDir():
+				pv.Decision, pv.Reason, pv.Rule = Deny, fmt.Sprintf("cd target %s is not a directory", pv.Resolved), nil
+			}
+		}
+		sv.Paths = appendPath(sv.Paths, pv)
+		dirs = append(dirs, pv.Resolved)
+	}
+	sv.Decision, sv.Reason = Allow, "cd into "+target
+	sv.stricterPaths()
+	return sv, dirs
+}
+
+// appendPath adds pv unless the same path, access and outcome is there.
+func appendPath(ps []PathVerdict, pv PathVerdict) []PathVerdict {
+	for _, q := range ps {
+		if q.Path == pv.Path && q.Resolved == pv.Resolved && q.Access == pv.Access {
+			return ps
+		}
+	}
+	return append(ps, pv)
+}
+
+// stricterPaths lets a path decision override the stage's when stricter.
+func (sv *StageVerdict) stricterPaths() {
+	for _, pv := range sv.Paths {
+		if pv.Decision > sv.Decision {
+			sv.Decision, sv.Reason, sv.Rule = pv.Decision, pv.Access.verb()+" "+pv.Path+": "+pv.Reason, pv.Rule
+		}
+	}
+}
+
+func (a Act) verb() string {
+	switch a {
+	case ActRead:
+		return "read"
+	case ActWrite:
+		return "write"
+	case ActDelete:
+		return "delete"
+	}
+	return string(a)
+}
+
+// execStrings are the forms an exec pattern is tested against: B, the
+// basename of argv[0]; J, B then the arguments; R, the raw argv.
+func execStrings(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	b := path.Base(argv[0])
+	j := strings.Join(append([]string{b}, argv[1:]...), " ")
+	r := strings.Join(argv, " ")
+	if r == j {
+		return []string{b, j}
+	}
+	return []string{b, j, r}
+}
+
+// checkCommand decides one command stage from every directory it could
+// start in.
+func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
+	argv := st.Argv
+	sv := StageVerdict{Argv: argv}
+	exposedCmds := exposed(argv)
+
+	stripped := stripBenign(argv)
+	if len(stripped) == 0 {
+		stripped = argv
+	}
+	facts := analyze(stripped)
+	sv.Class = facts.Class
+	classReason := facts.Reason
+
+	// Paths: what the program reads, writes and deletes, and where its
+	// redirects point.
+	reads, writes := slices.Clone(facts.Reads), slices.Clone(facts.Writes)
+	for _, r := range st.Redirects {
+		switch {
+		case r.Op == shell.Read:
+			reads = append(reads, r.Path)
+		case r.IsWrite():
+			writes = append(writes, r.Path)
+			if sv.Class < WorkspaceMutating {
+				sv.Class, classReason = WorkspaceMutating, "it redirects output into a file"
+			}
+		}
+	}
+	for _, cwd := range cwds {
+		for _, x := range reads {
+			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActRead))
+		}
+		for _, x := range writes {
+			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActWrite))
+		}
+		for _, x := range facts.Deletes {
+			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActDelete))
+		}
+		for _, x := range facts.OutsideDangerous {
+			if r, err := workspace.Physical(cwd, x); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
+				sv.Class, classReason = Dangerous, fmt.Sprintf("%s aims at %s, outside the workspace", path.Base(stripped[0]), r)
+			}
+		}
+	}
+
+	// Hard denies, deny rules and ask rules reach through wrappers, sh -c
+	// strings and find -exec: every command the stage exposes is tested.
+	var askRule *Rule
+	for i, e := range exposedCmds {
+		ef := facts
+		if i > 0 {
+			ef = analyzeStripped(e)
+			// What a wrapped command reads and writes is decided like the
+			// stage's own paths: sudo cat ~/.ssh/id_rsa reads a secret.
+			for _, cwd := range cwds {
+				for _, x := range ef.Reads {
+					sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActRead))
+				}
+				for _, x := range ef.Writes {
+					sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActWrite))
+				}
+				for _, x := range ef.Deletes {
+					sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActDelete))
+				}
+			}
+		}
+		if a := p.hardDeny(e, ef, cwds); a != nil {
+			sv.Decision, sv.Rule, sv.Reason = Deny, a, "hard deny: "+strings.TrimPrefix(a.Rule, "hard deny: ")
+			return sv
+		}
+		if r := p.rules[ActExec][Deny].matchString(execStrings(e)...); r != nil {
+			sv.Decision, sv.Rule = Deny, r.attribution()
+			sv.Reason = fmt.Sprintf("denied by %s", sv.Rule)
+			if i > 0 {
+				sv.Reason += fmt.Sprintf(", reached through the wrapper as %q", shortArgv(e))
+			}
+			return sv
+		}
+		if askRule == nil {
+			askRule = p.rules[ActExec][Ask].matchString(execStrings(e)...)
+		}
+		if ef.Class > sv.Class && i > 0 && ef.Class == Dangerous {
+			sv.Class, classReason = Dangerous, ef.Reason
+		}
+	}
+
+	// Inline program text is matched word by word against the protected
+	// set: a script that names ~/.ssh/id_rsa is refused even though the
+	// policy cannot follow what the script does.
+	for _, code := range facts.Inline {
+		for _, w := range inlineWords(code) {
+			if (w == "~" || strings.HasPrefix(w, "~/")) && p.Home != "" {
+				w = p.Home + w[1:]
+			}
+			for _, cwd := range cwds {
+				if pr := p.protectedMatch(w, cwd, ActRead); pr != nil {
+					sv.Decision, sv.Rule = Deny, pr.rule.attribution()
+					sv.Reason = fmt.Sprintf("inline program names %s, protected by %s", w, sv.Rule)
+					return sv
+				}
+			}
+		}
+	}
+
+	allowRule := p.rules[ActExec][Allow].matchString(execStrings(stripped)...)
+	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
+	sv.stricterPaths()
+	return sv
+}
+
+// analyzeStripped classifies argv as allow matching sees it: with the
+// benign wrappers stripped, unless nothing is left.
+func analyzeStripped(argv []string) stageFacts {
+	if s := stripBenign(argv); len(s) > 0 {
+		return analyze(s)
+	}
+	return analyze(argv)
+}
+
+// table is the per-stage decision table of the spec, after deny rules and
+// hard denies.
+func (p *Policy) table(c Class, why string, askRule, allowRule *Rule, network bool) (Decision, string, *Attribution) {
+	safe := p.Mode == ModeSafe
+	g := ForMode(p.Mode)
+	orDeny := func(d Decision) Decision {
+		if safe {
+			return Deny
+		}
+		return d
+	}
+	switch {
+	case askRule != nil:
+		a := askRule.attribution()
+		return orDeny(Ask), "asked by " + a.String(), a
+	case c >= ShellComplex:
+		return orDeny(Ask), fmt.Sprintf("%s (%s): no allow rule can lift it", c, why), nil
+	case c == WorkspaceMutating && !g.WorkspaceWrite:
+		return Deny, fmt.Sprintf("%s mode does not write (%s)", p.Mode, why), nil
+	case network && !g.Network:
+		return Deny, fmt.Sprintf("%s mode has no network (%s)", p.Mode, why), nil
+	case allowRule != nil:
+		a := allowRule.attribution()
+		return Allow, "allowed by " + a.String(), a
+	case c == ReadOnly:
+		return Allow, "read-only (" + why + ")", nil
+	case safe:
+		return Deny, fmt.Sprintf("%s: safe mode runs only read-only programs and allowed rules", c), nil
+	case p.Mode == ModeAsk:
+		return Ask, fmt.Sprintf("%s (%s): ask mode asks unless a rule allows it", c, why), nil
+	case network:
+		return Ask, fmt.Sprintf("network client (%s): auto mode asks before reaching the network unless a rule allows it", why), nil
+	}
+	return Allow, fmt.Sprintf("%s (%s): auto mode runs it", c, why), nil
+}
+
+// hardDeny returns the builtin attribution of a hard deny of argv, which
+// no rule and no mode can lift: rm and friends aimed at /, a top-level
+// directory, HOME, the workspace or an ancestor of it; mkfs; dd onto a
+// device.
+func (p *Policy) hardDeny(argv []string, f stageFacts, cwds []string) *Attribution {
+	hard := func(why string) *Attribution {
+		return &Attribution{Rule: "hard deny: " + why, Act: ActExec, Effect: Deny, Layer: LayerBuiltin}
+	}
+	if f.HardDeny != "" {
+		return hard(f.HardDeny)
+	}
+	prog := path.Base(argv[0])
+	if s := stripBenign(argv); len(s) > 0 {
+		prog = path.Base(s[0])
+	}
+	switch prog {
+	case "rm", "rmdir", "unlink", "shred":
+	default:
+		return nil
+	}
+	for _, x := range f.Deletes {
+		for _, cwd := range cwds {
+			r, err := workspace.Physical(cwd, x)
+			if err != nil {
+				return hard(fmt.Sprintf("%s of %s, which cannot be resolved: %v", prog, x, err))
+			}
+			if why := p.vitalDir(r); why != "" {
+				return hard(fmt.Sprintf("%s of %s (%s)", prog, r, why))
+			}
+		}
+	}
+	return nil
+}
+
+// vitalDir says why deleting r would be a disaster, or "".
+func (p *Policy) vitalDir(r string) string {
+	switch {
+	case r == "/":
+		return "the root"
+	case strings.Count(r, "/") == 1:
+		return "a top-level directory"
+	case p.Home != "" && r == p.Home:
+		return "HOME"
+	case p.Workspace != "" && r == p.Workspace:
+		return "the workspace"
+	case p.Workspace != "" && workspace.Within(r, p.Workspace):
+		return "an ancestor of the workspace"
+	}
+	return ""
+}
+
+func (p *Policy) inWorkspace(r string) bool {
+	return p.Workspace != "" && workspace.Within(p.Workspace, r)
+}
+
+// lexicalAbs makes x absolute against cwd without touching the disk, so a
+// protected pattern is decided on the path as written too.
+func lexicalAbs(x, cwd string) string {
+	if filepath.IsAbs(x) {
+		return filepath.Clean(x)
+	}
+	return filepath.Join(cwd, x)
+}
+
+// protectedMatch returns the protected entry forbidding access to x, if
+// any: the path as written and the file it reaches are both tested, so
+// neither a link nor a .. changes the answer.
+func (p *Policy) protectedMatch(x, cwd string, access Act) *protectedRule {
+	abs := lexicalAbs(x, cwd)
+	resolved, err := workspace.Physical(cwd, x)
+	if err != nil {
+		resolved = abs
+	}
+	return p.protectedOf(abs, resolved, access)
+}
+
+func (p *Policy) protectedOf(abs, resolved string, access Act) *protectedRule {
+	if access != ActRead && isExemptDevice(abs) {
+		return nil
+	}
+	for i := range p.protected {
+		pr := &p.protected[i]
+		if pr.guards(access) && pr.matches(abs, resolved) {
+			return pr
+		}
+	}
+	return nil
+}
+
+// decidePath decides one access to the path x (as written) from cwd.
+func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
+	pv := PathVerdict{Path: x, Access: access}
+	abs := lexicalAbs(x, cwd)
+	if isExemptDevice(abs) {
+		pv.Resolved, pv.Decision, pv.Reason = abs, Allow, "an exempt device"
+		return pv
+	}
+	resolved, err := workspace.Physical(cwd, x)
+	if err != nil {
+		pv.Resolved, pv.Decision, pv.Reason = abs, Deny, fmt.Sprintf("cannot be resolved: %v", err)
+		return pv
+	}
+	pv.Resolved = resolved
+	if pr := p.protectedOf(abs, resolved, access); pr != nil {
+		pv.Decision, pv.Rule = Deny, pr.rule.attribution()
+		pv.Reason = "protected by " + pv.Rule.String()
+		return pv
+	}
+	if access != ActRead && isGenerated(resolved) {
+		pv.Decision = Deny
+		pv.Rule = &Attribution{Rule: "generated file (its header says so)", Act: access, Effect: Deny, Layer: LayerBuiltin}
+		pv.Reason = "the file says it is generated: change its generator, not the copy"
+		return pv
+	}
+	rules := p.rules[access]
+	if r := rules[Deny].matchPath(abs, resolved); r != nil {
+		pv.Decision, pv.Rule = Deny, r.attribution()
+		pv.Reason = "denied by " + pv.Rule.String()
+		return pv
+	}
+	if r := rules[Ask].matchPath(abs, resolved); r != nil {
+		pv.Decision, pv.Rule = Ask, r.attribution()
+		if p.Mode == ModeSafe {
+			pv.Decision = Deny
+		}
+		pv.Reason = "asked by " + pv.Rule.String()
+		return pv
+	}
+	inside := p.inWorkspace(resolved)
+	if inside && access != ActRead && (p.ReadOnly || p.Mode == ModeSafe) {
+		pv.Decision, pv.Reason = Deny, "the workspace is read-only"
+		if p.Mode == ModeSafe {
+			pv.Reason += " in safe mode"
+		}
+		return pv
+	}
+	if r := rules[Allow].matchPath(abs, resolved); r != nil {
+		pv.Decision, pv.Rule = Allow, r.attribution()
+		pv.Reason = "allowed by " + pv.Rule.String()
+		return pv
+	}
+	if inside {
+		pv.Decision, pv.Reason = Allow, "inside the workspace"
+		return pv
+	}
+	pv.Decision, pv.Reason = Ask, "outside the workspace"
+	if p.Mode == ModeSafe {
+		pv.Decision = Deny
+	}
+	return pv
+}

@@ -1,0 +1,744 @@
+package policy
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// fileConfig is the policy file of every scope. Unknown keys are errors.
+type fileConfig struct {
+	Mode             string     `toml:"mode"`
+	RepeatedRefusals *int       `toml:"repeated_refusals"`
+	Exec             actRules   `toml:"exec"`
+	Read             actRules   `toml:"read"`
+	Write            actRules   `toml:"write"`
+	Delete           actRules   `toml:"delete"`
+	Net              netRules   `toml:"net"`
+	Tool             actRules   `toml:"tool"`
+	Rule             []longRule `toml:"rule"`
+	Workspace        struct {
+		ReadOnly  *bool    `toml:"read_only"`
+		Protected []string `toml:"protected"`
+	} `toml:"workspace"`
+	Sandbox struct {
+		Rung       string `toml:"rung"`
+		Network    string `toml:"network"`
+		Timeout    string `toml:"timeout"`
+		MaxTimeout string `toml:"max_timeout"`
+	} `toml:"sandbox"`
+	Limits struct {
+		Memory     string `toml:"memory"`
+		Processes  *int64 `toml:"processes"`
+		CPUSeconds *int64 `toml:"cpu_seconds"`
+		OpenFiles  *int64 `toml:"open_files"`
+		FileSize   string `toml:"file_size"`
+	} `toml:"limits"`
+	Env struct {
+		Pass    []string `toml:"pass"`
+		Secrets []string `toml:"secrets"`
+	} `toml:"env"`
+}
+
+type actRules struct {
+	Allow []string `toml:"allow"`
+	Ask   []string `toml:"ask"`
+	Deny  []string `toml:"deny"`
+}
+
+type netRules struct {
+	actRules
+	Presets []string `toml:"presets"`
+}
+
+type longRule struct {
+	Act      string   `toml:"act"`
+	Effect   string   `toml:"effect"`
+	Pattern  string   `toml:"pattern"`
+	Match    []string `toml:"match"`
+	NotMatch []string `toml:"not_match"`
+}
+
+// ConfigError is a policy file that cannot be used, with where and why.
+// A policy that fails to load stops the program; it never falls back.
+type ConfigError struct {
+	File string
+	Line int // 0 when the error is about the whole file
+	Key  string
+	Err  error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Key != "" {
+		fmt.Fprintf(&b, ": %s", e.Key)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Scope names where a policy file comes from.
+type Scope struct {
+	Layer Layer
+	// Path is the file consulted.
+	Path string
+	// Named is set when the path was given by flag or environment; a
+	// named file must exist.
+	Named bool
+}
+
+// Source reports what became of one scope's file.
+type Source struct {
+	Layer Layer  `json:"layer"`
+	Path  string `json:"path"`
+	// State is "loaded", "absent", "trusted", or "untrusted" (a project
+	// file whose allow rules and widening settings were not applied).
+	State string `json:"state"`
+	// Note says why a project file is untrusted and what to run.
+	Note string `json:"note,omitempty"`
+}
+
+// Options says where to find each scope's policy file and what the command
+// line adds. Empty fields take the defaults of the spec.
+type Options struct {
+	// Workspace is the workspace root; it is resolved physically.
+	Workspace string
+	// Home is the user's home directory; defaults to $HOME.
+	Home string
+	// OrgFile, UserFile, ProjectFile name a scope's file explicitly (the
+	// --org-policy, --user-policy and --project-policy flags). Otherwise
+	// REIN_ORG_POLICY, REIN_USER_POLICY and REIN_PROJECT_POLICY, then the
+	// default locations, are used.
+	OrgFile, UserFile, ProjectFile string
+	// Mode, when set, overrides every file's mode (the --mode flag).
+	Mode *Mode
+	// Rules are the flags layer's rules.
+	Rules []Rule
+	// Getenv reads the environment; defaults to os.Getenv.
+	Getenv func(string) string
+}
+
+// Setting is one merged scalar of the policy, with the file that set it.
+type Setting struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	Layer Layer  `json:"layer"`
+	File  string `json:"file,omitempty"`
+}
+
+// Limits are the resource limits the configuration asks for; zero means
+// unset.
+type Limits struct {
+	MemoryBytes   int64
+	Processes     int64
+	CPUSeconds    int64
+	OpenFiles     int64
+	FileSizeBytes int64
+}
+
+// SandboxSettings are the execution settings of the policy file.
+type SandboxSettings struct {
+	Rung       string
+	Network    string
+	Timeout    time.Duration
+	MaxTimeout time.Duration
+}
+
+// Defaults of the spec.
+const (
+	DefaultTimeout          = 180 * time.Second
+	DefaultMaxTimeout       = 600 * time.Second
+	DefaultRepeatedRefusals = 5
+)
+
+// Policy is a loaded, compiled policy. It is safe for concurrent checks.
+type Policy struct {
+	Mode      Mode
+	Workspace string
+	Home      string
+	ReadOnly  bool
+
+	Sandbox          SandboxSettings
+	Limits           Limits
+	NetPresets       []string
+	EnvPass          []string
+	EnvSecrets       []string
+	RepeatedRefusals int
+
+	// Rules are every applied rule, strongest layer first.
+	Rules []*Rule
+	// Sources are the files consulted, in layer order.
+	Sources []Source
+	// Settings are the merged scalars, with the file that set each.
+	Settings []Setting
+
+	rules     map[Act]map[Decision]*ruleSet
+	protected []protectedRule
+}
+
+// DefaultScopes returns where each scope's file is looked for.
+func DefaultScopes(o Options) []Scope {
+	env := o.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
+	pick := func(layer Layer, flag, envName, def string) Scope {
+		switch {
+		case flag != "":
+			return Scope{Layer: layer, Path: flag, Named: true}
+		case env(envName) != "":
+			return Scope{Layer: layer, Path: env(envName), Named: true}
+		}
+		return Scope{Layer: layer, Path: def}
+	}
+	home := o.Home
+	if home == "" {
+		home = env("HOME")
+	}
+	cfg := env("XDG_CONFIG_HOME")
+	if cfg == "" && home != "" {
+		cfg = filepath.Join(home, ".config")
+	}
+	user := ""
+	if cfg != "" {
+		user = filepath.Join(cfg, "rein", "policy.toml")
+	}
+	project := ""
+	if o.Workspace != "" {
+		project = filepath.Join(o.Workspace, ".rein", "policy.toml")
+	}
+	return []Scope{
+		pick(LayerOrg, o.OrgFile, "REIN_ORG_POLICY", "/etc/rein/policy.toml"),
+		pick(LayerUser, o.UserFile, "REIN_USER_POLICY", user),
+		pick(LayerProject, o.ProjectFile, "REIN_PROJECT_POLICY", project),
+	}
+}
+
+// Load reads every scope's policy file, checks it, and compiles the merged
+// policy. Any error in any file is returned with its file, line and key.
+func Load(o Options) (*Policy, error) {
+	env := o.Getenv
+	if env == nil {
+		env = os.Getenv
+	}
+	if o.Home == "" {
+		o.Home = env("HOME")
+	}
+	p := &Policy{
+		Mode:             ModeAsk,
+		Home:             filepath.Clean(o.Home),
+		Sandbox:          SandboxSettings{Rung: "auto", Network: "off", Timeout: DefaultTimeout, MaxTimeout: DefaultMaxTimeout},
+		RepeatedRefusals: DefaultRepeatedRefusals,
+		rules:            map[Act]map[Decision]*ruleSet{},
+	}
+	if o.Home == "" {
+		p.Home = ""
+	}
+	if o.Workspace != "" {
+		ws, err := filepath.Abs(o.Workspace)
+		if err == nil {
+			ws, err = filepath.EvalSymlinks(ws)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("policy: workspace %q: %w", o.Workspace, err)
+		}
+		p.Workspace = ws
+	}
+	for _, a := range acts {
+		p.rules[a] = map[Decision]*ruleSet{Allow: {}, Ask: {}, Deny: {}}
+	}
+	for _, b := range builtinProtected {
+		if err := p.addProtected(b.pattern, b.kind, b.except, Rule{Layer: LayerBuiltin}); err != nil {
+			return nil, fmt.Errorf("policy: builtin protected set: %w", err)
+		}
+	}
+	p.setting("mode", p.Mode.String(), LayerBuiltin, "")
+	scopes := DefaultScopes(o)
+	trust, err := loadTrust(trustFile(scopes))
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range scopes {
+		if err := p.loadScope(sc, trust); err != nil {
+			return nil, err
+		}
+	}
+	for i := range o.Rules {
+		r := o.Rules[i]
+		r.Layer = LayerFlags
+		if err := p.addRule(&r); err != nil {
+			return nil, fmt.Errorf("policy: rule %q from the command line: %w", r.Pattern, err)
+		}
+	}
+	if o.Mode != nil {
+		p.Mode = *o.Mode
+		p.setting("mode", p.Mode.String(), LayerFlags, "")
+	}
+	if p.Sandbox.Timeout > p.Sandbox.MaxTimeout {
+		return nil, fmt.Errorf("policy: sandbox.timeout %s is above sandbox.max_timeout %s", p.Sandbox.Timeout, p.Sandbox.MaxTimeout)
+	}
+	return p, nil
+}
+
+func (p *Policy) setting(key, value string, l Layer, file string) {
+	for i := range p.Settings {
+		if p.Settings[i].Key == key {
+			p.Settings[i] = Setting{key, value, l, file}
+			return
+		}
+	}
+	p.Settings = append(p.Settings, Setting{key, value, l, file})
+}
+
+func (p *Policy) addProtected(pattern string, kind protection, except []string, r Rule) error {
+	g, err := anchorGlob(pattern, p.Home, p.Workspace)
+	if err != nil {
+		// A ~ pattern without HOME or a relative one without a workspace
+		// cannot match anything here; it is not an error of the file.
+		if strings.Contains(err.Error(), "needs") {
+			return nil
+		}
+		return err
+	}
+	var ex []string
+	for _, e := range except {
+		eg, err := anchorGlob(e, p.Home, p.Workspace)
+		if err != nil {
+			return err
+		}
+		ex = append(ex, eg)
+	}
+	r.Pattern = pattern
+	r.Effect = Deny
+	r.Act = ActWrite
+	if kind == protectSecret {
+		r.Act = ActRead
+	}
+	p.protected = append(p.protected, protectedRule{rule: r, glob: g, kind: kind, except: ex})
+	return nil
+}
+
+func (p *Policy) addRule(r *Rule) error {
+	if r.Pattern == "" {
+		return errors.New("empty pattern")
+	}
+	if err := p.rules[r.Act][r.Effect].add(r, p.Home, p.Workspace); err != nil {
+		return err
+	}
+	if err := p.checkExamples(r); err != nil {
+		return err
+	}
+	p.Rules = append(p.Rules, r)
+	return nil
+}
+
+// checkExamples tests a rule against its own examples: an exec example is
+// a line, tested as its first stage would be.
+func (p *Policy) checkExamples(r *Rule) error {
+	one := &ruleSet{}
+	if err := one.add(r, p.Home, p.Workspace); err != nil {
+		return err
+	}
+	matches := func(ex string) bool {
+		switch {
+		case r.Act == ActExec:
+			line, err := shell.Parser{Home: p.Home}.Parse(ex)
+			if err != nil || len(line.Stages()) == 0 || line.Stages()[0].Kind != shell.Command {
+				return one.matchString(ex) != nil
+			}
+			return one.matchString(execStrings(line.Stages()[0].Argv)...) != nil
+		case r.Act.isPath():
+			g, err := anchorGlob(ex, p.Home, p.Workspace)
+			return err == nil && one.matchPath(g) != nil
+		}
+		return one.matchString(ex) != nil
+	}
+	for _, ex := range r.Match {
+		if !matches(ex) {
+			return fmt.Errorf("pattern %q does not match its example %q", r.Pattern, ex)
+		}
+	}
+	for _, ex := range r.NotMatch {
+		if matches(ex) {
+			return fmt.Errorf("pattern %q matches %q, which it must not match", r.Pattern, ex)
+		}
+	}
+	return nil
+}
+
+// loadScope reads one scope's file and applies it.
+func (p *Policy) loadScope(sc Scope, trust map[string]string) error {
+	src := Source{Layer: sc.Layer, Path: sc.Path}
+	if sc.Path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(sc.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && !sc.Named:
+		src.State = "absent"
+		p.Sources = append(p.Sources, src)
+		return nil
+	case err != nil:
+		return &ConfigError{File: sc.Path, Err: fmt.Errorf("cannot read the %s policy: %w", sc.Layer, err)}
+	}
+	cfg, pos, err := decode(sc.Path, data)
+	if err != nil {
+		return err
+	}
+	src.State = "loaded"
+	trusted := true
+	if sc.Layer == LayerProject {
+		trusted, src.State, src.Note = projectTrust(sc.Path, data, trust)
+	}
+	p.Sources = append(p.Sources, src)
+	a := applier{p: p, file: sc.Path, layer: sc.Layer, pos: pos, narrowOnly: !trusted}
+	return a.apply(cfg)
+}
+
+// decode parses a policy file strictly and records the line of every key
+// and array element for later errors.
+func decode(file string, data []byte) (*fileConfig, positions, error) {
+	var cfg fileConfig
+	d := toml.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&cfg); err != nil {
+		var sm *toml.StrictMissingError
+		if errors.As(err, &sm) && len(sm.Errors) > 0 {
+			e := sm.Errors[0]
+			row, _ := e.Position()
+			return nil, nil, &ConfigError{File: file, Line: row, Key: strings.Join(e.Key(), "."), Err: errors.New("unknown key")}
+		}
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, _ := de.Position()
+			return nil, nil, &ConfigError{File: file, Line: row, Key: strings.Join(de.Key(), "."), Err: errors.New(strings.TrimPrefix(de.Error(), "toml: "))}
+		}
+		return nil, nil, &ConfigError{File: file, Err: err}
+	}
+	return &cfg, keyPositions(data), nil
+}
+
+// positions maps "table.key" and "table.key[i]" (and "rule[i]") to lines.
+type positions map[string]int
+
+func (ps positions) line(key string) int {
+	if l, ok := ps[key]; ok {
+		return l
+	}
+	if i := strings.LastIndexByte(key, '['); i > 0 {
+		return ps.line(key[:i])
+	}
+	if i := strings.LastIndexByte(key, '.'); i > 0 {
+		return ps.line(key[:i])
+	}
+	return 0
+}
+
+func keyPositions(data []byte) positions {
+	ps := positions{}
+	var up unstable.Parser
+	up.Reset(data)
+	table := ""
+	arrays := map[string]int{}
+	lineOf := func(r unstable.Range) int {
+		if int(r.Offset)+int(r.Length) > len(data) {
+			return 0
+		}
+		return up.Shape(r).Start.Line
+	}
+	keyOf := func(n *unstable.Node) (string, int) {
+		var parts []string
+		line := 0
+		it := n.Key()
+		for it.Next() {
+			k := it.Node()
+			parts = append(parts, string(k.Data))
+			if line == 0 {
+				line = lineOf(k.Raw)
+			}
+		}
+		return strings.Join(parts, "."), line
+	}
+	for up.NextExpression() {
+		e := up.Expression()
+		switch e.Kind {
+		case unstable.Table:
+			k, l := keyOf(e)
+			table = k
+			ps[k] = l
+		case unstable.ArrayTable:
+			k, l := keyOf(e)
+			i := arrays[k]
+			arrays[k] = i + 1
+			table = fmt.Sprintf("%s[%d]", k, i)
+			ps[table] = l
+		case unstable.KeyValue:
+			k, l := keyOf(e)
+			if table != "" {
+				k = table + "." + k
+			}
+			ps[k] = l
+			if v := e.Value(); v != nil && v.Kind == unstable.Array {
+				it := v.Children()
+				for i := 0; it.Next(); i++ {
+					if el := lineOf(it.Node().Raw); el > 0 {
+						ps[fmt.Sprintf("%s[%d]", k, i)] = el
+					}
+				}
+			}
+		}
+	}
+	return ps
+}
+
+// applier applies one decoded file to the policy.
+type applier struct {
+	p          *Policy
+	file       string
+	layer      Layer
+	pos        positions
+	narrowOnly bool
+}
+
+func (a *applier) fail(key string, err error) error {
+	return &ConfigError{File: a.file, Line: a.pos.line(key), Key: key, Err: err}
+}
+
+func (a *applier) apply(c *fileConfig) error {
+	p := a.p
+	if c.Mode != "" {
+		m, err := ParseMode(c.Mode)
+		if err != nil {
+			return a.fail("mode", err)
+		}
+		// An untrusted project file may only choose a stricter mode.
+		if !a.narrowOnly || m < p.Mode {
+			p.Mode = m
+			p.setting("mode", m.String(), a.layer, a.file)
+		}
+	}
+	if c.RepeatedRefusals != nil {
+		if *c.RepeatedRefusals < 1 {
+			return a.fail("repeated_refusals", fmt.Errorf("must be at least 1, not %d", *c.RepeatedRefusals))
+		}
+		if !a.narrowOnly || *c.RepeatedRefusals < p.RepeatedRefusals {
+			p.RepeatedRefusals = *c.RepeatedRefusals
+			p.setting("repeated_refusals", strconv.Itoa(p.RepeatedRefusals), a.layer, a.file)
+		}
+	}
+	for _, ar := range []struct {
+		act Act
+		r   actRules
+	}{{ActExec, c.Exec}, {ActRead, c.Read}, {ActWrite, c.Write}, {ActDelete, c.Delete}, {ActNet, c.Net.actRules}, {ActTool, c.Tool}} {
+		for _, er := range []struct {
+			eff  Decision
+			pats []string
+		}{{Deny, ar.r.Deny}, {Ask, ar.r.Ask}, {Allow, ar.r.Allow}} {
+			for i, pat := range er.pats {
+				key := fmt.Sprintf("%s.%s[%d]", ar.act, er.eff, i)
+				if err := a.rule(&Rule{Act: ar.act, Effect: er.eff, Pattern: pat}, key); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for i, lr := range c.Rule {
+		key := fmt.Sprintf("rule[%d]", i)
+		act := Act(lr.Act)
+		if !isAct(act) {
+			return a.fail(key+".act", fmt.Errorf("unknown act %q: use exec, read, write, delete, net or tool", lr.Act))
+		}
+		eff, err := parseDecision(lr.Effect)
+		if err != nil {
+			return a.fail(key+".effect", err)
+		}
+		r := &Rule{Act: act, Effect: eff, Pattern: lr.Pattern, Match: lr.Match, NotMatch: lr.NotMatch}
+		if err := a.rule(r, key); err != nil {
+			return err
+		}
+	}
+	for _, name := range c.Net.Presets {
+		if !knownPreset(name) {
+			return a.fail("net.presets", fmt.Errorf("unknown preset %q: use one of %s", name, strings.Join(presetNames, ", ")))
+		}
+		if !a.narrowOnly {
+			p.NetPresets = append(p.NetPresets, name)
+		}
+	}
+	if c.Workspace.ReadOnly != nil && (!a.narrowOnly || *c.Workspace.ReadOnly) {
+		p.ReadOnly = *c.Workspace.ReadOnly
+		p.setting("workspace.read_only", strconv.FormatBool(p.ReadOnly), a.layer, a.file)
+	}
+	for i, pat := range c.Workspace.Protected {
+		key := fmt.Sprintf("workspace.protected[%d]", i)
+		if err := p.addProtected(pat, protectGenerated, nil, Rule{Layer: a.layer, File: a.file, Line: a.pos.line(key)}); err != nil {
+			return a.fail(key, err)
+		}
+	}
+	if err := a.sandbox(c); err != nil {
+		return err
+	}
+	if err := a.limits(c); err != nil {
+		return err
+	}
+	if !a.narrowOnly {
+		p.EnvPass = append(p.EnvPass, c.Env.Pass...)
+		p.EnvSecrets = append(p.EnvSecrets, c.Env.Secrets...)
+	}
+	return nil
+}
+
+// rule adds one rule. A project file's allow rules apply only when the
+// user trusted that exact file.
+func (a *applier) rule(r *Rule, key string) error {
+	r.Layer, r.File, r.Line = a.layer, a.file, a.pos.line(key)
+	if a.narrowOnly && r.Effect == Allow {
+		return nil
+	}
+	if err := a.p.addRule(r); err != nil {
+		return a.fail(key, err)
+	}
+	return nil
+}
+
+func isAct(a Act) bool {
+	for _, x := range acts {
+		if a == x {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	rungs        = []string{"auto", "bwrap", "landlock", "none"}
+	networkModes = []string{"off", "proxy", "full"}
+)
+
+func (a *applier) sandbox(c *fileConfig) error {
+	p, s := a.p, c.Sandbox
+	if s.Rung != "" {
+		if !contains(rungs, s.Rung) {
+			return a.fail("sandbox.rung", fmt.Errorf("unknown rung %q: use %s", s.Rung, strings.Join(rungs, ", ")))
+		}
+		if !a.narrowOnly || s.Rung != "none" {
+			p.Sandbox.Rung = s.Rung
+			p.setting("sandbox.rung", s.Rung, a.layer, a.file)
+		}
+	}
+	if s.Network != "" {
+		i := indexOf(networkModes, s.Network)
+		if i < 0 {
+			return a.fail("sandbox.network", fmt.Errorf("unknown network mode %q: use %s", s.Network, strings.Join(networkModes, ", ")))
+		}
+		if !a.narrowOnly || i < indexOf(networkModes, p.Sandbox.Network) {
+			p.Sandbox.Network = s.Network
+			p.setting("sandbox.network", s.Network, a.layer, a.file)
+		}
+	}
+	for _, d := range []struct {
+		key string
+		raw string
+		dst *time.Duration
+	}{{"sandbox.timeout", s.Timeout, &p.Sandbox.Timeout}, {"sandbox.max_timeout", s.MaxTimeout, &p.Sandbox.MaxTimeout}} {
+		if d.raw == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.raw)
+		if err != nil || v <= 0 {
+			return a.fail(d.key, fmt.Errorf("%q is not a positive duration such as \"180s\" or \"10m\"", d.raw))
+		}
+		if !a.narrowOnly || v < *d.dst {
+			*d.dst = v
+			p.setting(d.key, v.String(), a.layer, a.file)
+		}
+	}
+	return nil
+}
+
+func (a *applier) limits(c *fileConfig) error {
+	p, l := a.p, c.Limits
+	set := func(key string, v int64, dst *int64) {
+		if !a.narrowOnly || *dst == 0 || v < *dst {
+			*dst = v
+			p.setting(key, strconv.FormatInt(v, 10), a.layer, a.file)
+		}
+	}
+	for _, s := range []struct {
+		key string
+		raw string
+		dst *int64
+	}{{"limits.memory", l.Memory, &p.Limits.MemoryBytes}, {"limits.file_size", l.FileSize, &p.Limits.FileSizeBytes}} {
+		if s.raw == "" {
+			continue
+		}
+		v, err := ParseSize(s.raw)
+		if err != nil {
+			return a.fail(s.key, err)
+		}
+		set(s.key, v, s.dst)
+	}
+	for _, n := range []struct {
+		key string
+		v   *int64
+		dst *int64
+	}{{"limits.processes", l.Processes, &p.Limits.Processes}, {"limits.cpu_seconds", l.CPUSeconds, &p.Limits.CPUSeconds}, {"limits.open_files", l.OpenFiles, &p.Limits.OpenFiles}} {
+		if n.v == nil {
+			continue
+		}
+		if *n.v <= 0 {
+			return a.fail(n.key, fmt.Errorf("must be a positive number, not %d", *n.v))
+		}
+		set(n.key, *n.v, n.dst)
+	}
+	return nil
+}
+
+// ParseSize reads a byte size: a number with an optional unit B, KiB, MiB,
+// GiB, TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000).
+func ParseSize(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	num, mult := strings.TrimSpace(s), int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(num, u.suffix) {
+			num, mult = strings.TrimSpace(strings.TrimSuffix(num, u.suffix)), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size such as \"512MiB\" or \"4GiB\"", s)
+	}
+	return n * mult, nil
+}
+
+func contains(s []string, x string) bool { return indexOf(s, x) >= 0 }
+
+func indexOf(s []string, x string) int {
+	for i, v := range s {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}

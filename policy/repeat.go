@@ -1,0 +1,100 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// RepeatTracker counts refusals within a run. A refusal is deterministic,
+// so asking again cannot change it; when the same refused operation comes
+// back Limit times, the run is stopped with an answer that names it.
+type RepeatTracker struct {
+	// Limit is how many identical refusals stop the run; zero means
+	// DefaultRepeatedRefusals.
+	Limit int
+
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+// Stop is the answer given when the tracker stops a run.
+type Stop struct {
+	Tool    string
+	Target  string
+	Refusal string
+	Count   int
+}
+
+func (s *Stop) Error() string {
+	return fmt.Sprintf("stopped: %s on %q was refused %d times for the same reason (%s); a refusal does not change when asked again: change the approach or ask the user",
+		s.Tool, s.Target, s.Count, s.Refusal)
+}
+
+// Note records one refusal of tool on target with the refusal's text, and
+// returns a *Stop when that same refusal has now reached the limit.
+// Spacing, quoting, a leading ./ and trailing slashes do not make a
+// refusal different.
+func (t *RepeatTracker) Note(tool, target, refusal string) *Stop {
+	limit := t.Limit
+	if limit <= 0 {
+		limit = DefaultRepeatedRefusals
+	}
+	key := tool + "\x00" + NormalizeTarget(target) + "\x00" + refusal
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.counts == nil {
+		t.counts = map[string]int{}
+	}
+	t.counts[key]++
+	if n := t.counts[key]; n >= limit {
+		return &Stop{Tool: tool, Target: target, Refusal: refusal, Count: n}
+	}
+	return nil
+}
+
+// NormalizeTarget sets aside what does not change an operation: spacing,
+// quoting, a leading ./ and trailing slashes of each word.
+func NormalizeTarget(target string) string {
+	var words []string
+	if line, err := (shell.Parser{Home: "~"}).Parse(target); err == nil {
+		var parts []string
+		for i, pl := range line.Pipelines {
+			if i > 0 {
+				parts = append(parts, line.Connectors[i-1].String())
+			}
+			for j, st := range pl.Stages {
+				if j > 0 {
+					parts = append(parts, "|")
+				}
+				parts = append(parts, stageWords(st)...)
+			}
+		}
+		words = parts
+	} else {
+		words = strings.Fields(strings.NewReplacer(`"`, "", `'`, "").Replace(target))
+	}
+	for i, w := range words {
+		for strings.HasPrefix(w, "./") && len(w) > 2 {
+			w = w[2:]
+		}
+		for len(w) > 1 && strings.HasSuffix(w, "/") {
+			w = w[:len(w)-1]
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " ")
+}
+
+func stageWords(st *shell.Stage) []string {
+	if st.Kind == shell.Cd {
+		return []string{"cd", st.Dir}
+	}
+	w := append([]string(nil), st.Argv...)
+	for _, r := range st.Redirects {
+		w = append(w, fmt.Sprint(r.Fd)+r.Op.String(), r.Path)
+	}
+	return w
+}

@@ -1,0 +1,713 @@
+package policy
+
+import (
+	"path"
+	"strings"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// This file unwraps the commands a stage runs on behalf of another: exec
+// wrappers (timeout, env, sudo, xargs …), shells given -c STRING, and find's
+// -exec actions. Deny rules are tested against every command a stage
+// exposes; allow rules and the class table see the stage with only the
+// benign wrappers stripped.
+
+// maxUnwrapDepth bounds how deep wrappers, shell strings and find actions
+// are followed, so that a hostile line cannot exhaust the stack. Deeper
+// commands are not exposed, and the stage is shell-complex.
+const maxUnwrapDepth = 16
+
+// innerRun is one command a stage runs on its behalf.
+type innerRun struct {
+	argv []string
+	// redirects are those of a stage inside a shell string.
+	redirects []shell.Redirect
+	// dir is where a cd earlier in the same shell string moved to; relative
+	// paths of the command are relative to it. Empty when there was none.
+	dir string
+	// perFile marks a find action, whose {} stands for each file found.
+	perFile bool
+}
+
+// wrapperRun is what one exec wrapper does with its own words.
+type wrapperRun struct {
+	argv    []string // the command it runs; nil when it runs none
+	scripts []string // command strings it hands to a shell (flock -c, watch)
+	reads   []string // files the wrapper itself reads (xargs -a)
+	writes  []string // files the wrapper itself writes (time -o, strace -o, flock's lock file)
+}
+
+// runs returns the commands the wrapper runs. A script that does not parse
+// exposes nothing; the wrapper is shell-complex anyway.
+func (r wrapperRun) runs(perFile bool) []innerRun {
+	var runs []innerRun
+	if len(r.argv) > 0 {
+		runs = append(runs, innerRun{argv: r.argv, perFile: perFile})
+	}
+	for _, s := range r.scripts {
+		runs = append(runs, shellStringRuns(s, perFile)...)
+	}
+	return runs
+}
+
+// execWrapper is one program whose job is to run another command.
+type execWrapper struct {
+	// benign wrappers change how a command runs (its time limit, its
+	// priority, its buffering) but not what it is, so they are stripped
+	// before allow matching and classification.
+	benign bool
+	unwrap func(args []string) wrapperRun
+}
+
+var execWrappers = map[string]execWrapper{
+	"timeout":  {benign: true, unwrap: unwrapTimeout},
+	"time":     {benign: true, unwrap: unwrapTime},
+	"nice":     {benign: true, unwrap: unwrapNice},
+	"nohup":    {benign: true, unwrap: commandAfter(&nohupArgs, 0)},
+	"stdbuf":   {benign: true, unwrap: commandAfter(&stdbufArgs, 0)},
+	"xargs":    {unwrap: unwrapXargs},
+	"ionice":   {unwrap: unwrapIonice},
+	"chrt":     {unwrap: unwrapChrt},
+	"taskset":  {unwrap: unwrapTaskset},
+	"env":      {unwrap: unwrapEnv},
+	"command":  {unwrap: unwrapCommand},
+	"builtin":  {unwrap: commandAfter(&plainArgs, 0)},
+	"exec":     {unwrap: commandAfter(&execArgs, 0)},
+	"sudo":     {unwrap: unwrapSudo},
+	"doas":     {unwrap: unwrapDoas},
+	"watch":    {unwrap: unwrapWatch},
+	"setsid":   {unwrap: commandAfter(&setsidArgs, 0)},
+	"flock":    {unwrap: unwrapFlock},
+	"unbuffer": {unwrap: commandAfter(&plainArgs, 0)},
+	"busybox":  {unwrap: unwrapBusybox},
+	"strace":   {unwrap: unwrapTracer(&straceArgs)},
+	"ltrace":   {unwrap: unwrapTracer(&ltraceArgs)},
+}
+
+// Option layouts of the wrappers. Every one of them stops reading options
+// at the command it runs, so they are all posix.
+var (
+	timeoutArgs = argSpec{values: "sk", posix: true, long: longs("signal=", "kill-after=", "preserve-status",
+		"foreground", "verbose", "help", "version")}
+	timeArgs = argSpec{values: "fo", posix: true, long: longs("format=", "portability", "output=", "append",
+		"verbose", "quiet", "help", "version")}
+	niceArgs   = argSpec{values: "n", posix: true, long: longs("adjustment=", "help", "version")}
+	nohupArgs  = argSpec{posix: true, long: longs("help", "version")}
+	stdbufArgs = argSpec{values: "ioe", posix: true, long: longs("input=", "output=", "error=", "help", "version")}
+	xargsArgs  = argSpec{values: "aEdILnPs", optional: "eil", posix: true, long: longs("null", "arg-file=",
+		"delimiter=", "eof?", "replace?", "max-lines?", "max-args=", "max-procs=", "interactive",
+		"no-run-if-empty", "max-chars=", "verbose", "exit", "show-limits", "open-tty", "process-slot-var=",
+		"help", "version")}
+	ioniceArgs = argSpec{values: "cnpPu", posix: true, long: longs("class=", "classdata=", "pid=", "pgid=", "uid=",
+		"ignore", "help", "version")}
+	chrtArgs = argSpec{values: "TPD", posix: true, long: longs("all-tasks", "batch", "deadline", "fifo", "ext",
+		"idle", "other", "rr", "reset-on-fork", "sched-runtime=", "sched-period=", "sched-deadline=", "max", "pid",
+		"verbose", "help", "version")}
+	tasksetArgs = argSpec{posix: true, long: longs("all-tasks", "cpu-list", "pid", "help", "version")}
+	envArgs     = argSpec{values: "uCSa", posix: true, long: longs("ignore-environment", "null", "unset=", "chdir=",
+		"split-string=", "debug", "argv0=", "block-signal?", "default-signal?", "ignore-signal?",
+		"list-signal-handling", "help", "version")}
+	plainArgs = argSpec{posix: true}
+	execArgs  = argSpec{values: "a", posix: true}
+	sudoArgs  = argSpec{values: "aCcDgpRrTtUu", optional: "h", posix: true, long: longs("askpass", "background",
+		"bell", "close-from=", "chdir=", "preserve-env?", "edit", "group=", "set-home", "help", "host=", "login",
+		"remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "prompt=", "chroot=",
+		"role=", "stdin", "shell", "type=", "command-timeout=", "other-user=", "user=", "version", "validate",
+		"login-class=", "auth-type=")}
+	doasArgs  = argSpec{values: "aCu", posix: true}
+	watchArgs = argSpec{values: "nq", optional: "d", posix: true, long: longs("interval=", "differences?",
+		"no-title", "beep", "errexit", "chgexit", "color", "no-color", "exec", "precise", "no-wrap", "equexit=",
+		"no-rerun", "shotsdir=", "help", "version")}
+	setsidArgs = argSpec{posix: true, long: longs("ctty", "fork", "wait", "help", "version")}
+	flockArgs  = argSpec{values: "wEc", posix: true, long: longs("shared", "exclusive", "unlock", "nonblock", "nb",
+		"close", "no-fork", "wait=", "timeout=", "conflict-exit-code=", "command=", "verbose", "help", "version")}
+	straceArgs = argSpec{values: "abeEIoOpPsSuUX", posix: true, long: longs("output=", "trace=", "trace-path=",
+		"attach=", "user=", "env=", "summary-sort-by=", "string-limit=", "columns=", "signal=", "status=",
+		"quiet?", "decode-fds?", "follow-forks", "output-separately", "summary-only", "summary", "stack-trace?",
+		"seccomp-bpf", "kill-on-exit", "instruction-pointer", "syscall-times?", "absolute-timestamps?",
+		"relative-timestamps?", "no-abbrev", "abbrev=", "verbose=", "raw=", "read=", "write=", "fault=",
+		"inject=", "const-print-style=", "daemonize?", "argv0=", "help", "version")}
+	ltraceArgs = argSpec{values: "aAeDlnopsuwxF", posix: true, long: longs("output=", "library=", "align=",
+		"indent=", "config=", "demangle", "help", "version")}
+)
+
+// commandAfter returns an unwrapper for a wrapper whose command follows its
+// options and skip operands of its own.
+func commandAfter(spec *argSpec, skip int) func([]string) wrapperRun {
+	return func(args []string) wrapperRun {
+		_, ops := spec.split(args)
+		return wrapperRun{argv: operandsFrom(ops, skip)}
+	}
+}
+
+func operandsFrom(ops []string, skip int) []string {
+	if len(ops) <= skip {
+		return nil
+	}
+	return ops[skip:]
+}
+
+// unwrapTimeout skips the DURATION operand: timeout [OPTION] DURATION COMMAND.
+func unwrapTimeout(args []string) wrapperRun {
+	return commandAfter(&timeoutArgs, 1)(args)
+}
+
+// unwrapTime records -o: GNU time writes its report there, so a time with
+// -o is not stripped as benign.
+func unwrapTime(args []string) wrapperRun {
+	ws, ops := timeArgs.split(args)
+	return wrapperRun{argv: operandsFrom(ops, 0), writes: ws.values("o", "output")}
+}
+
+// unwrapNice also reads the old spellings of the adjustment, nice -10 and
+// nice --10, which only nice's first word may use.
+func unwrapNice(args []string) wrapperRun {
+	if len(args) > 0 && isNiceAdjustment(args[0]) {
+		args = args[1:]
+	}
+	return commandAfter(&niceArgs, 0)(args)
+}
+
+func isNiceAdjustment(a string) bool {
+	if len(a) < 2 || a[0] != '-' {
+		return false
+	}
+	a = a[1:]
+	if a[0] == '-' || a[0] == '+' {
+		a = a[1:]
+	}
+	return isDecimal(a)
+}
+
+func isDecimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// bareXargs reports whether xargs is given no options: then it runs its
+// command unchanged, once, with the input as extra arguments.
+func bareXargs(args []string) bool {
+	return len(args) == 0 || args[0] == "--" || len(args[0]) < 2 || args[0][0] != '-'
+}
+
+func unwrapXargs(args []string) wrapperRun {
+	ws, ops := xargsArgs.split(args)
+	return wrapperRun{argv: operandsFrom(ops, 0), reads: ws.values("a", "arg-file")}
+}
+
+// unwrapIonice returns no command when ionice is pointed at running
+// processes instead (-p, -P, -u).
+func unwrapIonice(args []string) wrapperRun {
+	ws, ops := ioniceArgs.split(args)
+	if ws.has("p", "pid", "P", "pgid", "u", "uid") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapChrt skips the priority operand: chrt [options] PRIORITY COMMAND.
+func unwrapChrt(args []string) wrapperRun {
+	ws, ops := chrtArgs.split(args)
+	if ws.has("p", "pid", "m", "max") {
+		return wrapperRun{}
+	}
+	if len(ops) > 0 && isDecimal(ops[0]) {
+		ops = ops[1:]
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapTaskset skips the mask or CPU list: -c only changes how that
+// operand is read, it takes no value of its own.
+func unwrapTaskset(args []string) wrapperRun {
+	ws, ops := tasksetArgs.split(args)
+	if ws.has("p", "pid") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 1)}
+}
+
+// unwrapEnv skips env's options and NAME=VALUE words. -S STRING is split
+// into words that take its place, options included, as GNU env does.
+func unwrapEnv(args []string) wrapperRun {
+	for round := 0; ; round++ {
+		ws, ops := envArgs.split(args)
+		split := -1
+		for k, w := range ws {
+			if w.opt == "S" || w.opt == "split-string" {
+				split = k
+				break
+			}
+		}
+		if split < 0 || round == maxUnwrapDepth {
+			if len(ops) > 0 && ops[0] == "-" {
+				ops = ops[1:]
+			}
+			for len(ops) > 0 && strings.Contains(ops[0], "=") {
+				ops = ops[1:]
+			}
+			return wrapperRun{argv: operandsFrom(ops, 0)}
+		}
+		w := ws[split]
+		args = append(splitEnvString(w.value), args[w.next:]...)
+	}
+}
+
+// splitEnvString splits the STRING of env -S into words: blanks separate
+// them, quotes group them, backslash escapes, and # begins a comment.
+// ${NAME} is left as written, since the value is not known here.
+func splitEnvString(s string) []string {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	flush := func() {
+		if inWord {
+			words = append(words, cur.String())
+			cur.Reset()
+			inWord = false
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r':
+			flush()
+		case ch == '#' && !inWord:
+			return words
+		case ch == '\'':
+			inWord = true
+			for i++; i < len(s) && s[i] != '\''; i++ {
+				if s[i] == '\\' && i+1 < len(s) && (s[i+1] == '\'' || s[i+1] == '\\') {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+		case ch == '"':
+			inWord = true
+			for i++; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				}
+				cur.WriteByte(s[i])
+			}
+		case ch == '\\' && i+1 < len(s):
+			inWord = true
+			i++
+			switch s[i] {
+			case '_':
+				cur.WriteByte(' ')
+			case 'c':
+				flush()
+				return words
+			case 'n':
+				cur.WriteByte('\n')
+			case 't':
+				cur.WriteByte('\t')
+			default:
+				cur.WriteByte(s[i])
+			}
+		default:
+			inWord = true
+			cur.WriteByte(ch)
+		}
+	}
+	flush()
+	return words
+}
+
+// unwrapCommand returns no command for command -v and -V, which only say
+// what a name would run.
+func unwrapCommand(args []string) wrapperRun {
+	ws, ops := plainArgs.split(args)
+	if ws.has("v", "V") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapSudo skips sudo's options and VAR=value words. sudo -e edits the
+// operands instead of running them; -l, -v, -K and -h run nothing.
+func unwrapSudo(args []string) wrapperRun {
+	ws, ops := sudoArgs.split(args)
+	for _, w := range ws {
+		switch {
+		case w.opt == "e" || w.opt == "edit":
+			return wrapperRun{writes: ops}
+		case w.opt == "l" || w.opt == "list" || w.opt == "v" || w.opt == "validate" || w.opt == "K" ||
+			w.opt == "remove-timestamp" || w.opt == "V" || w.opt == "version" || w.opt == "help" ||
+			w.opt == "h" && !w.hasValue:
+			return wrapperRun{}
+		}
+	}
+	for len(ops) > 0 && isAssignment(ops[0]) {
+		ops = ops[1:]
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapDoas returns no command for doas -C (check a configuration) and -L.
+func unwrapDoas(args []string) wrapperRun {
+	ws, ops := doasArgs.split(args)
+	if ws.has("C", "L") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapWatch treats the command as a shell string unless -x is given:
+// watch joins its operands with spaces and hands them to sh -c.
+func unwrapWatch(args []string) wrapperRun {
+	ws, ops := watchArgs.split(args)
+	if len(ops) == 0 {
+		return wrapperRun{}
+	}
+	if ws.has("x", "exec") {
+		return wrapperRun{argv: ops}
+	}
+	return wrapperRun{scripts: []string{strings.Join(ops, " ")}}
+}
+
+// unwrapFlock reads both forms: flock [options] FILE COMMAND [ARG…] and
+// flock [options] FILE -c STRING, which runs STRING with a shell. The lock
+// file is created if missing, so it counts as a write; a lone number is a
+// file descriptor instead.
+func unwrapFlock(args []string) wrapperRun {
+	ws, ops := flockArgs.split(args)
+	scripts := ws.values("c", "command")
+	if len(ops) == 0 {
+		return wrapperRun{scripts: scripts}
+	}
+	lock, rest := ops[0], ops[1:]
+	r := wrapperRun{scripts: scripts}
+	if len(rest) > 0 || len(scripts) > 0 || !isDecimal(lock) {
+		r.writes = []string{lock}
+	}
+	switch {
+	case len(rest) >= 2 && (rest[0] == "-c" || rest[0] == "--command"):
+		r.scripts = append(r.scripts, rest[1])
+	case len(rest) > 0 && rest[0] != "-c" && rest[0] != "--command":
+		r.argv = rest
+	}
+	return r
+}
+
+// unwrapBusybox returns the applet busybox runs; an option (--list,
+// --install) runs none.
+func unwrapBusybox(args []string) wrapperRun {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: args}
+}
+
+// unwrapTracer reads strace and ltrace. Their -o file is written; strace
+// also takes -o '|cmd' and -o '!cmd', which pipe the trace to a shell
+// command.
+func unwrapTracer(spec *argSpec) func([]string) wrapperRun {
+	return func(args []string) wrapperRun {
+		ws, ops := spec.split(args)
+		r := wrapperRun{argv: operandsFrom(ops, 0)}
+		for _, out := range ws.values("o", "output") {
+			if spec == &straceArgs && (strings.HasPrefix(out, "|") || strings.HasPrefix(out, "!")) {
+				r.scripts = append(r.scripts, out[1:])
+				continue
+			}
+			r.writes = append(r.writes, out)
+		}
+		return r
+	}
+}
+
+// stripBenign removes the benign wrappers (timeout time nice nohup stdbuf,
+// with their options) and a bare xargs from the front of argv, as often as
+// they occur, and returns the command that runs; it is empty when a wrapper
+// runs none. A time with -o is kept, so that its report file is checked.
+// At most maxUnwrapDepth wrappers are removed: each step rescans the rest
+// of argv, and a deeper stack is shell-complex in any case.
+func stripBenign(argv []string) []string {
+	for range maxUnwrapDepth {
+		if len(argv) == 0 {
+			return argv
+		}
+		name := path.Base(argv[0])
+		w, ok := execWrappers[name]
+		switch {
+		case name == "xargs":
+			if !bareXargs(argv[1:]) {
+				return argv
+			}
+			argv = argv[1:]
+			if len(argv) > 0 && argv[0] == "--" {
+				argv = argv[1:]
+			}
+		case ok && w.benign:
+			r := w.unwrap(argv[1:])
+			if len(r.writes) > 0 {
+				return argv
+			}
+			argv = r.argv
+		default:
+			return argv
+		}
+	}
+	return argv
+}
+
+// exposed returns, for deny matching, argv itself and then every command it
+// exposes, outer first: the command of each exec wrapper, each stage of a
+// shell's -c STRING, and each command of find's -exec, -execdir, -ok and
+// -okdir, each followed by what it exposes in turn. Nothing is deduplicated.
+func exposed(argv []string) [][]string {
+	if len(argv) == 0 {
+		return nil
+	}
+	var out [][]string
+	exposeInto(&out, argv, 0, false)
+	return out
+}
+
+func exposeInto(out *[][]string, argv []string, depth int, perFile bool) {
+	*out = append(*out, argv)
+	if depth >= maxUnwrapDepth {
+		return
+	}
+	for _, r := range innerRuns(argv, perFile) {
+		exposeInto(out, r.argv, depth+1, r.perFile)
+	}
+}
+
+// innerRuns returns the commands argv runs on its behalf. perFile says
+// that argv is, or runs inside, a find action.
+func innerRuns(argv []string, perFile bool) []innerRun {
+	if len(argv) == 0 {
+		return nil
+	}
+	name := path.Base(argv[0])
+	var runs []innerRun
+	switch w, ok := execWrappers[name]; {
+	case ok:
+		runs = w.unwrap(argv[1:]).runs(perFile)
+	case name == "find":
+		for _, cmd := range scanFind(argv[1:]).execs {
+			runs = append(runs, innerRun{argv: cmd, perFile: true})
+		}
+	case isShellProgram(name):
+		if inv := parseShellArgs(argv[1:]); inv.hasCommand {
+			runs = shellStringRuns(inv.command, perFile)
+		}
+	}
+	return runs
+}
+
+func isShellProgram(name string) bool {
+	for _, sh := range shellPrograms {
+		if name == sh {
+			return true
+		}
+	}
+	return false
+}
+
+// shellInvocation is how a shell was asked to run.
+type shellInvocation struct {
+	command    string // the -c STRING
+	hasCommand bool
+	flagC      bool // -c was given, with or without a STRING
+	stdin      bool // commands come from standard input: -s, -i, or no script
+	info       bool // --version or --help
+}
+
+// parseShellArgs reads a shell's options the way sh, bash, zsh and their
+// kin do: flags cluster (-lc, -ec), -o and -O take the next word, and with
+// -c the first operand is the command string.
+func parseShellArgs(args []string) shellInvocation {
+	var inv shellInvocation
+	i := 0
+options:
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || a == "-":
+			i++
+			break options
+		case strings.HasPrefix(a, "--"):
+			name, value, hasValue := strings.Cut(a[2:], "=")
+			switch name {
+			case "rcfile", "init-file", "emulate", "init-command":
+				if !hasValue {
+					i++
+				}
+			case "command":
+				inv.flagC = true
+				if !hasValue && i+1 < len(args) {
+					i++
+					value, hasValue = args[i], true
+				}
+				if hasValue {
+					inv.command, inv.hasCommand = value, true
+				}
+			case "version", "help":
+				inv.info = true
+			}
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+'):
+			for j := 1; j < len(a); j++ {
+				switch a[j] {
+				case 'c':
+					inv.flagC = inv.flagC || a[0] == '-'
+				case 's', 'i':
+					inv.stdin = inv.stdin || a[0] == '-'
+				case 'o', 'O':
+					i++
+				}
+			}
+		default:
+			break options
+		}
+	}
+	var ops []string
+	if i < len(args) {
+		ops = args[i:]
+	}
+	switch {
+	case inv.hasCommand:
+	case inv.flagC:
+		if len(ops) > 0 {
+			inv.command, inv.hasCommand = ops[0], true
+		}
+	case len(ops) == 0 && !inv.info:
+		inv.stdin = true
+	}
+	return inv
+}
+
+// findPathStandIn takes the place of {} while a shell string inside a find
+// action is parsed. find pastes each path over {} before the shell sees
+// the string, so sh -c 'rm -rf {}' runs rm on every file, although the
+// grammar refuses a bare {}. The stand-in is a plain word in every quoting
+// context and is turned back into {} after parsing.
+const findPathStandIn = "reinFindPathStandIn"
+
+// shellStringRuns parses a command string with rein's own grammar and
+// returns its command stages, with the directory a cd before them moved
+// to. A string that does not parse runs nothing rein can see. perFile
+// says the string comes from a find action.
+func shellStringRuns(s string, perFile bool) []innerRun {
+	unstand := func(w string) string { return w }
+	if perFile {
+		s = strings.ReplaceAll(s, "{}", findPathStandIn)
+		unstand = func(w string) string { return strings.ReplaceAll(w, findPathStandIn, "{}") }
+	}
+	line, err := shell.Parse(s)
+	if err != nil || line == nil {
+		return nil
+	}
+	var runs []innerRun
+	dir := ""
+	for _, st := range line.Stages() {
+		switch st.Kind {
+		case shell.Cd:
+			target := unstand(st.Dir)
+			if target == "" {
+				target = "~"
+			}
+			dir = underDir(dir, target)
+		case shell.Command:
+			r := innerRun{dir: dir, perFile: perFile}
+			for _, w := range st.Argv {
+				r.argv = append(r.argv, unstand(w))
+			}
+			for _, rd := range st.Redirects {
+				rd.Path = unstand(rd.Path)
+				r.redirects = append(r.redirects, rd)
+			}
+			runs = append(runs, r)
+		}
+	}
+	return runs
+}
+
+// underDir returns p as seen from dir: unchanged when absolute, under HOME
+// or when there is no dir.
+func underDir(dir, p string) string {
+	if dir == "" || path.IsAbs(p) || strings.HasPrefix(p, "~") {
+		return p
+	}
+	return strings.TrimSuffix(dir, "/") + "/" + p
+}
+
+// refineWrapper classifies an exec wrapper by the command it runs: the
+// stage is at least the wrapper's own class and at least the inner
+// command's, and it carries the inner command's paths, so that env cat
+// ~/.ssh/id_rsa is checked like cat ~/.ssh/id_rsa.
+func refineWrapper(c *classCall) {
+	r := execWrappers[c.name].unwrap(c.args)
+	if c.name == "xargs" && bareXargs(c.args) {
+		c.set(ReadOnly, "xargs without options runs its command unchanged")
+	}
+	c.reads(r.reads...)
+	if len(r.argv) == 0 && len(r.scripts) == 0 && c.f.Class < Dangerous && c.name != "strace" && c.name != "ltrace" {
+		c.set(Unknown, c.name+" runs no command")
+	}
+	if len(r.writes) > 0 {
+		c.writes(r.writes...)
+		c.raise(WorkspaceMutating, c.name+" writes a file of its own")
+	}
+	c.absorb(r.runs(c.perFile))
+}
+
+// absorb classifies the commands a stage runs on its behalf and merges them
+// into the stage: the stronger class, every path, inline program, network
+// use and hard deny.
+func (c *classCall) absorb(runs []innerRun) {
+	if len(runs) == 0 {
+		return
+	}
+	if c.depth >= maxUnwrapDepth {
+		c.raise(ShellComplex, "commands are nested too deeply to inspect")
+		return
+	}
+	for _, r := range runs {
+		perFile := r.perFile || c.perFile
+		g := analyzeAt(r.argv, c.depth+1, perFile)
+		for _, rd := range r.redirects {
+			switch {
+			case rd.IsWrite():
+				g.Writes = append(g.Writes, rd.Path)
+				if g.Class < WorkspaceMutating {
+					g.Class, g.Reason = WorkspaceMutating, "writes to a redirect target"
+				}
+			case rd.Op == shell.Read:
+				g.Reads = append(g.Reads, rd.Path)
+			}
+		}
+		keep := func(paths []string) []string {
+			var out []string
+			for _, p := range paths {
+				// {} is each file find finds: not a path anyone wrote.
+				if perFile && strings.Contains(p, "{}") {
+					continue
+				}
+				out = append(out, underDir(r.dir, p))
+			}
+			return out
+		}
+		c.f.Reads = append(c.f.Reads, keep(g.Reads)...)
+		c.f.Writes = append(c.f.Writes, keep(g.Writes)...)
+		c.f.Deletes = append(c.f.Deletes, keep(g.Deletes)...)
+		c.f.OutsideDangerous = append(c.f.OutsideDangerous, keep(g.OutsideDangerous)...)
+		c.inline(g.Inline...)
+		c.f.Network = c.f.Network || g.Network
+		if c.f.HardDeny == "" {
+			c.f.HardDeny = g.HardDeny
+		}
+		c.raise(g.Class, g.Reason)
+	}
+}
