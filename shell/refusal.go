@@ -31,11 +31,11 @@ const (
 // Refusal is the error Parse returns for a line it will not run. It names
 // the construct, where it starts, and what the caller can do instead.
 type Refusal struct {
-	Construct Construct
+	Construct Construct `json:"construct"`
 	// Offset is the byte offset in the line where the construct starts.
-	Offset int
+	Offset int `json:"offset"`
 	// Message is one sentence a model can act on.
-	Message string
+	Message string `json:"message"`
 }
 
 func (r *Refusal) Error() string {
