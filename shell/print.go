@@ -37,10 +37,17 @@ func (s *Stage) print(sb *strings.Builder) {
 		return
 	}
 	for i, a := range s.Argv {
-		if i > 0 {
+		switch {
+		case i > 0:
 			sb.WriteByte(' ')
+			sb.WriteString(Quote(a))
+		case a == "time":
+			// Unquoted, time is bash's keyword and would read the next
+			// words as a command of their own; quoted, it is the program.
+			sb.WriteString("'time'")
+		default:
+			sb.WriteString(Quote(a))
 		}
-		sb.WriteString(Quote(a))
 	}
 	for _, r := range s.Redirects {
 		sb.WriteByte(' ')
