@@ -2,6 +2,8 @@ package policy
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/reinhq/rein/shell"
@@ -81,5 +83,18 @@ func BenchmarkCheck(b *testing.B) {
 func BenchmarkGlobMatch(b *testing.B) {
 	for b.Loop() {
 		globMatch("git push*--force*", "git push origin main --force-with-lease")
+	}
+}
+
+// BenchmarkLstat is the bare mechanism under path decisions: one lstat of
+// a workspace file. A line's decision resolves each of its paths on disk,
+// so its cost is a few of these plus the matching.
+func BenchmarkLstat(b *testing.B) {
+	f := newFixture(b)
+	p := filepath.Join(f.ws, "main.go")
+	for b.Loop() {
+		if _, err := os.Lstat(p); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

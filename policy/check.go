@@ -17,11 +17,20 @@ import (
 // means nothing in the line runs. Paths are resolved from the workspace
 // root, with cd moving the modelled working directory.
 func (p *Policy) Check(line *shell.Line) *Verdict {
-	return p.CheckIn(line, p.Workspace)
+	return p.checkFrom(line, p.Workspace)
 }
 
 // CheckIn is Check with the line starting in the directory dir.
 func (p *Policy) CheckIn(line *shell.Line, dir string) *Verdict {
+	// Paths are resolved from the working directory without resolving it
+	// again, so it must be physical itself.
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	return p.checkFrom(line, dir)
+}
+
+func (p *Policy) checkFrom(line *shell.Line, dir string) *Verdict {
 	v := &Verdict{}
 	cwds := []string{dir}
 	idx := 0
@@ -205,7 +214,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActDelete))
 		}
 		for _, x := range facts.OutsideDangerous {
-			if r, err := workspace.Physical(cwd, x); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
+			if r, err := workspace.PhysicalIn(cwd, x); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
 				sv.Class, classReason = Dangerous, fmt.Sprintf("%s aims at %s, outside the workspace", path.Base(stripped[0]), r)
 			}
 		}
@@ -343,7 +352,7 @@ func (p *Policy) hardDeny(argv []string, f stageFacts, cwds []string) *Attributi
 	}
 	for _, x := range f.Deletes {
 		for _, cwd := range cwds {
-			r, err := workspace.Physical(cwd, x)
+			r, err := workspace.PhysicalIn(cwd, x)
 			if err != nil {
 				return hard(fmt.Sprintf("%s of %s, which cannot be resolved: %v", prog, x, err))
 			}
@@ -390,7 +399,7 @@ func lexicalAbs(x, cwd string) string {
 // neither a link nor a .. changes the answer.
 func (p *Policy) protectedMatch(x, cwd string, access Act) *protectedRule {
 	abs := lexicalAbs(x, cwd)
-	resolved, err := workspace.Physical(cwd, x)
+	resolved, err := workspace.PhysicalIn(cwd, x)
 	if err != nil {
 		resolved = abs
 	}
@@ -401,13 +410,21 @@ func (p *Policy) protectedOf(abs, resolved string, access Act) *protectedRule {
 	if access != ActRead && isExemptDevice(abs) {
 		return nil
 	}
-	for i := range p.protected {
-		pr := &p.protected[i]
-		if pr.guards(access) && pr.matches(abs, resolved) {
-			return pr
-		}
+	best := -1
+	for _, x := range []string{abs, resolved} {
+		p.protectedIndex.candidates(x, func(i int) bool {
+			if best < 0 || i < best {
+				if pr := &p.protected[i]; pr.guards(access) && pr.matches(x) {
+					best = i
+				}
+			}
+			return true
+		})
 	}
-	return nil
+	if best < 0 {
+		return nil
+	}
+	return &p.protected[best]
 }
 
 // decidePath decides one access to the path x (as written) from cwd.
@@ -418,7 +435,7 @@ func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 		pv.Resolved, pv.Decision, pv.Reason = abs, Allow, "an exempt device"
 		return pv
 	}
-	resolved, err := workspace.Physical(cwd, x)
+	resolved, err := workspace.PhysicalIn(cwd, x)
 	if err != nil {
 		pv.Resolved, pv.Decision, pv.Reason = abs, Deny, fmt.Sprintf("cannot be resolved: %v", err)
 		return pv

@@ -189,8 +189,9 @@ type Policy struct {
 	// Settings are the merged scalars, with the file that set each.
 	Settings []Setting
 
-	rules     map[Act]map[Decision]*ruleSet
-	protected []protectedRule
+	rules          map[Act]map[Decision]*ruleSet
+	protected      []protectedRule
+	protectedIndex globIndex
 }
 
 // DefaultScopes returns where each scope's file is looked for.
@@ -331,6 +332,7 @@ func (p *Policy) addProtected(pattern string, kind protection, except []string, 
 	if kind == protectSecret {
 		r.Act = ActRead
 	}
+	p.protectedIndex.add(g, len(p.protected))
 	p.protected = append(p.protected, protectedRule{rule: r, glob: g, kind: kind, except: ex})
 	return nil
 }

@@ -14,6 +14,9 @@ type wildcard struct {
 	// bare is the prefix a trailing " *" also accepts exactly; empty when
 	// the pattern does not end in " *".
 	bare string
+	// must is the longest literal run of the pattern: a string without it
+	// cannot match, which rejects most candidates before globMatch runs.
+	must string
 }
 
 func compileWildcard(p string) wildcard {
@@ -21,10 +24,24 @@ func compileWildcard(p string) wildcard {
 	if strings.HasSuffix(p, " *") {
 		w.bare = strings.TrimSuffix(p, " *")
 	}
+	// Both forms of a pattern with a bare prefix contain the bare prefix's
+	// literal runs, so must comes from there.
+	src := p
+	if w.bare != "" {
+		src = w.bare
+	}
+	for _, run := range strings.FieldsFunc(src, func(r rune) bool { return r == '*' || r == '?' }) {
+		if len(run) > len(w.must) {
+			w.must = run
+		}
+	}
 	return w
 }
 
 func (w wildcard) match(s string) bool {
+	if !strings.Contains(s, w.must) {
+		return false
+	}
 	if w.bare != "" && globMatch(w.bare, s) {
 		return true
 	}
@@ -85,21 +102,31 @@ type prefixIndex struct {
 	root trieNode
 }
 
+// trieNode keeps its children in two parallel slices: nodes have few
+// children, and a short scan beats hashing a byte.
 type trieNode struct {
 	rules    []int
-	children map[byte]*trieNode
+	keys     []byte
+	children []*trieNode
+}
+
+func (n *trieNode) child(c byte) *trieNode {
+	for i, k := range n.keys {
+		if k == c {
+			return n.children[i]
+		}
+	}
+	return nil
 }
 
 func (x *prefixIndex) add(prefix string, rule int) {
 	n := &x.root
 	for i := 0; i < len(prefix); i++ {
-		if n.children == nil {
-			n.children = map[byte]*trieNode{}
-		}
-		c := n.children[prefix[i]]
+		c := n.child(prefix[i])
 		if c == nil {
 			c = &trieNode{}
-			n.children[prefix[i]] = c
+			n.keys = append(n.keys, prefix[i])
+			n.children = append(n.children, c)
 		}
 		n = c
 	}
@@ -116,12 +143,59 @@ func (x *prefixIndex) candidates(s string, fn func(rule int) bool) bool {
 				return false
 			}
 		}
-		if i >= len(s) || n.children == nil {
+		if i >= len(s) {
 			return true
 		}
-		n = n.children[s[i]]
+		n = n.child(s[i])
 		if n == nil {
 			return true
 		}
 	}
+}
+
+// globIndex finds the path globs that can match a path. Most globs either
+// start with a literal directory (/w/vendor/**) or name a file at any depth
+// (/**/*.pem, /**/id_rsa*); the first are found by a trie over their
+// literal prefix, the second by tries over the literal start or end of the
+// file name. Only the candidates are then matched in full.
+type globIndex struct {
+	dirs   prefixIndex // literal directory prefix
+	starts prefixIndex // basename globs, by their literal start
+	ends   prefixIndex // basename globs, by their reversed literal end
+}
+
+func (x *globIndex) add(g string, id int) {
+	if base, ok := strings.CutPrefix(g, "/**/"); ok && !strings.ContainsAny(base, `/\{[`) {
+		start := base
+		if i := strings.IndexAny(base, "*?"); i >= 0 {
+			start = base[:i]
+		}
+		end := base
+		if i := strings.LastIndexAny(base, "*?"); i >= 0 {
+			end = base[i+1:]
+		}
+		if len(end) >= len(start) {
+			x.ends.add(reverse(end), id)
+		} else {
+			x.starts.add(start, id)
+		}
+		return
+	}
+	x.dirs.add(globPrefix(g), id)
+}
+
+// candidates calls fn with every glob that may match p (absolute).
+func (x *globIndex) candidates(p string, fn func(id int) bool) {
+	base := p[strings.LastIndexByte(p, '/')+1:]
+	_ = x.dirs.candidates(p, fn) &&
+		x.starts.candidates(base, fn) &&
+		x.ends.candidates(reverse(base), fn)
+}
+
+func reverse(s string) string {
+	b := make([]byte, len(s))
+	for i := range len(s) {
+		b[len(s)-1-i] = s[i]
+	}
+	return string(b)
 }

@@ -37,7 +37,7 @@ type ruleSet struct {
 	index prefixIndex
 	// path rules: absolute doublestar patterns
 	globs []string
-	gidx  prefixIndex
+	gidx  globIndex
 }
 
 // add compiles r into the set; home and root anchor path patterns.
@@ -50,7 +50,7 @@ func (s *ruleSet) add(r *Rule, home, root string) error {
 			return err
 		}
 		s.globs = append(s.globs, g)
-		s.gidx.add(globPrefix(g), i)
+		s.gidx.add(g, i)
 		return nil
 	}
 	w := compileWildcard(r.Pattern)
