@@ -179,7 +179,7 @@ func execStrings(argv []string) []string {
 func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	argv := st.Argv
 	sv := StageVerdict{Argv: argv}
-	exposedCmds := exposed(argv)
+	exposedCmds := exposedRuns(argv)
 
 	stripped := stripBenign(argv)
 	if len(stripped) == 0 {
@@ -223,13 +223,14 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// Hard denies, deny rules and ask rules reach through wrappers, sh -c
 	// strings and find -exec: every command the stage exposes is tested.
 	var askRule *Rule
-	for i, e := range exposedCmds {
+	for i, run := range exposedCmds {
+		e, ecwds := run.argv, p.runDirs(cwds, run.dir)
 		ef := facts
 		if i > 0 {
 			ef = analyzeStripped(e)
 			// What a wrapped command reads and writes is decided like the
 			// stage's own paths: sudo cat ~/.ssh/id_rsa reads a secret.
-			for _, cwd := range cwds {
+			for _, cwd := range ecwds {
 				for _, x := range ef.Reads {
 					sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActRead))
 				}
@@ -241,7 +242,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 				}
 			}
 		}
-		if a := p.hardDeny(e, ef, cwds); a != nil {
+		if a := p.hardDeny(e, ef, ecwds); a != nil {
 			sv.Decision, sv.Rule, sv.Reason = Deny, a, "hard deny: "+strings.TrimPrefix(a.Rule, "hard deny: ")
 			return sv
 		}
@@ -283,6 +284,26 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
 	sv.stricterPaths()
 	return sv
+}
+
+// runDirs returns the directories a command exposed by a wrapper runs in:
+// the stage's own, moved by a cd in the wrapper's shell string.
+func (p *Policy) runDirs(cwds []string, dir string) []string {
+	if dir == "" {
+		return cwds
+	}
+	if (dir == "~" || strings.HasPrefix(dir, "~/")) && p.Home != "" {
+		dir = p.Home + dir[1:]
+	}
+	out := make([]string, 0, len(cwds))
+	for _, cwd := range cwds {
+		r, err := workspace.PhysicalIn(cwd, dir)
+		if err != nil {
+			r = lexicalAbs(dir, cwd)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // analyzeStripped classifies argv as allow matching sees it: with the

@@ -221,6 +221,10 @@ func TestHardDenies(t *testing.T) {
 		"shred -u /boot",
 		"sudo rm -rf /",
 		"bash -c 'rm -rf /'",
+		"bash -c 'cd / && rm -rf usr'",
+		"sh -c 'cd .. && rm -rf ws'",
+		"sudo sh -c 'cd src; cd ..; rm -r .'",
+		"bash -c 'cd; rm -rf .'",
 		"mkfs.ext4 /dev/sda1",
 		"dd if=/dev/zero of=/dev/sda",
 	} {

@@ -466,22 +466,11 @@ func stripBenign(argv []string) []string {
 // shell's -c STRING, and each command of find's -exec, -execdir, -ok and
 // -okdir, each followed by what it exposes in turn. Nothing is deduplicated.
 func exposed(argv []string) [][]string {
-	if len(argv) == 0 {
-		return nil
-	}
 	var out [][]string
-	exposeInto(&out, argv, 0, false)
+	for _, r := range exposedRuns(argv) {
+		out = append(out, r.argv)
+	}
 	return out
-}
-
-func exposeInto(out *[][]string, argv []string, depth int, perFile bool) {
-	*out = append(*out, argv)
-	if depth >= maxUnwrapDepth {
-		return
-	}
-	for _, r := range innerRuns(argv, perFile) {
-		exposeInto(out, r.argv, depth+1, r.perFile)
-	}
 }
 
 // innerRuns returns the commands argv runs on its behalf. perFile says
@@ -710,4 +699,41 @@ func (c *classCall) absorb(runs []innerRun) {
 		}
 		c.raise(g.Class, g.Reason)
 	}
+}
+
+// exposedRun is one command a stage exposes, with the directory it runs in
+// relative to the stage's own: a cd earlier in a shell string moves it
+// ("" when nothing moved it; it may start with ~).
+type exposedRun struct {
+	argv []string
+	dir  string
+}
+
+// exposedRuns is exposed with each command's directory, so that the paths
+// of bash -c 'cd / && rm -rf usr' are resolved where they would land.
+func exposedRuns(argv []string) []exposedRun {
+	if len(argv) == 0 {
+		return nil
+	}
+	var out []exposedRun
+	var walk func(argv []string, dir string, depth int, perFile bool)
+	walk = func(argv []string, dir string, depth int, perFile bool) {
+		out = append(out, exposedRun{argv: argv, dir: dir})
+		if depth >= maxUnwrapDepth {
+			return
+		}
+		for _, r := range innerRuns(argv, perFile) {
+			walk(r.argv, joinDirs(dir, r.dir), depth+1, r.perFile)
+		}
+	}
+	walk(argv, "", 0, false)
+	return out
+}
+
+// joinDirs applies the inner directory change to the outer one.
+func joinDirs(outer, inner string) string {
+	if inner == "" {
+		return outer
+	}
+	return underDir(outer, inner)
 }
