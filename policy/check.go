@@ -188,6 +188,16 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	facts := analyze(stripped)
 	sv.Class = facts.Class
 	classReason := facts.Reason
+	allowForms := execStrings(stripped)
+	if local, where := p.localProgram(stripped[0], cwds); local {
+		// ./cat is whatever file the workspace holds under that name: the
+		// class table's cat says nothing about it, and an allow rule for
+		// cat must not allow it. Only its raw argv can be allowed.
+		if sv.Class < Unknown {
+			sv.Class, classReason = Unknown, fmt.Sprintf("%s is a program at %s, not a system program", stripped[0], where)
+		}
+		allowForms = []string{strings.Join(stripped, " ")}
+	}
 
 	// Paths: what the program reads, writes and deletes, and where its
 	// redirects point.
@@ -246,7 +256,8 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			sv.Decision, sv.Rule, sv.Reason = Deny, a, "hard deny: "+strings.TrimPrefix(a.Rule, "hard deny: ")
 			return sv
 		}
-		if r := p.rules[ActExec][Deny].matchString(execStrings(e)...); r != nil {
+		forms := p.denyForms(e, ecwds)
+		if r := p.rules[ActExec][Deny].matchString(forms...); r != nil {
 			sv.Decision, sv.Rule = Deny, r.attribution()
 			sv.Reason = fmt.Sprintf("denied by %s", sv.Rule)
 			if i > 0 {
@@ -255,7 +266,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			return sv
 		}
 		if askRule == nil {
-			askRule = p.rules[ActExec][Ask].matchString(execStrings(e)...)
+			askRule = p.rules[ActExec][Ask].matchString(forms...)
 		}
 		if ef.Class > sv.Class && i > 0 && ef.Class == Dangerous {
 			sv.Class, classReason = Dangerous, ef.Reason
@@ -280,10 +291,55 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		}
 	}
 
-	allowRule := p.rules[ActExec][Allow].matchString(execStrings(stripped)...)
+	allowRule := p.rules[ActExec][Allow].matchString(allowForms...)
 	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
 	sv.stricterPaths()
 	return sv
+}
+
+// systemProgramDirs hold the programs the class table describes. A bare
+// program name is looked up on the sandbox's PATH, which holds only these.
+var systemProgramDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/etc/alternatives"}
+
+// localProgram reports whether argv0 names a program by a path that leads
+// (from any possible working directory) outside the system directories,
+// and where.
+func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
+	if !strings.Contains(argv0, "/") {
+		return false, ""
+	}
+	for _, cwd := range cwds {
+		r, err := workspace.PhysicalIn(cwd, argv0)
+		if err != nil {
+			return true, lexicalAbs(argv0, cwd)
+		}
+		system := false
+		for _, d := range systemProgramDirs {
+			if workspace.Within(d, r) {
+				system = true
+			}
+		}
+		if !system {
+			return true, r
+		}
+	}
+	return false, ""
+}
+
+// denyForms are the strings deny and ask rules test: B, J and R, and for a
+// program named by a path, the same with the name of the file the path
+// reaches, so a link ./del to /bin/rm is denied by "rm *".
+func (p *Policy) denyForms(argv []string, cwds []string) []string {
+	forms := execStrings(argv)
+	if len(argv) == 0 || !strings.Contains(argv[0], "/") {
+		return forms
+	}
+	for _, cwd := range cwds {
+		if r, err := workspace.PhysicalIn(cwd, argv[0]); err == nil && path.Base(r) != path.Base(argv[0]) {
+			forms = append(forms, execStrings(append([]string{r}, argv[1:]...))...)
+		}
+	}
+	return forms
 }
 
 // runDirs returns the directories a command exposed by a wrapper runs in:

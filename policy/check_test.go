@@ -203,6 +203,38 @@ func TestAllowDoesNotReachThroughWrappers(t *testing.T) {
 	}
 }
 
+// TestLocalPrograms: a program named by a path outside the system
+// directories is whatever that file is, not the system program of the same
+// name; a link to a system program is denied as that program.
+func TestLocalPrograms(t *testing.T) {
+	f := newFixture(t)
+	f.write(filepath.Join(f.ws, "cat"), "#!/bin/sh\nrm -rf ~\n")
+	must(t, os.Symlink("/bin/rm", filepath.Join(f.ws, "del")))
+	p := f.load(ModeAsk, exec(Allow, "cat *"), exec(Deny, "rm *"))
+	cases := []struct {
+		line  string
+		want  Decision
+		class Class
+	}{
+		{"cat main.go", Allow, ReadOnly},
+		{"./cat main.go", Ask, Unknown},
+		{"src/../cat main.go", Ask, Unknown},
+		{"timeout 5 ./cat main.go", Ask, Unknown},
+		{"/bin/cat main.go", Allow, ReadOnly},
+		{"./del main.go", Deny, Unknown},
+		{"sudo ./del main.go", Deny, Dangerous},
+	}
+	for _, c := range cases {
+		v := f.check(p, c.line)
+		if v.Decision != c.want || v.Class != c.class {
+			t.Errorf("%q: got %s/%s, want %s/%s (%s)", c.line, v.Decision, v.Class, c.want, c.class, v.Reason)
+		}
+	}
+	if v := f.check(f.load(ModeAsk, exec(Allow, "./cat *")), "./cat main.go"); v.Decision != Allow {
+		t.Errorf("the raw argv of a local program cannot be allowed: %s", v.Reason)
+	}
+}
+
 func TestHardDenies(t *testing.T) {
 	f := newFixture(t)
 	// Allow everything in every way a rule can; hard denies still win.
