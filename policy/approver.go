@@ -75,16 +75,16 @@ func (t Terminal) Approve(ctx context.Context, v *Verdict) (Approval, error) {
 	b.WriteString("rein: this needs your approval:\n")
 	for _, s := range v.Stages {
 		if s.Decision == Ask {
-			fmt.Fprintf(&b, "  stage %d: %s\n    %s\n", s.Index, shortArgv(s.Argv), s.Reason)
+			fmt.Fprintf(&b, "  stage %d: %s\n    %s\n", s.Index, Printable(strings.Join(s.Argv, " ")), Printable(s.Reason))
 		}
 	}
 	for _, p := range v.Paths {
 		if p.Decision == Ask {
-			fmt.Fprintf(&b, "  %s %s\n    %s\n", p.Access.verb(), p.Path, p.Reason)
+			fmt.Fprintf(&b, "  %s %s\n    %s\n", p.Access.verb(), Printable(p.Path), Printable(p.Reason))
 		}
 	}
 	if len(v.Stages) == 0 && len(v.Paths) == 0 {
-		fmt.Fprintf(&b, "  %s\n", v.Reason)
+		fmt.Fprintf(&b, "  %s\n", Printable(v.Reason))
 	}
 	fmt.Fprintf(&b, "allow? [y/N] (%s) ", timeout)
 	if _, err := io.WriteString(t.Out, b.String()); err != nil {

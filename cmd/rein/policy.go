@@ -160,22 +160,25 @@ func writeJSON(w io.Writer, v any, code int) error {
 	return nil
 }
 
+// printRefusal shows the refusal under the line, with a caret at the
+// construct. Everything printed from the line goes through
+// policy.Printable: the line is the agent's, the terminal is a person's.
 func printRefusal(w io.Writer, line string, r *shell.Refusal) {
 	fmt.Fprintf(w, "refused: %s at byte %d\n", r.Construct, r.Offset)
-	if !strings.ContainsAny(line, "\n\r") && len(line) <= 200 && r.Offset <= len(line) {
+	if shown := policy.Printable(line); shown == line && len(line) <= 200 && r.Offset <= len(line) {
 		fmt.Fprintf(w, "  %s\n  %s^\n", line, strings.Repeat(" ", len([]rune(line[:r.Offset]))))
 	}
-	fmt.Fprintf(w, "  %s\n", r.Message)
+	fmt.Fprintf(w, "  %s\n", policy.Printable(r.Message))
 }
 
 func printVerdict(w io.Writer, v *policy.Verdict) {
-	fmt.Fprintf(w, "%s: %s\n", v.Decision, v.Reason)
+	fmt.Fprintf(w, "%s: %s\n", v.Decision, policy.Printable(v.Reason))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range v.Stages {
-		fmt.Fprintf(tw, "  stage %d\t%s\t%s\t%s\n", s.Index, s.Decision, s.Class, quoteArgv(s.Argv))
-		fmt.Fprintf(tw, "  \t\t\t%s\n", s.Reason)
+		fmt.Fprintf(tw, "  stage %d\t%s\t%s\t%s\n", s.Index, s.Decision, s.Class, policy.Printable(quoteArgv(s.Argv)))
+		fmt.Fprintf(tw, "  \t\t\t%s\n", policy.Printable(s.Reason))
 		for _, p := range s.Paths {
-			fmt.Fprintf(tw, "  \t\t\t%s %s -> %s: %s (%s)\n", p.Access, p.Path, p.Resolved, p.Decision, p.Reason)
+			fmt.Fprintf(tw, "  \t\t\t%s %s -> %s: %s (%s)\n", p.Access, policy.Printable(p.Path), policy.Printable(p.Resolved), p.Decision, policy.Printable(p.Reason))
 		}
 	}
 	tw.Flush()
@@ -259,7 +262,7 @@ func printShow(w io.Writer, p *policy.Policy) {
 	}
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, r := range p.Rules {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Act, r.Effect, shell.Quote(r.Pattern), origin(r.Layer, r.File, r.Line))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Act, r.Effect, policy.Printable(shell.Quote(r.Pattern)), origin(r.Layer, r.File, r.Line))
 	}
 	tw.Flush()
 }

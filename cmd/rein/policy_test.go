@@ -151,3 +151,19 @@ func TestTrustAndShow(t *testing.T) {
 		t.Errorf("trust without a file: %d %s", code, errOut)
 	}
 }
+
+// TestOutputIsPrintable: an argv or path carrying terminal escapes is shown
+// escaped, never raw.
+func TestOutputIsPrintable(t *testing.T) {
+	docFixture(t)
+	for _, args := range [][]string{
+		{"policy", "check", "--", "cat 'a\x1b]0;pwned\x07' \"b\u202ec\""},
+		{"policy", "check", "--argv", "--", "cat", "x\x1b[2J"},
+		{"policy", "check", "--", "ls \x1b[31m*"},
+	} {
+		_, out, errOut := rein(t, args...)
+		if strings.ContainsAny(out+errOut, "\x1b\x07\u202e") {
+			t.Errorf("rein %q printed a raw control character:\n%q", args, out)
+		}
+	}
+}
