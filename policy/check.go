@@ -446,14 +446,14 @@ func (p *Policy) vitalDir(r string) string {
 	switch {
 	case r == "/":
 		return "the root"
-	case strings.Count(r, "/") == 1:
-		return "a top-level directory"
 	case p.Home != "" && r == p.Home:
 		return "HOME"
 	case p.Workspace != "" && r == p.Workspace:
 		return "the workspace"
 	case p.Workspace != "" && workspace.Within(r, p.Workspace):
 		return "an ancestor of the workspace"
+	case strings.Count(r, "/") == 1:
+		return "a top-level directory"
 	}
 	return ""
 }
