@@ -356,6 +356,8 @@ func TestPaths(t *testing.T) {
 	}{
 		{"cat main.go", Allow, ""},
 		{"cat ~/.ssh/id_rsa", Deny, "~/.ssh/**"},
+		{"mv ~/.ssh stolen", Deny, "~/.ssh/**"}, // the directory itself
+		{"rm -r .git/hooks", Deny, "**/.git/hooks/**"},
 		{"cat keys/id_rsa", Deny, "~/.ssh/**"},      // through a workspace link
 		{"echo x > dangling", Deny, "~/.ssh/**"},    // dangling final link
 		{"echo x > hook", Deny, "**/.git/hooks/**"}, // link into .git/hooks

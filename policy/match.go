@@ -181,7 +181,9 @@ func (x *globIndex) add(g string, id int) {
 		}
 		return
 	}
-	x.dirs.add(globPrefix(g), id)
+	// dir/** also matches dir itself, which is shorter than the prefix
+	// "dir/": index without the final slash so dir finds it too.
+	x.dirs.add(strings.TrimSuffix(globPrefix(g), "/"), id)
 }
 
 // candidates calls fn with every glob that may match p (absolute).
