@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -564,7 +565,7 @@ func (a *applier) apply(c *fileConfig) error {
 	for i, lr := range c.Rule {
 		key := fmt.Sprintf("rule[%d]", i)
 		act := Act(lr.Act)
-		if !isAct(act) {
+		if !slices.Contains(acts, act) {
 			return a.fail(key+".act", fmt.Errorf("unknown act %q: use exec, read, write, delete, net or tool", lr.Act))
 		}
 		eff, err := parseDecision(lr.Effect)
@@ -620,15 +621,6 @@ func (a *applier) rule(r *Rule, key string) error {
 	return nil
 }
 
-func isAct(a Act) bool {
-	for _, x := range acts {
-		if a == x {
-			return true
-		}
-	}
-	return false
-}
-
 var (
 	rungs        = []string{"auto", "bwrap", "landlock", "none"}
 	networkModes = []string{"off", "proxy", "full"}
@@ -637,7 +629,7 @@ var (
 func (a *applier) sandbox(c *fileConfig) error {
 	p, s := a.p, c.Sandbox
 	if s.Rung != "" {
-		if !contains(rungs, s.Rung) {
+		if !slices.Contains(rungs, s.Rung) {
 			return a.fail("sandbox.rung", fmt.Errorf("unknown rung %q: use %s", s.Rung, strings.Join(rungs, ", ")))
 		}
 		if !a.narrowOnly || s.Rung != "none" {
@@ -646,11 +638,11 @@ func (a *applier) sandbox(c *fileConfig) error {
 		}
 	}
 	if s.Network != "" {
-		i := indexOf(networkModes, s.Network)
+		i := slices.Index(networkModes, s.Network)
 		if i < 0 {
 			return a.fail("sandbox.network", fmt.Errorf("unknown network mode %q: use %s", s.Network, strings.Join(networkModes, ", ")))
 		}
-		if !a.narrowOnly || i < indexOf(networkModes, p.Sandbox.Network) {
+		if !a.narrowOnly || i < slices.Index(networkModes, p.Sandbox.Network) {
 			p.Sandbox.Network = s.Network
 			p.setting("sandbox.network", s.Network, a.layer, a.file)
 		}
@@ -732,15 +724,4 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size such as \"512MiB\" or \"4GiB\"", s)
 	}
 	return n * mult, nil
-}
-
-func contains(s []string, x string) bool { return indexOf(s, x) >= 0 }
-
-func indexOf(s []string, x string) int {
-	for i, v := range s {
-		if v == x {
-			return i
-		}
-	}
-	return -1
 }

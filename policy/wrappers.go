@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/reinhq/rein/shell"
@@ -496,14 +497,7 @@ func innerRuns(argv []string, perFile bool) []innerRun {
 	return runs
 }
 
-func isShellProgram(name string) bool {
-	for _, sh := range shellPrograms {
-		if name == sh {
-			return true
-		}
-	}
-	return false
-}
+func isShellProgram(name string) bool { return slices.Contains(shellPrograms, name) }
 
 // shellInvocation is how a shell was asked to run.
 type shellInvocation struct {
