@@ -504,6 +504,24 @@ func (p *Policy) protectedOf(abs, resolved string, access Act) *protectedRule {
 	return &p.protected[best]
 }
 
+// generatedRule is the rule text of the generated-file refusal.
+const generatedRule = "generated file (its header says so)"
+
+// Protection returns the attribution of what protects a path against an
+// access, or nil: the protected set (builtin and [workspace] protected)
+// tested on the path as written and on the file it reaches (both
+// absolute), and, for writes and deletes, a header saying the file is
+// generated. The file tools call it through their guard.
+func (p *Policy) Protection(access Act, written, resolved string) *Attribution {
+	if pr := p.protectedOf(written, resolved, access); pr != nil {
+		return pr.rule.attribution()
+	}
+	if access != ActRead && isGenerated(resolved) {
+		return &Attribution{Rule: generatedRule, Act: access, Effect: Deny, Layer: LayerBuiltin}
+	}
+	return nil
+}
+
 // decidePath decides one access to the path x (as written) from cwd.
 func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 	pv := PathVerdict{Path: x, Access: access}
@@ -518,15 +536,12 @@ func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 		return pv
 	}
 	pv.Resolved = resolved
-	if pr := p.protectedOf(abs, resolved, access); pr != nil {
-		pv.Decision, pv.Rule = Deny, pr.rule.attribution()
-		pv.Reason = "protected by " + pv.Rule.String()
-		return pv
-	}
-	if access != ActRead && isGenerated(resolved) {
-		pv.Decision = Deny
-		pv.Rule = &Attribution{Rule: "generated file (its header says so)", Act: access, Effect: Deny, Layer: LayerBuiltin}
-		pv.Reason = "the file says it is generated: change its generator, not the copy"
+	if a := p.Protection(access, abs, resolved); a != nil {
+		pv.Decision, pv.Rule = Deny, a
+		pv.Reason = "protected by " + a.String()
+		if a.Rule == generatedRule {
+			pv.Reason = "the file says it is generated: change its generator, not the copy"
+		}
 		return pv
 	}
 	rules := p.rules[access]

@@ -15,6 +15,7 @@ var allowed = map[string][]string{
 	"shell":             {},
 	"workspace":         {},
 	"policy":            {"shell", "workspace"},
+	"files":             {"workspace"},
 	"cmd/rein":          {"*"},
 	"internal/layering": {},
 }
@@ -56,7 +57,7 @@ func TestImportLayers(t *testing.T) {
 // that do not exist yet as much as for those that do.
 func TestForbiddenNames(t *testing.T) {
 	for _, forbidden := range []string{"sandbox", "tool", "trace", "cmd/rein"} {
-		for _, pkg := range []string{"shell", "policy", "workspace"} {
+		for _, pkg := range []string{"shell", "policy", "workspace", "files"} {
 			if contains(allowed[pkg], forbidden) || (len(allowed[pkg]) == 1 && allowed[pkg][0] == "*") {
 				t.Errorf("the layering table lets %s import %s", pkg, forbidden)
 			}

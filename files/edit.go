@@ -1,0 +1,55 @@
+package files
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// EditFileArgs are the arguments of edit_file.
+type EditFileArgs struct {
+	// Path of the file to edit.
+	Path string `json:"path"`
+	// Old is the exact text to replace, whitespace and newlines included.
+	Old string `json:"old"`
+	// New is the text to put in its place.
+	New string `json:"new"`
+	// ReplaceAll replaces every occurrence of Old; without it, Old must
+	// occur exactly once.
+	ReplaceAll bool `json:"replace_all,omitempty"`
+}
+
+// EditFile replaces Old by New in a file, atomically. Old must occur
+// exactly once unless ReplaceAll: an edit that could land in two places is
+// refused rather than guessed.
+func (t *Tools) EditFile(ctx context.Context, a EditFileArgs) (*Change, error) {
+	if a.Old == "" {
+		return nil, &Error{Kind: BadArgument, Path: a.Path, Message: "old is empty: name the exact text to replace, or use write_file"}
+	}
+	if a.Old == a.New {
+		return nil, &Error{Kind: BadArgument, Path: a.Path, Message: "old and new are the same text: nothing would change"}
+	}
+	tg, err := t.resolve(Write, a.Path)
+	if err != nil {
+		return nil, err
+	}
+	old, err := t.readForChange(a.Path, tg)
+	if err != nil {
+		return nil, err
+	}
+	n := strings.Count(string(old), a.Old)
+	switch {
+	case n == 0:
+		return nil, &Error{Kind: NoMatch, Path: a.Path, Message: "old does not occur in the file: read the file and copy the text exactly, whitespace included"}
+	case n > 1 && !a.ReplaceAll:
+		return nil, &Error{Kind: Ambiguous, Path: a.Path, Message: fmt.Sprintf("old occurs %d times: include more surrounding text so it occurs once, or set replace_all", n)}
+	}
+	updated := []byte(strings.ReplaceAll(string(old), a.Old, a.New))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := writeAtomic(tg, updated); err != nil {
+		return nil, err
+	}
+	return &Change{Paths: []string{tg.Rel}, Diff: unifiedDiff(tg.Rel, old, updated, true, true)}, nil
+}

@@ -1,0 +1,301 @@
+package workspace
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Kind names why a path was refused. The names are stable: they become
+// the status of a tool result.
+type Kind string
+
+// The refusal kinds.
+const (
+	// InvalidPath: the path cannot be used as named (empty, a NUL byte, a
+	// dangling link, a file where a directory is needed, a hard link).
+	InvalidPath Kind = "invalid_path"
+	// NotFound: the path does not exist and the operation needs it to.
+	NotFound Kind = "not_found"
+	// Protected: the path is in the protected set, or a generated file.
+	Protected Kind = "protected"
+	// Outside: the path, or what it reaches, lies outside every root.
+	Outside Kind = "outside"
+)
+
+// PathError is a refused path: its kind, the path as given, the component
+// that decided, and a sentence saying why and what to do.
+type PathError struct {
+	Kind Kind
+	// Path is the path as the caller named it.
+	Path string
+	// Component is the part of the path that was refused (a link, "..",
+	// the missing directory), relative to its root where it is inside one.
+	Component string
+	Reason    string
+}
+
+func (e *PathError) Error() string {
+	if e.Component != "" && e.Component != e.Path {
+		return fmt.Sprintf("%s: %q: at %q: %s", e.Kind, e.Path, e.Component, e.Reason)
+	}
+	return fmt.Sprintf("%s: %q: %s", e.Kind, e.Path, e.Reason)
+}
+
+// Is lets errors.Is(err, &PathError{Kind: k}) test the kind alone.
+func (e *PathError) Is(target error) bool {
+	t, ok := target.(*PathError)
+	return ok && t.Kind == e.Kind && t.Path == "" && t.Component == ""
+}
+
+// Root is one directory tree of a workspace.
+type Root struct {
+	// Path is the root as it was given, made absolute.
+	Path string
+	// Real is the root's physical path (every link resolved).
+	Real string
+	fs   *os.Root
+}
+
+// FS returns the root's os.Root: every file operation goes through it, so a
+// link created or swapped after a path was resolved cannot lead outside.
+func (r *Root) FS() *os.Root { return r.fs }
+
+// Workspace is the set of roots an agent may touch.
+type Workspace struct {
+	roots []*Root
+}
+
+// Open opens a workspace of one or more root directories. Relative paths
+// named later are relative to the first root.
+func Open(roots ...string) (*Workspace, error) {
+	if len(roots) == 0 {
+		return nil, errors.New("workspace: no root: name at least one directory")
+	}
+	w := &Workspace{}
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace: root %q: %w", r, err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace: root %q: %w", r, err)
+		}
+		if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+			w.Close()
+			return nil, fmt.Errorf("workspace: root %q is not a directory", r)
+		}
+		fsys, err := os.OpenRoot(real)
+		if err != nil {
+			w.Close()
+			return nil, fmt.Errorf("workspace: opening root %q: %w", r, err)
+		}
+		w.roots = append(w.roots, &Root{Path: abs, Real: real, fs: fsys})
+	}
+	return w, nil
+}
+
+// Close releases the roots.
+func (w *Workspace) Close() error {
+	var errs []error
+	for _, r := range w.roots {
+		errs = append(errs, r.fs.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Roots returns the workspace's roots, the first being where relative
+// paths start.
+func (w *Workspace) Roots() []*Root { return w.roots }
+
+// Target is where a named path lands inside a root.
+type Target struct {
+	Root *Root
+	// Rel is the slash-separated path inside Root with every link
+	// resolved; "." is the root itself. File operations use it through
+	// Root.FS().
+	Rel string
+	// Path is the absolute physical path, Root.Real joined with Rel.
+	Path string
+	// Info is the Lstat of the target, nil when it does not exist.
+	Info fs.FileInfo
+}
+
+// Exists reports whether the target exists.
+func (t *Target) Exists() bool { return t.Info != nil }
+
+// maxPathBytes bounds a named path, as PATH_MAX does.
+const maxPathBytes = 4096
+
+// Resolve finds where the path p (relative to the first root, or absolute
+// inside a root) lands, following links physically one component at a
+// time. It refuses, as a *PathError:
+//   - an empty path, a NUL byte, a path longer than 4096 bytes (invalid_path);
+//   - .. that climbs out of the root, an absolute path outside every root,
+//     a link at any depth whose target leaves the root (outside);
+//   - a link at any depth whose target does not exist, since a write
+//     through it would create its target wherever it points, and a file
+//     used as a directory (invalid_path).
+//
+// A missing final component (or missing parents) is not an error: the
+// target says it does not exist, and a write may create it.
+func (w *Workspace) Resolve(p string) (*Target, error) {
+	refuse := func(k Kind, comp, why string) (*Target, error) {
+		return nil, &PathError{Kind: k, Path: p, Component: comp, Reason: why}
+	}
+	switch {
+	case p == "":
+		return refuse(InvalidPath, "", "the path is empty: name a file or directory")
+	case strings.IndexByte(p, 0) >= 0:
+		return refuse(InvalidPath, "", "the path holds a NUL byte")
+	case len(p) > maxPathBytes:
+		return refuse(InvalidPath, "", fmt.Sprintf("the path is %d bytes, longer than %d", len(p), maxPathBytes))
+	}
+	root, rel := w.roots[0], p
+	if filepath.IsAbs(p) {
+		clean := filepath.Clean(p)
+		root = nil
+		for _, r := range w.roots {
+			for _, base := range []string{r.Real, r.Path} {
+				if Within(base, clean) && root == nil {
+					root, rel = r, strings.TrimPrefix(strings.TrimPrefix(clean, base), "/")
+				}
+			}
+		}
+		if root == nil {
+			return refuse(Outside, p, "the path is outside the workspace: name a path under "+w.rootList())
+		}
+	}
+	return w.walk(root, p, rel)
+}
+
+func (w *Workspace) rootList() string {
+	names := make([]string, len(w.roots))
+	for i, r := range w.roots {
+		names[i] = r.Path
+	}
+	return strings.Join(names, ", ")
+}
+
+// walk resolves rel inside root. The queue holds the components still to
+// visit; a link's target is spliced in front of them, and linkEnds marks
+// where each splice ends so that a missing component inside one is known
+// to be a dangling link.
+func (w *Workspace) walk(root *Root, named, rel string) (*Target, error) {
+	refuse := func(k Kind, comp, why string) (*Target, error) {
+		return nil, &PathError{Kind: k, Path: named, Component: comp, Reason: why}
+	}
+	queue := strings.Split(rel, "/")
+	var stack []string // resolved components, link-free
+	type splice struct {
+		end  int // queue length when the splice is consumed
+		link string
+	}
+	var splices []splice
+	links := 0
+	missing := false
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		// Drop the splices this component finished.
+		for len(splices) > 0 && len(queue) < splices[len(splices)-1].end {
+			splices = splices[:len(splices)-1]
+		}
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if missing {
+				// The kernel cannot go up out of a directory that does not
+				// exist, and neither does the walk.
+				return refuse(NotFound, path.Join(stack...), "the directory does not exist, so .. after it leads nowhere")
+			}
+			if len(stack) == 0 {
+				if len(splices) > 0 {
+					l := splices[len(splices)-1].link
+					return refuse(Outside, l, "the link leads out of the workspace root "+root.Path)
+				}
+				return refuse(Outside, "..", "the path climbs out of the workspace root "+root.Path)
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		cur := path.Join(append(append([]string{}, stack...), c)...)
+		if missing {
+			stack = append(stack, c)
+			continue
+		}
+		fi, err := root.fs.Lstat(cur)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if len(splices) > 0 {
+				return refuse(InvalidPath, splices[len(splices)-1].link, "the link is dangling: its target "+cur+" does not exist, and a write through it would create the target")
+			}
+			missing = true
+			stack = append(stack, c)
+			continue
+		case errors.Is(err, syscall.ENOTDIR):
+			return refuse(InvalidPath, path.Join(stack...), "a file is used as a directory")
+		case err != nil && strings.Contains(err.Error(), "escapes"):
+			// os.Root saw a link swapped in since this walk looked at it.
+			return refuse(Outside, cur, "the path leaves the workspace root")
+		case err != nil:
+			return refuse(InvalidPath, cur, err.Error())
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			stack = append(stack, c)
+			continue
+		}
+		links++
+		if links > maxLinks {
+			return refuse(InvalidPath, cur, "too many levels of symbolic links")
+		}
+		target, err := root.fs.Readlink(cur)
+		if err != nil {
+			return refuse(InvalidPath, cur, "cannot read the link: "+err.Error())
+		}
+		if strings.HasPrefix(target, "/") {
+			// An absolute target must land in this root, by its real path
+			// or the path it was given by.
+			t := filepath.Clean(target)
+			inside := ""
+			for _, base := range []string{root.Real, root.Path} {
+				if Within(base, t) {
+					inside = strings.TrimPrefix(strings.TrimPrefix(t, base), "/")
+					break
+				}
+			}
+			if inside == "" && !(t == root.Real || t == root.Path) {
+				return refuse(Outside, cur, "the link points to "+target+", outside the workspace")
+			}
+			stack = nil
+			target = inside
+		}
+		parts := strings.Split(target, "/")
+		queue = append(parts, queue...)
+		splices = append(splices, splice{end: len(queue) - len(parts), link: cur})
+	}
+	relOut := path.Join(stack...)
+	if relOut == "" {
+		relOut = "."
+	}
+	t := &Target{Root: root, Rel: relOut, Path: path.Join(root.Real, relOut)}
+	if !missing {
+		// The walk went up and down through real directories; what it
+		// ends on is looked at once more, without following a link.
+		fi, err := root.fs.Lstat(relOut)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return refuse(InvalidPath, relOut, err.Error())
+		}
+		t.Info = fi
+	}
+	return t, nil
+}
