@@ -161,12 +161,14 @@ func (w *Workspace) Resolve(p string) (*Target, error) {
 	}
 	root, rel := w.roots[0], p
 	if filepath.IsAbs(p) {
-		clean := filepath.Clean(p)
+		// The root's part of the path is matched component by component
+		// and never cleaned: /ws/link/../x must go through the link as the
+		// kernel would, so the .. stays in what is walked.
 		root = nil
 		for _, r := range w.roots {
 			for _, base := range []string{r.Real, r.Path} {
-				if Within(base, clean) && root == nil {
-					root, rel = r, strings.TrimPrefix(strings.TrimPrefix(clean, base), "/")
+				if rest, ok := underBase(base, p); ok && root == nil {
+					root, rel = r, rest
 				}
 			}
 		}
@@ -175,6 +177,31 @@ func (w *Workspace) Resolve(p string) (*Target, error) {
 		}
 	}
 	return w.walk(root, p, rel)
+}
+
+// underBase returns what follows base in the absolute path p, comparing
+// whole components and skipping empty and "." ones, or false when p does
+// not start with base.
+func underBase(base, p string) (string, bool) {
+	comps := func(s string) []string {
+		var out []string
+		for _, c := range strings.Split(s, "/") {
+			if c != "" && c != "." {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	b, c := comps(base), comps(p)
+	if len(c) < len(b) {
+		return "", false
+	}
+	for i := range b {
+		if b[i] != c[i] {
+			return "", false
+		}
+	}
+	return strings.Join(c[len(b):], "/"), true
 }
 
 func (w *Workspace) rootList() string {

@@ -104,7 +104,9 @@ func TestResolveEscapes(t *testing.T) {
 		{path: "src/../../outside", kind: Outside, component: ".."},
 		{path: "/etc/passwd", kind: Outside, component: "/etc/passwd"},
 		{path: filepath.Join(e.outside, "secret.txt"), kind: Outside},
-		{path: filepath.Join(e.ws, "../outside/secret.txt"), kind: Outside},
+		{path: e.ws + "/../outside/secret.txt", kind: Outside, component: ".."},
+		{path: e.ws + "/to-outside/../ws/src/a.go", kind: Outside, component: "to-outside"}, // the link is walked, not cleaned away
+		{path: e.ws + "//src/./a.go", rel: "src/a.go", exists: true},
 		{path: "to-outside/secret.txt", kind: Outside, component: "to-outside"},
 		{path: "to-outside", kind: Outside, component: "to-outside"},
 		{path: "to-outside-rel/new-file", kind: Outside, component: "to-outside-rel"}, // the parent of a file that does not exist yet
