@@ -224,7 +224,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActDelete))
 		}
 		for _, x := range facts.OutsideDangerous {
-			if r, err := workspace.PhysicalIn(cwd, x); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
+			if r, err := workspace.PhysicalIn(cwd, p.expandHome(x)); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
 				sv.Class, classReason = Dangerous, fmt.Sprintf("%s aims at %s, outside the workspace", path.Base(stripped[0]), r)
 			}
 		}
@@ -278,9 +278,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// policy cannot follow what the script does.
 	for _, code := range facts.Inline {
 		for _, w := range inlineWords(code) {
-			if (w == "~" || strings.HasPrefix(w, "~/")) && p.Home != "" {
-				w = p.Home + w[1:]
-			}
+			w = p.expandHome(w)
 			for _, cwd := range cwds {
 				if pr := p.protectedMatch(w, cwd, ActRead); pr != nil {
 					sv.Decision, sv.Rule = Deny, pr.rule.attribution()
@@ -331,6 +329,17 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 // reaches, so a link ./del to /bin/rm is denied by "rm *".
 func (p *Policy) denyForms(argv []string, cwds []string) []string {
 	forms := execStrings(argv)
+	// A command from a shell string keeps its ~; deny rules see it both
+	// ways, as written and expanded.
+	expanded := make([]string, len(argv))
+	changed := false
+	for i, a := range argv {
+		expanded[i] = p.expandHome(a)
+		changed = changed || expanded[i] != a
+	}
+	if changed {
+		forms = append(forms, execStrings(expanded)...)
+	}
 	if len(argv) == 0 || !strings.Contains(argv[0], "/") {
 		return forms
 	}
@@ -348,9 +357,7 @@ func (p *Policy) runDirs(cwds []string, dir string) []string {
 	if dir == "" {
 		return cwds
 	}
-	if (dir == "~" || strings.HasPrefix(dir, "~/")) && p.Home != "" {
-		dir = p.Home + dir[1:]
-	}
+	dir = p.expandHome(dir)
 	out := make([]string, 0, len(cwds))
 	for _, cwd := range cwds {
 		r, err := workspace.PhysicalIn(cwd, dir)
@@ -429,7 +436,7 @@ func (p *Policy) hardDeny(argv []string, f stageFacts, cwds []string) *Attributi
 	}
 	for _, x := range f.Deletes {
 		for _, cwd := range cwds {
-			r, err := workspace.PhysicalIn(cwd, x)
+			r, err := workspace.PhysicalIn(cwd, p.expandHome(x))
 			if err != nil {
 				return hard(fmt.Sprintf("%s of %s, which cannot be resolved: %v", prog, x, err))
 			}
@@ -460,6 +467,17 @@ func (p *Policy) vitalDir(r string) string {
 
 func (p *Policy) inWorkspace(r string) bool {
 	return p.Workspace != "" && workspace.Within(p.Workspace, r)
+}
+
+// expandHome expands a leading ~ with the policy's HOME. The line's own
+// words arrive expanded by the parser; a ~ that is still there comes from
+// a shell string inside the line (bash -c 'cat ~/x'), or was quoted, in
+// which case reading it as HOME errs on the side of the protected set.
+func (p *Policy) expandHome(x string) string {
+	if p.Home != "" && (x == "~" || strings.HasPrefix(x, "~/")) {
+		return p.Home + x[1:]
+	}
+	return x
 }
 
 // lexicalAbs makes x absolute against cwd without touching the disk, so a
@@ -525,6 +543,7 @@ func (p *Policy) Protection(access Act, written, resolved string) *Attribution {
 // decidePath decides one access to the path x (as written) from cwd.
 func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 	pv := PathVerdict{Path: x, Access: access}
+	x = p.expandHome(x)
 	abs := lexicalAbs(x, cwd)
 	if isExemptDevice(abs) {
 		pv.Resolved, pv.Decision, pv.Reason = abs, Allow, "an exempt device"

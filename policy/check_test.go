@@ -180,6 +180,25 @@ func TestDenyReachesThroughWrappers(t *testing.T) {
 	}
 }
 
+// TestShellStringHome: a ~ inside sh -c is the policy's HOME, whatever the
+// HOME of the process deciding.
+func TestShellStringHome(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("HOME", "/nonexistent-home")
+	p := f.load(ModeAuto, exec(Deny, "cat "+f.home+"/notes*"))
+	cases := map[string]Decision{
+		"bash -c 'cat ~/.ssh/id_rsa'":     Deny, // protected, resolved under the policy's HOME
+		"bash -c 'cat ~/notes.txt'":       Deny, // the deny rule sees the expanded word
+		"sh -c 'cd ~ && cat .ssh/id_rsa'": Deny,
+		"bash -c 'rm -rf ~'":              Deny, // hard deny of HOME
+	}
+	for line, want := range cases {
+		if v := f.check(p, line); v.Decision != want {
+			t.Errorf("%q: got %s (%s), want %s", line, v.Decision, v.Reason, want)
+		}
+	}
+}
+
 func TestAllowDoesNotReachThroughWrappers(t *testing.T) {
 	f := newFixture(t)
 	p := f.load(ModeAsk, exec(Allow, "go test *"), exec(Allow, "rm *"))

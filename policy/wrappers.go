@@ -588,7 +588,9 @@ func shellStringRuns(s string, perFile bool) []innerRun {
 		s = strings.ReplaceAll(s, "{}", findPathStandIn)
 		unstand = func(w string) string { return strings.ReplaceAll(w, findPathStandIn, "{}") }
 	}
-	line, err := shell.Parse(s)
+	// ~ is kept as written: the policy expands it with its own HOME, which
+	// need not be the HOME of the process deciding.
+	line, err := shell.Parser{Home: "~"}.Parse(s)
 	if err != nil || line == nil {
 		return nil
 	}
