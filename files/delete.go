@@ -1,10 +1,15 @@
 package files
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path"
+	"syscall"
 
 	"github.com/reinhq/rein/workspace"
 )
@@ -36,10 +41,17 @@ func (t *Tools) DeleteFile(ctx context.Context, a DeleteFileArgs) (*Change, erro
 	if tg.Rel == "." {
 		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: a.Path, Component: ".", Reason: "that is the workspace root itself"}
 	}
-	root := tg.Root.FS()
+	if !tg.Info.IsDir() && !tg.Info.Mode().IsRegular() && tg.Info.Mode()&fs.ModeSymlink == 0 {
+		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: a.Path, Component: tg.Rel, Reason: "not a regular file or directory (" + tg.Info.Mode().Type().String() + "): delete it through the shell"}
+	}
+	parent, err := tg.OpenParent(false)
+	if err != nil {
+		return nil, err
+	}
+	defer parent.Close()
 	if !tg.Info.IsDir() {
 		old, _ := t.readTarget(a.Path, tg) // a diff is shown only for text
-		if err := root.Remove(tg.Rel); err != nil {
+		if err := parent.Remove(tg.Base()); err != nil {
 			return nil, fmt.Errorf("deleting %s: %w", tg.Rel, err)
 		}
 		return &Change{Paths: []string{tg.Rel}, Diff: unifiedDiff(tg.Rel, old, nil, true, false)}, nil
@@ -47,19 +59,25 @@ func (t *Tools) DeleteFile(ctx context.Context, a DeleteFileArgs) (*Change, erro
 	if !a.Recursive {
 		return nil, &Error{Kind: WrongType, Path: a.Path, Message: "a directory: set recursive to delete it and everything in it"}
 	}
+	dir, err := tg.OpenDir()
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
 	var paths, diffs []string
 	size := 0
-	err = fs.WalkDir(root.FS(), tg.Rel, func(p string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(dir.FS(), ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p == tg.Rel {
+		if rel == "." {
 			return nil
 		}
-		named := path.Join(a.Path, p[len(tg.Rel)+1:])
+		p := path.Join(tg.Rel, rel)
+		named := path.Join(a.Path, rel)
 		info, err := d.Info()
 		if err != nil {
 			return err
@@ -75,7 +93,7 @@ func (t *Tools) DeleteFile(ctx context.Context, a DeleteFileArgs) (*Change, erro
 		}
 		paths = append(paths, p)
 		if size < maxDeleteDiffBytes && info.Mode().IsRegular() {
-			if old, err := t.readTarget(named, sub); err == nil {
+			if old, err := readIn(dir, rel, info, t.Limits.withDefaults().MaxFileBytes); err == nil {
 				diff := unifiedDiff(p, old, nil, true, false)
 				size += len(diff)
 				diffs = append(diffs, diff)
@@ -86,7 +104,7 @@ func (t *Tools) DeleteFile(ctx context.Context, a DeleteFileArgs) (*Change, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := root.RemoveAll(tg.Rel); err != nil {
+	if err := parent.RemoveAll(tg.Base()); err != nil {
 		return nil, fmt.Errorf("deleting %s: %w", tg.Rel, err)
 	}
 	diff := joinDiffs(diffs)
@@ -94,4 +112,26 @@ func (t *Tools) DeleteFile(ctx context.Context, a DeleteFileArgs) (*Change, erro
 		diff += fmt.Sprintf("# diff cut at %d bytes: %d files deleted in all\n", maxDeleteDiffBytes, len(paths))
 	}
 	return &Change{Paths: append(paths, tg.Rel), Diff: diff}, nil
+}
+
+// readIn reads a regular text file under a directory handle for a diff,
+// refusing what read_file would refuse.
+func readIn(dir *os.Root, name string, info fs.FileInfo, limit int64) ([]byte, error) {
+	if info.Size() > limit {
+		return nil, errors.New("too large")
+	}
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !os.SameFile(fi, info) || !fi.Mode().IsRegular() {
+		return nil, errors.New("changed")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit))
+	if err != nil || bytes.IndexByte(data[:min(len(data), binarySniff)], 0) >= 0 {
+		return nil, errors.New("not text")
+	}
+	return data, nil
 }

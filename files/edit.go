@@ -44,6 +44,12 @@ func (t *Tools) EditFile(ctx context.Context, a EditFileArgs) (*Change, error) {
 	case n > 1 && !a.ReplaceAll:
 		return nil, &Error{Kind: Ambiguous, Path: a.Path, Message: fmt.Sprintf("old occurs %d times: include more surrounding text so it occurs once, or set replace_all", n)}
 	}
+	// The result is bounded like any file a tool reads: replace_all of a
+	// short text by a long one must not grow a file without limit.
+	limit := t.Limits.withDefaults().MaxFileBytes
+	if size := int64(len(old)) + int64(n)*(int64(len(a.New))-int64(len(a.Old))); size > limit {
+		return nil, &Error{Kind: TooLarge, Path: a.Path, Message: fmt.Sprintf("the edited file would be %d bytes, over the %d-byte ceiling", size, limit)}
+	}
 	updated := []byte(strings.ReplaceAll(string(old), a.Old, a.New))
 	if err := ctx.Err(); err != nil {
 		return nil, err

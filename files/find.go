@@ -208,9 +208,9 @@ type walkFile struct {
 // Memory grows with the depth of the tree and the size of the largest
 // directory on the current path, not with the size of the tree.
 func (t *Tools) walk(ctx context.Context, tg *workspace.Target, v walkVisitor) error {
-	r, err := tg.Root.FS().OpenRoot(tg.Rel)
+	r, err := tg.OpenDir()
 	if err != nil {
-		return &workspace.PathError{Kind: workspace.InvalidPath, Path: tg.Rel, Reason: "cannot open the directory: " + err.Error()}
+		return err
 	}
 	d := &dirHandle{root: r}
 	d.refs.Store(1)

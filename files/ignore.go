@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -61,7 +62,9 @@ func readIgnore(dir *os.Root, name string, domain []string) []gitignore.Pattern 
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	f, err := dir.Open(name)
+	// O_NONBLOCK: a FIFO swapped in since the Lstat must not block the
+	// open waiting for a writer.
+	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

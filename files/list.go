@@ -63,9 +63,9 @@ func (t *Tools) ListDir(ctx context.Context, a ListDirArgs) (*ListDirResult, err
 	if err != nil {
 		return nil, err
 	}
-	dir, err := tg.Root.FS().OpenRoot(tg.Rel)
+	dir, err := tg.OpenDir()
 	if err != nil {
-		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: p, Reason: "cannot open the directory: " + err.Error()}
+		return nil, err
 	}
 	defer dir.Close()
 	f, err := dir.Open(".")

@@ -171,7 +171,7 @@ func (t *Tools) commit(steps []*step) error {
 	for i, s := range steps {
 		var err error
 		if s.delete {
-			err = s.target.Root.FS().Remove(s.target.Rel)
+			err = removeTarget(s.target)
 		} else {
 			err = writeAtomic(s.target, s.new)
 		}
@@ -193,11 +193,21 @@ func (t *Tools) rollback(done []*step) error {
 			restored := *s.target
 			errs = append(errs, writeAtomic(&restored, s.old))
 		default:
-			errs = append(errs, s.target.Root.FS().Remove(s.target.Rel))
+			errs = append(errs, removeTarget(s.target))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("putting the files back also failed, the workspace may hold part of the patch: %w", err)
 	}
 	return nil
+}
+
+// removeTarget removes a file through a checked handle on its directory.
+func removeTarget(tg *workspace.Target) error {
+	d, err := tg.OpenParent(false)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Remove(tg.Base())
 }

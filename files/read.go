@@ -98,9 +98,10 @@ func splitLines(s string) []string {
 	return lines
 }
 
-// readTarget reads a resolved regular text file through the root. It
-// checks that the file opened is the file that was resolved and guarded:
-// a name swapped for a link between the two is refused, not followed.
+// readTarget reads a resolved regular text file through a handle on its
+// directory (checked to be the directory that was resolved) and checks
+// that the file opened is the file that was resolved and guarded: a name
+// swapped for a link between the two is refused, not followed.
 func (t *Tools) readTarget(named string, tg *workspace.Target) ([]byte, error) {
 	if !tg.Exists() {
 		return nil, &workspace.PathError{Kind: workspace.NotFound, Path: named, Component: tg.Rel, Reason: "no such file"}
@@ -111,7 +112,12 @@ func (t *Tools) readTarget(named string, tg *workspace.Target) ([]byte, error) {
 	if !tg.Info.Mode().IsRegular() {
 		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: named, Component: tg.Rel, Reason: "not a regular file (" + tg.Info.Mode().Type().String() + ")"}
 	}
-	f, err := tg.Root.FS().OpenFile(tg.Rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	dir, err := tg.OpenParent(false)
+	if err != nil {
+		return nil, err
+	}
+	defer dir.Close()
+	f, err := dir.OpenFile(tg.Base(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(named, tg, err)
 	}

@@ -288,7 +288,7 @@ type fileOutcome struct {
 func (r *searchRun) produce(ctx context.Context, tg *workspace.Target, send func(*searchBatch) bool) error {
 	b := newBatch()
 	if tg.Info.Mode().IsRegular() {
-		dr, err := tg.Root.FS().OpenRoot(path.Dir(tg.Rel))
+		dr, err := tg.OpenParent(false)
 		if err != nil {
 			b.files = append(b.files, searchFile{event: skipUnreadable})
 		} else {

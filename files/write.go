@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strings"
 	"syscall"
 
@@ -68,16 +67,14 @@ func writeAtomic(tg *workspace.Target, data []byte) error {
 	if tg.Exists() {
 		mode = tg.Info.Mode().Perm()
 	}
-	dir, base := path.Dir(tg.Rel), path.Base(tg.Rel)
-	if err := tg.Root.FS().MkdirAll(dir, 0o755); err != nil {
-		return swapped(tg, fmt.Errorf("creating %s: %w", dir, err))
-	}
+	base := tg.Base()
 	// The temporary file and the rename are relative to one open handle on
-	// the directory: if its name is swapped for a link meanwhile, the file
-	// still lands in the directory that was checked.
-	d, err := tg.Root.FS().OpenRoot(dir)
+	// the directory, opened component by component and checked to be the
+	// directory that was resolved: a directory swapped for a link (into
+	// .git/hooks, say) after the check is refused, never written into.
+	d, err := tg.OpenParent(true)
 	if err != nil {
-		return swapped(tg, fmt.Errorf("opening %s: %w", dir, err))
+		return err
 	}
 	defer d.Close()
 	tmp := ".rein-" + randomSuffix() + ".tmp"
@@ -93,9 +90,18 @@ func writeAtomic(tg *workspace.Target, data []byte) error {
 	if _, err := f.Write(data); err != nil {
 		return fail(err)
 	}
-	// The umask may have narrowed the mode the file was created with.
+	// The umask may have narrowed the mode the file was created with. A
+	// replaced file keeps its owner where the process may set it (as
+	// root); setuid and setgid bits are not carried over.
 	if err := f.Chmod(mode); err != nil {
 		return fail(err)
+	}
+	if tg.Exists() {
+		if st, ok := tg.Info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
+			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	if err := f.Sync(); err != nil {
 		return fail(err)

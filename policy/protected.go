@@ -3,9 +3,12 @@ package policy
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 )
 
 // protection is what a protected pattern forbids.
@@ -126,12 +129,17 @@ const (
 
 // isGenerated reports whether the regular file at p says in its first
 // lines that it is generated ("Code generated ... DO NOT EDIT." or
-// "@generated"). A file that cannot be read is not called generated: the
-// write will fail on its own.
+// "@generated"). A file that does not exist is not generated; one that
+// exists but cannot be read (a path past PATH_MAX, no permission) is
+// treated as generated, so the refusal fails closed. The open never
+// blocks (a FIFO has no writer) and never follows a final link.
 func isGenerated(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return false
+	}
+	if err != nil {
+		return true
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {

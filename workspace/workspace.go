@@ -127,6 +127,104 @@ type Target struct {
 	Path string
 	// Info is the Lstat of the target, nil when it does not exist.
 	Info fs.FileInfo
+
+	// chain holds the identities of the root and of each directory of the
+	// target's parent that existed when it was resolved.
+	chain []fileID
+}
+
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(fi fs.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(st.Dev), st.Ino}
+	}
+	return fileID{}
+}
+
+// Base is the target's last component ("." for the root).
+func (t *Target) Base() string { return path.Base(t.Rel) }
+
+// OpenParent opens the directory the target is in, one component at a
+// time and without following any link, and checks that each directory is
+// the one Resolve walked through. Operations on the target then go through
+// the returned handle by Base(), so a directory swapped for a link (to a
+// protected place inside the root, say) after the path was resolved is
+// refused rather than entered. With create, the parent's missing
+// directories are made, each checked right after it is made. The caller
+// closes the handle.
+func (t *Target) OpenParent(create bool) (*os.Root, error) {
+	refuse := func(comp, why string) error {
+		return &PathError{Kind: InvalidPath, Path: t.Rel, Component: comp, Reason: why}
+	}
+	rootInfo, err := t.Root.fs.Stat(".")
+	if err != nil || len(t.chain) == 0 || idOf(rootInfo) != t.chain[0] {
+		return nil, refuse(".", "the workspace root changed since the path was resolved; try again")
+	}
+	d, err := t.Root.fs.OpenRoot(".")
+	if err != nil {
+		return nil, err
+	}
+	parent := path.Dir(t.Rel)
+	if parent == "." {
+		return d, nil
+	}
+	for i, c := range strings.Split(parent, "/") {
+		so := path.Join(strings.Split(parent, "/")[:i+1]...)
+		existed := i+1 < len(t.chain)
+		if !existed {
+			if !create {
+				d.Close()
+				return nil, &PathError{Kind: NotFound, Path: t.Rel, Component: so, Reason: "the directory does not exist"}
+			}
+			if err := d.Mkdir(c, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				d.Close()
+				return nil, refuse(so, "cannot create the directory: "+err.Error())
+			}
+		}
+		fi, err := d.Lstat(c)
+		if err != nil || !fi.IsDir() || fi.Mode()&fs.ModeSymlink != 0 || (existed && idOf(fi) != t.chain[i+1]) {
+			d.Close()
+			return nil, refuse(so, "the directory changed since the path was resolved; try again")
+		}
+		nd, err := d.OpenRoot(c)
+		d.Close()
+		if err != nil {
+			return nil, refuse(so, "cannot open the directory: "+err.Error())
+		}
+		if opened, err := nd.Stat("."); err != nil || !os.SameFile(opened, fi) {
+			nd.Close()
+			return nil, refuse(so, "the directory changed while it was opened; try again")
+		}
+		d = nd
+	}
+	return d, nil
+}
+
+// OpenDir opens the target itself as a directory, checked to be the one
+// Resolve saw. The caller closes the handle.
+func (t *Target) OpenDir() (*os.Root, error) {
+	if t.Info == nil || !t.Info.IsDir() {
+		return nil, &PathError{Kind: InvalidPath, Path: t.Rel, Component: t.Rel, Reason: "not a directory"}
+	}
+	if t.Rel == "." {
+		return t.Root.fs.OpenRoot(".")
+	}
+	p, err := t.OpenParent(false)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	d, err := p.OpenRoot(t.Base())
+	if err != nil {
+		return nil, &PathError{Kind: InvalidPath, Path: t.Rel, Component: t.Rel, Reason: "cannot open the directory: " + err.Error()}
+	}
+	if opened, err := d.Stat("."); err != nil || !os.SameFile(opened, t.Info) {
+		d.Close()
+		return nil, &PathError{Kind: InvalidPath, Path: t.Rel, Component: t.Rel, Reason: "the directory changed since the path was resolved; try again"}
+	}
+	return d, nil
 }
 
 // Exists reports whether the target exists.
@@ -212,16 +310,36 @@ func (w *Workspace) rootList() string {
 	return strings.Join(names, ", ")
 }
 
-// walk resolves rel inside root. The queue holds the components still to
-// visit; a link's target is spliced in front of them, and linkEnds marks
-// where each splice ends so that a missing component inside one is known
-// to be a dangling link.
+// walk resolves rel inside root. It holds an open handle on every
+// directory it has entered and looks at each component relative to its
+// directory's handle, never by a longer name, so a link swapped into the
+// middle of the path meanwhile cannot make it look at another file. The
+// queue holds the components still to visit; a link's target is spliced in
+// front of them, and splices marks where each splice ends so that a missing
+// component inside one is known to be a dangling link.
 func (w *Workspace) walk(root *Root, named, rel string) (*Target, error) {
 	refuse := func(k Kind, comp, why string) (*Target, error) {
 		return nil, &PathError{Kind: k, Path: named, Component: comp, Reason: why}
 	}
 	queue := strings.Split(rel, "/")
-	var stack []string // resolved components, link-free
+	var stack []string  // resolved components, link-free
+	var dirs []*os.Root // dirs[i] is the handle of stack[:i+1] while it exists
+	var ids []fileID    // ids[i] is the identity of dirs[i]
+	defer func() {
+		for _, d := range dirs {
+			d.Close()
+		}
+	}()
+	rootInfo, err := root.fs.Stat(".")
+	if err != nil {
+		return refuse(InvalidPath, ".", "cannot look at the workspace root: "+err.Error())
+	}
+	cur := func() *os.Root {
+		if len(dirs) == 0 {
+			return root.fs
+		}
+		return dirs[len(dirs)-1]
+	}
 	type splice struct {
 		end  int // queue length when the splice is consumed
 		link string
@@ -229,10 +347,10 @@ func (w *Workspace) walk(root *Root, named, rel string) (*Target, error) {
 	var splices []splice
 	links := 0
 	missing := false
+	var last fs.FileInfo // the last component looked at, when it exists
 	for len(queue) > 0 {
 		c := queue[0]
 		queue = queue[1:]
-		// Drop the splices this component finished.
 		for len(splices) > 0 && len(queue) < splices[len(splices)-1].end {
 			splices = splices[:len(splices)-1]
 		}
@@ -252,77 +370,102 @@ func (w *Workspace) walk(root *Root, named, rel string) (*Target, error) {
 				}
 				return refuse(Outside, "..", "the path climbs out of the workspace root "+root.Path)
 			}
+			if len(dirs) < len(stack) {
+				// The last component was a file: .. after it is not a way up.
+				return refuse(InvalidPath, path.Join(stack...), "a file is used as a directory")
+			}
 			stack = stack[:len(stack)-1]
+			dirs[len(dirs)-1].Close()
+			dirs, ids = dirs[:len(dirs)-1], ids[:len(ids)-1]
+			last = nil
 			continue
 		}
-		cur := path.Join(append(append([]string{}, stack...), c)...)
+		curRel := path.Join(append(append([]string{}, stack...), c)...)
 		if missing {
 			stack = append(stack, c)
 			continue
 		}
-		fi, err := root.fs.Lstat(cur)
+		if len(dirs) < len(stack) {
+			return refuse(InvalidPath, path.Join(stack...), "a file is used as a directory")
+		}
+		fi, err := cur().Lstat(c)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			if len(splices) > 0 {
-				return refuse(InvalidPath, splices[len(splices)-1].link, "the link is dangling: its target "+cur+" does not exist, and a write through it would create the target")
+				return refuse(InvalidPath, splices[len(splices)-1].link, "the link is dangling: its target "+curRel+" does not exist, and a write through it would create the target")
 			}
-			missing = true
+			missing, last = true, nil
 			stack = append(stack, c)
 			continue
-		case errors.Is(err, syscall.ENOTDIR):
-			return refuse(InvalidPath, path.Join(stack...), "a file is used as a directory")
-		case err != nil && strings.Contains(err.Error(), "escapes"):
-			// os.Root saw a link swapped in since this walk looked at it.
-			return refuse(Outside, cur, "the path leaves the workspace root")
 		case err != nil:
-			return refuse(InvalidPath, cur, err.Error())
+			return refuse(InvalidPath, curRel, err.Error())
 		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			stack = append(stack, c)
-			continue
-		}
-		links++
-		if links > maxLinks {
-			return refuse(InvalidPath, cur, "too many levels of symbolic links")
-		}
-		target, err := root.fs.Readlink(cur)
-		if err != nil {
-			return refuse(InvalidPath, cur, "cannot read the link: "+err.Error())
-		}
-		if strings.HasPrefix(target, "/") {
-			// An absolute target must land in this root, by its real path
-			// or the path it was given by.
-			t := filepath.Clean(target)
-			inside := ""
-			for _, base := range []string{root.Real, root.Path} {
-				if Within(base, t) {
-					inside = strings.TrimPrefix(strings.TrimPrefix(t, base), "/")
-					break
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			links++
+			if links > maxLinks {
+				return refuse(InvalidPath, curRel, "too many levels of symbolic links")
+			}
+			target, err := cur().Readlink(c)
+			if err != nil {
+				return refuse(InvalidPath, curRel, "cannot read the link: "+err.Error())
+			}
+			if strings.HasPrefix(target, "/") {
+				// An absolute target must land in this root, by its real
+				// path or the path it was given by.
+				inside, ok := "", false
+				for _, base := range []string{root.Real, root.Path} {
+					if rest, in := underBase(base, target); in {
+						inside, ok = rest, true
+						break
+					}
 				}
+				if !ok {
+					return refuse(Outside, curRel, "the link points to "+target+", outside the workspace")
+				}
+				for _, d := range dirs {
+					d.Close()
+				}
+				stack, dirs, ids = nil, nil, nil
+				target = inside
 			}
-			if inside == "" && !(t == root.Real || t == root.Path) {
-				return refuse(Outside, cur, "the link points to "+target+", outside the workspace")
+			parts := strings.Split(target, "/")
+			queue = append(parts, queue...)
+			splices = append(splices, splice{end: len(queue) - len(parts), link: curRel})
+			last = nil
+		case fi.IsDir():
+			d, err := cur().OpenRoot(c)
+			if err != nil {
+				return refuse(InvalidPath, curRel, "cannot open the directory: "+err.Error())
 			}
-			stack = nil
-			target = inside
+			if opened, err := d.Stat("."); err != nil || !os.SameFile(opened, fi) {
+				d.Close()
+				return refuse(InvalidPath, curRel, "the directory changed while the path was resolved; try again")
+			}
+			stack, dirs, ids = append(stack, c), append(dirs, d), append(ids, idOf(fi))
+			last = fi
+		default:
+			stack = append(stack, c)
+			last = fi
 		}
-		parts := strings.Split(target, "/")
-		queue = append(parts, queue...)
-		splices = append(splices, splice{end: len(queue) - len(parts), link: cur})
 	}
 	relOut := path.Join(stack...)
 	if relOut == "" {
 		relOut = "."
 	}
 	t := &Target{Root: root, Rel: relOut, Path: path.Join(root.Real, relOut)}
-	if !missing {
-		// The walk went up and down through real directories; what it
-		// ends on is looked at once more, without following a link.
-		fi, err := root.fs.Lstat(relOut)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return refuse(InvalidPath, relOut, err.Error())
-		}
-		t.Info = fi
+	switch {
+	case missing:
+	case relOut == ".":
+		t.Info = rootInfo
+	default:
+		t.Info = last
+	}
+	// The parent's chain of identities lets a tool open the parent later
+	// and know it is the directory that was resolved here.
+	t.chain = append([]fileID{idOf(rootInfo)}, ids...)
+	if !missing && t.Info != nil && t.Info.IsDir() && relOut != "." {
+		t.chain = t.chain[:len(t.chain)-1]
 	}
 	return t, nil
 }
