@@ -59,10 +59,22 @@ func (p *Policy) checkFrom(line *shell.Line, dir string) *Verdict {
 			}
 			cwds = dedupe(next)
 		}
+		if len(cwds) > maxWorkingDirs {
+			// Each conditional cd can double what later stages are checked
+			// from; a line that needs more than this is refused rather
+			// than decided slowly.
+			last := &v.Stages[len(v.Stages)-1]
+			last.Decision, last.Rule = Deny, nil
+			last.Reason = fmt.Sprintf("the line can be in more than %d working directories by this point: split it into several lines", maxWorkingDirs)
+			break
+		}
 	}
 	v.summarise()
 	return v
 }
+
+// maxWorkingDirs bounds the working directories a line is checked from.
+const maxWorkingDirs = 16
 
 // summarise sets the line's decision, class and reason from its stages.
 func (v *Verdict) summarise() {
@@ -121,7 +133,9 @@ func (p *Policy) checkCd(st *shell.Stage, cwds []string) (StageVerdict, []string
 			}
 		}
 		sv.Paths = appendPath(sv.Paths, pv)
-		dirs = append(dirs, pv.Resolved)
+		if pv.Decision < Deny {
+			dirs = append(dirs, pv.Resolved)
+		}
 	}
 	sv.Decision, sv.Reason = Allow, "cd into "+target
 	sv.stricterPaths()
@@ -180,14 +194,27 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	argv := st.Argv
 	sv := StageVerdict{Argv: argv}
 	exposedCmds := exposedRuns(argv)
+	// Redirects open where the stage starts; the program's own paths are
+	// relative to where a wrapper (env -C, sudo -D, go -C, make -C) moves it.
+	redirectCwds := cwds
+	if dir, ok := chdirOf(argv); ok {
+		cwds = p.runDirs(cwds, dir)
+	}
 
 	stripped := stripBenign(argv)
 	if len(stripped) == 0 {
 		stripped = argv
 	}
-	facts := analyze(stripped)
+	// A link to a system program is classified as that program: ./del
+	// pointing at /bin/rm is rm, with rm's hard denies and paths.
+	facts := analyze(p.canonProgram(stripped, cwds))
 	sv.Class = facts.Class
 	classReason := facts.Reason
+	if stdinArgs(argv) && sv.Class < Unknown {
+		// xargs takes the program's arguments from its input, so the
+		// paths it reads are not on the line.
+		sv.Class, classReason = Unknown, "xargs gives it arguments from its input, which the policy cannot see"
+	}
 	allowForms := execStrings(stripped)
 	if local, where := p.localProgram(stripped[0], cwds); local {
 		// ./cat is whatever file the workspace holds under that name: the
@@ -203,17 +230,19 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// redirects point.
 	reads, writes := slices.Clone(facts.Reads), slices.Clone(facts.Writes)
 	for _, r := range st.Redirects {
-		switch {
-		case r.Op == shell.Read:
-			reads = append(reads, r.Path)
-		case r.IsWrite():
-			writes = append(writes, r.Path)
+		access := ActRead
+		if r.IsWrite() {
+			access = ActWrite
 			if sv.Class < WorkspaceMutating {
 				sv.Class, classReason = WorkspaceMutating, "it redirects output into a file"
 			}
 		}
+		for _, cwd := range redirectCwds {
+			sv.Paths = appendPath(sv.Paths, p.decidePath(r.Path, cwd, access))
+		}
 	}
 	for _, cwd := range cwds {
+		writes := append(slices.Clone(writes), intoDirectory(path.Base(p.canonName(stripped[0], cwds)), facts.Reads, writes, cwd)...)
 		for _, x := range reads {
 			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActRead))
 		}
@@ -234,10 +263,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// strings and find -exec: every command the stage exposes is tested.
 	var askRule *Rule
 	for i, run := range exposedCmds {
-		e, ecwds := run.argv, p.runDirs(cwds, run.dir)
+		e, ecwds := run.argv, p.runDirs(redirectCwds, run.dir)
+		if dir, ok := chdirOf(e); ok {
+			ecwds = p.runDirs(ecwds, dir)
+		}
 		ef := facts
 		if i > 0 {
-			ef = analyzeStripped(e)
+			ef = analyzeStripped(p.canonProgram(e, ecwds))
 			// What a wrapped command reads and writes is decided like the
 			// stage's own paths: sudo cat ~/.ssh/id_rsa reads a secret.
 			for _, cwd := range ecwds {
@@ -276,7 +308,12 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// Inline program text is matched word by word against the protected
 	// set: a script that names ~/.ssh/id_rsa is refused even though the
 	// policy cannot follow what the script does.
-	for _, code := range facts.Inline {
+	scanned := facts.Inline
+	if len(scanned) > 0 {
+		// The arguments after the program text reach it too (sys.argv).
+		scanned = append(slices.Clone(scanned), stripped[1:]...)
+	}
+	for _, code := range scanned {
 		for _, w := range inlineWords(code) {
 			w = p.expandHome(w)
 			for _, cwd := range cwds {
@@ -324,6 +361,36 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 	return false, ""
 }
 
+// canonName returns the system program a path-named program is a link to,
+// or the name unchanged: a bare name, a path that does not resolve into
+// the system directories, or one that names its program already.
+func (p *Policy) canonName(name string, cwds []string) string {
+	if !strings.Contains(name, "/") || len(cwds) == 0 {
+		return name
+	}
+	r, err := workspace.PhysicalIn(cwds[0], name)
+	if err != nil || path.Base(r) == path.Base(name) {
+		return name
+	}
+	for _, d := range systemProgramDirs {
+		if workspace.Within(d, r) {
+			return r
+		}
+	}
+	return name
+}
+
+// canonProgram is argv with its program replaced by canonName's.
+func (p *Policy) canonProgram(argv []string, cwds []string) []string {
+	if len(argv) == 0 {
+		return argv
+	}
+	if c := p.canonName(argv[0], cwds); c != argv[0] {
+		return append([]string{c}, argv[1:]...)
+	}
+	return argv
+}
+
 // denyForms are the strings deny and ask rules test: B, J and R, and for a
 // program named by a path, the same with the name of the file the path
 // reaches, so a link ./del to /bin/rm is denied by "rm *".
@@ -339,6 +406,11 @@ func (p *Policy) denyForms(argv []string, cwds []string) []string {
 	}
 	if changed {
 		forms = append(forms, execStrings(expanded)...)
+	}
+	// git's harmless global options must not hide the subcommand from a
+	// deny rule: git --no-pager push is git push.
+	if g := gitCanonical(argv); g != nil {
+		forms = append(forms, execStrings(g)...)
 	}
 	if len(argv) == 0 || !strings.Contains(argv[0], "/") {
 		return forms
@@ -365,6 +437,34 @@ func (p *Policy) runDirs(cwds []string, dir string) []string {
 			r = lexicalAbs(dir, cwd)
 		}
 		out = append(out, r)
+	}
+	return out
+}
+
+// intoDirectory returns the files cp, mv, install and ln create when their
+// destination is an existing directory: DEST/basename(SOURCE) for each
+// source. Checking DEST alone would let cp -r hooks .git write
+// .git/hooks.
+func intoDirectory(prog string, sources, dests []string, cwd string) []string {
+	switch prog {
+	case "cp", "mv", "install", "ln":
+	default:
+		return nil
+	}
+	var out []string
+	for _, d := range dests {
+		r, err := workspace.PhysicalIn(cwd, d)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+			continue
+		}
+		for _, s := range sources {
+			if b := path.Base(strings.TrimRight(s, "/")); b != "." && b != "/" && b != ".." {
+				out = append(out, d+"/"+b)
+			}
+		}
 	}
 	return out
 }
@@ -425,9 +525,9 @@ func (p *Policy) hardDeny(argv []string, f stageFacts, cwds []string) *Attributi
 	if f.HardDeny != "" {
 		return hard(f.HardDeny)
 	}
-	prog := path.Base(argv[0])
+	prog := path.Base(p.canonName(argv[0], cwds))
 	if s := stripBenign(argv); len(s) > 0 {
-		prog = path.Base(s[0])
+		prog = path.Base(p.canonName(s[0], cwds))
 	}
 	switch prog {
 	case "rm", "rmdir", "unlink", "shred":
@@ -569,20 +669,22 @@ func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 		pv.Reason = "denied by " + pv.Rule.String()
 		return pv
 	}
-	if r := rules[Ask].matchPath(abs, resolved); r != nil {
-		pv.Decision, pv.Rule = Ask, r.attribution()
-		if p.Mode == ModeSafe {
-			pv.Decision = Deny
-		}
-		pv.Reason = "asked by " + pv.Rule.String()
-		return pv
-	}
+	// Read-only comes before ask rules: an ask rule (from an untrusted
+	// project file, say) must not turn a deny into a question.
 	inside := p.inWorkspace(resolved)
 	if inside && access != ActRead && (p.ReadOnly || p.Mode == ModeSafe) {
 		pv.Decision, pv.Reason = Deny, "the workspace is read-only"
 		if p.Mode == ModeSafe {
 			pv.Reason += " in safe mode"
 		}
+		return pv
+	}
+	if r := rules[Ask].matchPath(abs, resolved); r != nil {
+		pv.Decision, pv.Rule = Ask, r.attribution()
+		if p.Mode == ModeSafe {
+			pv.Decision = Deny
+		}
+		pv.Reason = "asked by " + pv.Rule.String()
 		return pv
 	}
 	if r := rules[Allow].matchPath(abs, resolved); r != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/shell"
 )
@@ -240,7 +241,7 @@ func TestLocalPrograms(t *testing.T) {
 		{"src/../cat main.go", Ask, Unknown},
 		{"timeout 5 ./cat main.go", Ask, Unknown},
 		{"/bin/cat main.go", Allow, ReadOnly},
-		{"./del main.go", Deny, Unknown},
+		{"./del main.go", Deny, WorkspaceMutating}, // a link to /bin/rm is rm
 		{"sudo ./del main.go", Deny, Dangerous},
 	}
 	for _, c := range cases {
@@ -251,6 +252,74 @@ func TestLocalPrograms(t *testing.T) {
 	}
 	if v := f.check(f.load(ModeAsk, exec(Allow, "./cat *")), "./cat main.go"); v.Decision != Allow {
 		t.Errorf("the raw argv of a local program cannot be allowed: %s", v.Reason)
+	}
+}
+
+// TestReviewedBypasses pins lines that once got through.
+func TestReviewedBypasses(t *testing.T) {
+	f := newFixture(t)
+	for _, d := range []string{".git/hooks", "hooks", "d", "x/vendor", ".git/modules/sub/hooks"} {
+		must(t, os.MkdirAll(filepath.Join(f.ws, d), 0o755))
+	}
+	f.write(filepath.Join(f.ws, "hooks", "pre-commit"), "#!/bin/sh\n")
+	f.write(filepath.Join(f.ws, "d", "config"), "[core]\n")
+	f.write(filepath.Join(f.ws, ".git", "config"), "[core]\n")
+	f.write(filepath.Join(f.home, ".aws", "credentials"), "k")
+	must(t, os.Symlink("/bin/cat", filepath.Join(f.ws, "kat")))
+	must(t, os.Symlink("/bin/rm", filepath.Join(f.ws, "del")))
+	p := f.load(ModeAuto)
+	cases := map[string]Decision{
+		"cp -r hooks .git":                            Deny, // writes .git/hooks
+		"mv d/config .git":                            Deny, // overwrites .git/config
+		"cp -r x/vendor .":                            Deny, // writes vendor/
+		"./kat " + f.home + "/.aws/credentials":       Deny, // a link to cat reads what cat reads
+		"./del -rf /":                                 Deny, // a link to rm meets rm's hard deny
+		"cp x .git/modules/sub/hooks/pre-commit":      Deny,
+		"cp x " + f.home + "/.config/rein/trust.toml": Deny,
+		"python3 -c 'import sys; print(open(sys.argv[1]).read())' " + f.home + "/.aws/credentials": Deny,
+		"env -C / rm -rf tmp":                         Deny, // hard deny, resolved where env moves rm
+		"env -C " + f.home + " cat .aws/credentials":  Deny,
+		"sudo -D " + f.home + " cat .aws/credentials": Deny,
+	}
+	for line, want := range cases {
+		if v := f.check(p, line); v.Decision != want {
+			t.Errorf("%q: got %s (%s), want %s", line, v.Decision, v.Reason, want)
+		}
+	}
+	// In ask mode: xargs hides the paths (unknown, so asked), and git's
+	// global options do not hide the subcommand from a deny rule.
+	p = f.load(ModeAsk, exec(Deny, "git push*"))
+	for line, want := range map[string]Decision{
+		"echo " + f.home + "/.ssh/id_rsa | xargs cat": Ask,
+		"git --no-pager push origin main":             Deny,
+		"git -P -c color.ui=never push":               Deny,
+	} {
+		if v := f.check(p, line); v.Decision != want {
+			t.Errorf("%q: got %s (%s), want %s", line, v.Decision, v.Reason, want)
+		}
+	}
+	// A read-only workspace stays read-only whatever an ask rule says.
+	f.write(f.user, "[workspace]\nread_only = true\n[write]\nask = [\"**\"]\n")
+	p = f.load(ModeAuto)
+	if v := f.check(p, "echo x > out.txt"); v.Decision != Deny {
+		t.Errorf("read-only workspace asked instead of denied: %s", v.Reason)
+	}
+}
+
+// TestManyConditionalCds: a short line of conditional cds is decided fast
+// and refused, instead of being checked from an exploding set of
+// directories.
+func TestManyConditionalCds(t *testing.T) {
+	f := newFixture(t)
+	p := f.load(ModeAuto)
+	line := strings.Repeat("cd src && cd .. && ", 500) + "ls"
+	start := time.Now()
+	v := f.check(p, line)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if v.Decision == Allow && len(v.Stages) != 1001 {
+		t.Fatalf("stages %d", len(v.Stages))
 	}
 }
 

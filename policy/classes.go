@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -296,17 +297,26 @@ var classTable = []classRow{
 	{Names: []string{"xargs"}, Class: ShellComplex, Reason: "xargs with options builds commands the matcher cannot see", Refine: refineWrapper,
 		Examples: [][]string{{"xargs", "-0", "ls"}, {"xargs", "-n", "1", "echo"}}},
 	{Names: []string{"ionice", "chrt", "taskset", "env", "command", "builtin", "exec", "watch", "setsid",
-		"flock", "unbuffer", "busybox", "strace", "ltrace"},
+		"flock", "unbuffer", "busybox", "strace", "ltrace", "prlimit", "fakeroot", "eatmydata", "ssh-agent",
+		"dbus-run-session", "firejail", "script", "catchsegv", "valgrind", "gdb", "parallel"},
 		Class: ShellComplex, Reason: "a wrapper that runs another command", Refine: refineWrapper,
 		Examples: [][]string{{"env", "FOO=1", "ls"}, {"ionice", "-c", "3", "ls"}, {"chrt", "-f", "10", "ls"},
 			{"taskset", "0x1", "ls"}, {"command", "ls"}, {"builtin", "echo"}, {"exec", "ls"}, {"watch", "ls"},
-			{"setsid", "ls"}, {"flock", "lock", "ls"}, {"unbuffer", "ls"}, {"busybox", "ls"}, {"strace", "ls"}, {"ltrace", "ls"}}},
+			{"setsid", "ls"}, {"flock", "lock", "ls"}, {"unbuffer", "ls"}, {"busybox", "ls"}, {"strace", "ls"},
+			{"ltrace", "ls"}, {"prlimit", "--nofile=64", "ls"}, {"fakeroot", "ls"}, {"eatmydata", "ls"},
+			{"ssh-agent", "ls"}, {"dbus-run-session", "ls"}, {"firejail", "--private", "ls"},
+			{"script", "-q", "-c", "ls", "/dev/null"}, {"catchsegv", "ls"}, {"valgrind", "--tool=memcheck", "ls"},
+			{"gdb", "-batch", "-ex", "run", "--args", "ls"}, {"parallel", "ls", ":::", "a", "b"}}},
 
 	// Dangerous: escalation, remote access, raw devices.
 	{Names: []string{"sudo", "doas"}, Class: Dangerous, Reason: "runs a command as another user", Refine: refineWrapper,
 		Examples: [][]string{{"sudo", "ls"}, {"doas", "ls"}}},
-	{Names: []string{"su", "pkexec"}, Class: Dangerous, Reason: "runs a command as another user",
+	{Names: []string{"su", "pkexec"}, Class: Dangerous, Reason: "runs a command as another user", Refine: refineWrapper,
 		Examples: [][]string{{"su", "-"}, {"pkexec", "ls"}}},
+	{Names: []string{"unshare", "nsenter", "chroot", "setpriv", "runuser", "systemd-run"},
+		Class: Dangerous, Reason: "runs a command with other privileges, namespaces or root directory", Refine: refineWrapper,
+		Examples: [][]string{{"unshare", "-r", "ls"}, {"nsenter", "-t", "1", "-m", "ls"}, {"chroot", "/srv/jail", "ls"},
+			{"setpriv", "--reuid=1000", "ls"}, {"runuser", "-u", "nobody", "ls"}, {"systemd-run", "--user", "ls"}}},
 	{Names: []string{"ssh", "scp", "sftp", "nc", "ncat", "netcat", "socat", "rsync", "telnet"},
 		Class: Dangerous, Reason: "opens a connection that leaves the machine", Refine: markNetwork,
 		Examples: [][]string{{"ssh", "host"}, {"scp", "a", "host:b"}, {"sftp", "host"}, {"nc", "host", "80"},
@@ -373,8 +383,19 @@ var (
 
 func refineWc(c *classCall) {
 	ws := wcArgs.scan(c.args)
-	c.reads(ws.values("files0-from")...)
+	filesFrom(c, ws.values("files0-from"))
 	c.reads(ws.operands()...)
+}
+
+// filesFrom records the list files of --files0-from. The files named in a
+// list are read too, and rein cannot see them: they come from a file's
+// contents, or from standard input when the list is "-".
+func filesFrom(c *classCall, lists []string) {
+	if len(lists) == 0 {
+		return
+	}
+	c.reads(lists...)
+	c.raise(Unknown, c.name+" --files0-from reads files named in a list rein cannot see")
 }
 
 func refineFile(c *classCall) {
@@ -494,7 +515,8 @@ func refineSort(c *classCall) {
 	if ws.has("compress-program") {
 		c.raise(ShellComplex, "sort --compress-program runs a program")
 	}
-	c.reads(ws.values("files0-from", "random-source")...)
+	filesFrom(c, ws.values("files0-from"))
+	c.reads(ws.values("random-source")...)
 	c.reads(ws.operands()...)
 }
 
@@ -556,10 +578,14 @@ func refineXxd(c *classCall) {
 	}
 }
 
+// isXxdLongValue reports whether a word is a long spelling of an xxd
+// option that takes the next word: xxd compares only the start of the
+// word, so -colsX takes the next word as -cols does.
 func isXxdLongValue(a string) bool {
-	switch a {
-	case "-cols", "-groupsize", "-len", "-offset", "-seek", "-name":
-		return true
+	for _, long := range []string{"-cols", "-groupsize", "-len", "-offset", "-seek", "-name"} {
+		if strings.HasPrefix(a, long) {
+			return true
+		}
 	}
 	return false
 }
@@ -600,7 +626,7 @@ func refineJq(c *classCall) {
 					c.reads(c.args[i+2])
 				}
 				i += 2
-			case "indent":
+			case "indent", "library-path":
 				i++
 			case "from-file":
 				if i+1 < len(c.args) {
@@ -612,14 +638,19 @@ func refineJq(c *classCall) {
 				positional = true
 			}
 		case len(a) > 1 && a[0] == '-':
+			// jq reads -L first, with its directory attached (-L/lib) or
+			// as the next word; in any other word, a short option is any
+			// letter of it, so -rf holds -f.
 			switch {
+			case a[1] == 'L':
+				if len(a) == 2 {
+					i++
+				}
 			case strings.Contains(a, "f"):
 				if i+1 < len(c.args) {
 					c.reads(c.args[i+1])
 				}
 				haveFilter = true
-				i++
-			case strings.Contains(a, "L"):
 				i++
 			}
 		case !haveFilter:
@@ -699,8 +730,10 @@ func sedProgram(p string) sedFacts {
 		i += j
 		return s
 	}
-	// delimited reads up to the unescaped delimiter d and moves past it.
-	delimited := func(d byte) bool {
+	// delimited reads up to the unescaped delimiter d and moves past it. In
+	// a regex a bracket expression is read whole, since GNU sed does not end
+	// the regex at a delimiter inside one: s/[/]/x/ replaces a slash.
+	delimited := func(d byte, regex bool) bool {
 		for i < len(p) {
 			switch p[i] {
 			case '\\':
@@ -712,6 +745,15 @@ func sedProgram(p string) sedFacts {
 			case '\n':
 				if d != '\n' {
 					return false
+				}
+			case '[':
+				if regex {
+					end := sedBracketEnd(p, i)
+					if end < 0 {
+						return false
+					}
+					i = end
+					continue
 				}
 			}
 			i++
@@ -733,7 +775,7 @@ func sedProgram(p string) sedFacts {
 			i++
 		case ch == '/':
 			i++
-			if !delimited('/') {
+			if !delimited('/', true) {
 				return false
 			}
 			skip("IM")
@@ -743,7 +785,7 @@ func sedProgram(p string) sedFacts {
 			}
 			d := p[i+1]
 			i += 2
-			if !delimited(d) {
+			if !delimited(d, true) {
 				return false
 			}
 			skip("IM")
@@ -821,8 +863,8 @@ func sedProgram(p string) sedFacts {
 			d := p[i]
 			i++
 			// The pattern, then the replacement (or the two sets of y).
-			for range 2 {
-				if !delimited(d) {
+			for k := range 2 {
+				if !delimited(d, cmd == 's' && k == 0) {
 					return f
 				}
 			}
@@ -850,6 +892,37 @@ func sedProgram(p string) sedFacts {
 	}
 }
 
+// sedBracketEnd returns the index just past the bracket expression that
+// opens at p[start], or -1 when it does not close on its line. As in POSIX,
+// a ] right after [ or [^ is a member, a backslash is literal, and [:, [.
+// and [= open a class, collating symbol or equivalence class that runs to
+// the matching :], .] or =], so that [[:alpha:]/] holds a slash.
+func sedBracketEnd(p string, start int) int {
+	j := start + 1
+	if j < len(p) && p[j] == '^' {
+		j++
+	}
+	if j < len(p) && p[j] == ']' {
+		j++
+	}
+	for j < len(p) && p[j] != '\n' {
+		switch {
+		case p[j] == ']':
+			return j + 1
+		case p[j] == '[' && j+1 < len(p) && strings.IndexByte(":.=", p[j+1]) >= 0:
+			closing := string([]byte{p[j+1], ']'})
+			k := strings.Index(p[j+2:], closing)
+			if k < 0 || strings.IndexByte(p[j+2:j+2+k], '\n') >= 0 {
+				return -1
+			}
+			j += 2 + k + 2
+		default:
+			j++
+		}
+	}
+	return -1
+}
+
 // gawkOutputs are gawk's options that write a file, with the file each
 // writes when none is attached.
 var gawkOutputs = map[string]string{"d": "awkvars.out", "dump-variables": "awkvars.out",
@@ -861,11 +934,16 @@ var awkArgs = argSpec{values: "FvfEeilW", optional: "dDop", long: longs("field-s
 	"non-decimal-data", "optimize", "no-optimize", "posix", "re-interval", "sandbox", "lint-old", "version",
 	"csv")}
 
-// awkDanger are the words that let an awk program run commands or write
-// files: system(), pipes, output redirection, getline from a command, and
-// gawk's extension loading. The test is on the program text as a whole, so
-// a comparison with > counts too; that errs towards asking.
-var awkDanger = []string{"system", "|", ">", "getline", "@load", "@include"}
+// awkDanger are the words that let an awk program run commands, write
+// files or read files rein cannot name: system(), pipes, output
+// redirection, getline, gawk's @ directives (@load, @include) and indirect
+// calls. The test is on the program text as a whole, so a comparison with >
+// or an @ in a string counts too; that errs towards asking.
+var awkDanger = []string{"system", "|", ">", "getline", "@",
+	// Computed file names and calls: ARGV can be rewritten to name other
+	// input files, ENVIRON and PROCINFO carry values rein does not see,
+	// and gawk's @name() calls whatever function name holds.
+	"ARGV", "ENVIRON", "PROCINFO"}
 
 func refineAwk(c *classCall) {
 	ws := awkArgs.scan(c.args)
@@ -1050,10 +1128,20 @@ func destination(ws argWords) (sources []string, dest string) {
 	return ops[:len(ops)-1], ops[len(ops)-1]
 }
 
+// refineCp treats cp -l like ln, and cp -s like ln -s: the copies are
+// links to the sources.
 func refineCp(c *classCall) {
-	sources, dest := destination(cpArgs.scan(c.args))
+	ws := cpArgs.scan(c.args)
+	sources, dest := destination(ws)
 	c.reads(sources...)
+	if ws.has("l", "link") {
+		c.writes(sources...)
+	}
 	c.writes(dest)
+	if ws.has("s", "symbolic-link") {
+		c.outside(symlinkTargets(sources, symlinkDirs(ws, len(sources), dest))...)
+		c.outside(dest)
+	}
 }
 
 // refineMv records sources as deletions too: moving a file away removes it
@@ -1133,23 +1221,67 @@ func refineShred(c *classCall) {
 	c.outside(targets...)
 }
 
-// refineLn records link names as writes; for symbolic links they are also
-// dangerous outside the workspace. A hard link's target is read through
-// the new name, so it counts as a read.
+// refineLn records link names as writes. A symbolic link aimed outside
+// the workspace is dangerous, so its targets go in OutsideDangerous with
+// the link name. A hard link's targets are read and written through the
+// new name, so they count as both.
 func refineLn(c *classCall) {
 	ws := lnArgs.scan(c.args)
 	targets, dest := destination(ws)
 	if dest == "" && len(targets) == 1 {
 		dest = path.Base(targets[0])
 	}
-	symbolic := ws.has("s", "symbolic")
-	if !symbolic {
+	if !ws.has("s", "symbolic") {
 		c.reads(targets...)
+		c.writes(targets...)
+		c.writes(dest)
+		return
 	}
 	c.writes(dest)
-	if symbolic {
-		c.outside(dest)
+	linkDirs := symlinkDirs(ws, len(targets), dest)
+	if ws.has("r", "relative") {
+		linkDirs = []string{""}
 	}
+	c.outside(symlinkTargets(targets, linkDirs)...)
+	c.outside(dest)
+}
+
+// symlinkDirs returns the directories, relative to the working directory,
+// that a new symbolic link may land in: a relative target is resolved from
+// there, not from the working directory. With one target and no -t or -T,
+// the destination may be the link or a directory to put it in, so both
+// are returned.
+func symlinkDirs(ws argWords, targets int, dest string) []string {
+	if len(ws.values("t", "target-directory")) > 0 || targets > 1 {
+		return []string{dest}
+	}
+	dir := ""
+	switch k := strings.LastIndexByte(strings.TrimRight(dest, "/"), '/'); {
+	case k == 0:
+		dir = "/"
+	case k > 0:
+		dir = dest[:k]
+	}
+	if ws.has("T", "no-target-directory") {
+		return []string{dir}
+	}
+	return []string{dir, dest}
+}
+
+// symlinkTargets returns where each target of a symbolic link points, as
+// seen from the working directory, once for each directory the link may
+// land in.
+func symlinkTargets(targets, dirs []string) []string {
+	var out []string
+	for _, t := range targets {
+		for _, d := range dirs {
+			p := underDir(d, t)
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // refineChmod skips the mode, which may itself begin with a dash (chmod -w
@@ -1287,14 +1419,29 @@ var gitClassReasons = map[Class]string{
 	Unknown:           "is a git command the class table does not classify",
 }
 
-// refineGit reads git's global options, then its subcommand. Global options
-// that load configuration or another repository can make any git command
-// run arbitrary programs (core.pager, core.fsmonitor, hooks).
-func refineGit(c *classCall) {
-	args := c.args
-	globalComplex := ""
+// gitGlobals is what git's global options, the words before the command,
+// say.
+type gitGlobals struct {
+	// rest is the command and its arguments; -v and -h are turned into the
+	// version and help commands they run.
+	rest []string
+	// n counts the words of global options, their values included.
+	n int
+	// complex says why the options make the command shell-complex; empty
+	// when they do not.
+	complex string
+}
+
+// gitGlobalValues are the global options that take a value, attached with
+// = or as the next word; -c and -C only take the next word.
+var gitGlobalValues = setOf("--git-dir", "--work-tree", "--config-env", "--namespace", "--super-prefix",
+	"--attr-source")
+
+// parseGitGlobals reads git's global options as git does: by exact name,
+// never abbreviated.
+func parseGitGlobals(args []string) gitGlobals {
+	var g gitGlobals
 	i := 0
-globals:
 	for ; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") {
@@ -1303,39 +1450,65 @@ globals:
 		name, _, hasValue := strings.Cut(a, "=")
 		switch name {
 		case "-c", "-C":
-			globalComplex = "git " + a + " changes the configuration or repository git runs with"
-			i++
+			g.complex = "git " + a + " changes the configuration or repository git runs with"
 		case "--git-dir", "--work-tree", "--config-env":
-			globalComplex = "git " + name + " changes the configuration or repository git runs with"
-			if !hasValue {
-				i++
-			}
+			g.complex = "git " + name + " changes the configuration or repository git runs with"
 		case "--exec-path", "--bare":
-			globalComplex = "git " + name + " changes where git finds its programs or repository"
+			g.complex = "git " + name + " changes where git finds its programs or repository"
 		case "-p", "--paginate":
-			globalComplex = "git " + name + " runs the configured pager"
-		case "--namespace", "--super-prefix", "--attr-source":
-			if !hasValue {
-				i++
-			}
-		case "-P", "--no-pager", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs",
-			"--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--no-lazy-fetch", "--no-advice",
-			"--list-cmds", "--html-path", "--man-path", "--info-path":
+			g.complex = "git " + name + " runs the configured pager"
+		case "--namespace", "--super-prefix", "--attr-source", "-P", "--no-pager", "--no-replace-objects",
+			"--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
+			"--no-optional-locks", "--no-lazy-fetch", "--no-advice", "--list-cmds", "--html-path",
+			"--man-path", "--info-path":
 		case "-v", "--version":
-			args = append([]string{"version"}, args[i+1:]...)
-			i = 0
-			break globals
+			g.rest, g.n = append([]string{"version"}, args[i+1:]...), i+1
+			return g
 		case "-h", "--help":
-			args = append([]string{"help"}, args[i+1:]...)
-			i = 0
-			break globals
+			g.rest, g.n = append([]string{"help"}, args[i+1:]...), i+1
+			return g
 		default:
-			globalComplex = "git " + name + " is not a global option git documents"
+			g.complex = "git " + name + " is not a global option git documents"
+		}
+		if name == "-c" || name == "-C" || gitGlobalValues[name] && !hasValue {
+			i++
 		}
 	}
-	sub, rest := "", []string(nil)
 	if i < len(args) {
-		sub, rest = args[i], args[i+1:]
+		g.rest = args[i:]
+	}
+	g.n = min(i, len(args))
+	return g
+}
+
+// gitCanonical returns a git argv with its global options and their values
+// removed (git --no-pager push becomes git push), so that a rule naming a
+// git command also matches it when global options precede it. It returns
+// nil when argv is not git or has no global options.
+func gitCanonical(argv []string) []string {
+	if len(argv) < 2 || path.Base(argv[0]) != "git" {
+		return nil
+	}
+	g := parseGitGlobals(argv[1:])
+	if g.n == 0 {
+		return nil
+	}
+	return append([]string{argv[0]}, g.rest...)
+}
+
+// gitTransports are the commands that reach another repository and take
+// the name of the program to run at its end (--upload-pack,
+// --receive-pack, --exec).
+var gitTransports = setOf("push", "fetch", "pull", "clone", "ls-remote", "archive", "send-pack", "fetch-pack")
+
+// refineGit reads git's global options, then its subcommand. Global options
+// that load configuration or another repository can make any git command
+// run arbitrary programs (core.pager, core.fsmonitor, hooks).
+func refineGit(c *classCall) {
+	g := parseGitGlobals(c.args)
+	sub, rest := "", []string(nil)
+	if len(g.rest) > 0 {
+		sub, rest = g.rest[0], g.rest[1:]
 	}
 	switch class, known := gitClasses[sub]; {
 	case sub == "":
@@ -1354,8 +1527,9 @@ globals:
 		c.writes(out...)
 		c.raise(WorkspaceMutating, "git "+sub+" --output writes a file")
 	}
-	if globalComplex != "" {
-		c.raise(ShellComplex, globalComplex)
+	c.reads(gitPathspecFiles(rest)...)
+	if g.complex != "" {
+		c.raise(ShellComplex, g.complex)
 	}
 	for _, a := range c.args {
 		lower := strings.ToLower(a)
@@ -1366,6 +1540,59 @@ globals:
 			c.raise(Dangerous, "git "+strings.TrimPrefix(strings.SplitN(a, "=", 2)[0], "--")+" runs a command")
 		}
 	}
+	if gitTransports[sub] {
+		for _, a := range rest {
+			if a == "--" {
+				break
+			}
+			if gitLongAbbrev(a, "upload-pack", "receive-pack", "exec") {
+				c.raise(Dangerous, "git "+sub+" "+a+" names a program to run")
+			}
+		}
+	}
+}
+
+// gitLongAbbrev reports whether a word is a long option that git could read
+// as one of the named ones: git's option parser takes any unambiguous
+// prefix (--upl for --upload-pack, even --u where nothing else begins with
+// u). A prefix that is ambiguous is counted too, since what else git knows
+// varies between versions.
+func gitLongAbbrev(word string, names ...string) bool {
+	opt, ok := strings.CutPrefix(word, "--")
+	if !ok {
+		return false
+	}
+	opt, _, _ = strings.Cut(opt, "=")
+	if opt == "" {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(n, opt) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitPathspecFiles returns the files of --pathspec-from-file, which add,
+// commit, checkout, reset, restore, rm and stash read.
+func gitPathspecFiles(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(a, "=")
+		if name == "--pathspec-from-file" || len(name) > len("--pathspec-f") && strings.HasPrefix("--pathspec-from-file", name) {
+			if !hasValue && i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+			out = append(out, value)
+		}
+	}
+	return out
 }
 
 // gitOutputs returns the files named by --output, before any "--".
@@ -1387,13 +1614,6 @@ func gitOutputs(args []string) []string {
 	return out
 }
 
-// isLongPrefix reports whether opt (without its dashes) names the long
-// option full, as written or abbreviated to at least min characters; git
-// and getopt both accept unambiguous abbreviations.
-func isLongPrefix(opt, full string, min int) bool {
-	return opt == full || len(opt) >= min && strings.HasPrefix(full, opt)
-}
-
 var gitRefinements = map[string]func(*classCall, []string){
 	"push":      refineGitPush,
 	"reset":     refineGitReset,
@@ -1407,14 +1627,21 @@ var gitRefinements = map[string]func(*classCall, []string){
 	"config":    refineGitConfig,
 	"grep":      refineGitGrep,
 	"diff":      refineGitDiff,
+	"log":       refineGitPathsAfterDashes,
+	"show":      refineGitPathsAfterDashes,
+	"blame":     refineGitBlame,
+	"commit":    refineGitMessageFile(&gitCommitArgs),
+	"tag":       refineGitMessageFile(&gitTagArgs),
+	"notes":     refineGitNotes,
+	"hash-object": func(c *classCall, args []string) {
+		c.reads(gitHashObjectArgs.scan(args).operands()...)
+	},
 	"archive":   refineGitArchive,
 	"ls-remote": refineGitLsRemote,
 	"fetch-pack": func(c *classCall, args []string) {
 		refineGitExec(c, args)
 	},
-	"send-pack": func(c *classCall, args []string) {
-		refineGitExec(c, args)
-	},
+	"send-pack": refineGitSendPack,
 	"format-patch": func(c *classCall, args []string) {
 		c.writes(gitFormatPatchArgs.scan(args).values("o", "output-directory")...)
 	},
@@ -1425,17 +1652,25 @@ var gitFormatPatchArgs = argSpec{values: "ov", long: longs("output-directory=", 
 	"from?", "to=", "cc=", "add-header=", "reroll-count=", "interdiff=", "range-diff=", "creation-factor=",
 	"filename-max-length=", "cover-letter", "numbered", "no-numbered", "stdout", "rfc?")}
 
-// refineGitExec catches --exec, which names the program git runs on the
-// other side of a transport.
+// refineGitExec catches --exec in any abbreviation, which names the
+// program git runs on the other side of a transport.
 func refineGitExec(c *classCall, args []string) {
 	for _, a := range args {
 		if a == "--" {
 			return
 		}
-		if a == "--exec" || strings.HasPrefix(a, "--exec=") {
+		if gitLongAbbrev(a, "exec") {
 			c.raise(Dangerous, "git --exec runs a command")
 		}
 	}
+}
+
+// refineGitSendPack reads send-pack like push, whose plumbing it is: it
+// pushes without the checks and hooks of git push, and force-pushes with
+// --force, -f or a +refspec.
+func refineGitSendPack(c *classCall, args []string) {
+	c.raise(ShellComplex, "git send-pack pushes without the checks of git push")
+	refineGitPush(c, args)
 }
 
 var gitPushArgs = argSpec{values: "o", long: longs("repo=", "all", "branches", "mirror", "delete", "tags",
@@ -1456,9 +1691,10 @@ func refineGitPush(c *classCall, args []string) {
 			if strings.HasPrefix(w.text, "+") {
 				c.raise(Dangerous, "git push "+w.text+" force-pushes")
 			}
-		case w.opt == "f" || strings.HasPrefix(w.opt, "force") || isLongPrefix(w.opt, "force", 3):
+		case w.opt == "f" || strings.HasPrefix(w.opt, "force") ||
+			gitLongAbbrev(w.text, "force-with-lease", "force-if-includes"):
 			c.raise(Dangerous, "git push --force rewrites the remote")
-		case w.opt == "mirror":
+		case w.opt == "mirror" || gitLongAbbrev(w.text, "mirror"):
 			c.raise(Dangerous, "git push --mirror rewrites every remote ref")
 		}
 	}
@@ -1469,7 +1705,7 @@ func refineGitReset(c *classCall, args []string) {
 		if a == "--" {
 			return
 		}
-		if strings.HasPrefix(a, "--") && isLongPrefix(a[2:], "hard", 2) {
+		if gitLongAbbrev(a, "hard") {
 			c.raise(Dangerous, "git reset --hard discards uncommitted work")
 		}
 	}
@@ -1479,7 +1715,7 @@ var gitCleanArgs = argSpec{values: "e", long: longs("force", "dry-run", "interac
 
 func refineGitClean(c *classCall, args []string) {
 	for _, w := range gitCleanArgs.scan(args) {
-		if w.opt == "f" || isLongPrefix(w.opt, "force", 2) {
+		if w.opt == "f" || gitLongAbbrev(w.text, "force") {
 			c.raise(Dangerous, "git clean -f deletes untracked files")
 		}
 	}
@@ -1496,11 +1732,11 @@ var gitCloneArgs = argSpec{values: "bcjou", long: longs("template=", "local", "s
 // --template: configuration and hooks that the clone itself already uses.
 func refineGitClone(c *classCall, args []string) {
 	for _, w := range gitCloneArgs.scan(args) {
-		switch w.opt {
-		case "u":
+		switch {
+		case w.opt == "u":
 			c.raise(Dangerous, "git clone -u runs a command")
-		case "c", "config", "template":
-			c.raise(ShellComplex, "git clone --"+w.opt+" sets configuration or hooks the clone runs")
+		case w.opt == "c" || gitLongAbbrev(w.text, "config", "template"):
+			c.raise(ShellComplex, "git clone "+w.text+" sets configuration or hooks the clone runs")
 		}
 	}
 }
@@ -1508,7 +1744,10 @@ func refineGitClone(c *classCall, args []string) {
 // refineGitInit catches --template, which installs hooks into .git/hooks.
 func refineGitInit(c *classCall, args []string) {
 	for _, a := range args {
-		if a == "--template" || strings.HasPrefix(a, "--template=") {
+		if a == "--" {
+			return
+		}
+		if gitLongAbbrev(a, "template") {
 			c.raise(ShellComplex, "git init --template installs hooks")
 		}
 	}
@@ -1523,8 +1762,10 @@ var gitRebaseArgs = argSpec{values: "sXx", optional: "CS", long: longs("exec=", 
 	"no-reschedule-failed-exec", "stat", "no-stat", "no-verify", "verify")}
 
 func refineGitRebase(c *classCall, args []string) {
-	if gitRebaseArgs.scan(args).has("x", "exec") {
-		c.raise(ShellComplex, "git rebase --exec runs a command after every commit")
+	for _, w := range gitRebaseArgs.scan(args) {
+		if w.opt == "x" || w.opt == "exec" || gitLongAbbrev(w.text, "exec") {
+			c.raise(ShellComplex, "git rebase --exec runs a command after every commit")
+		}
 	}
 }
 
@@ -1555,6 +1796,12 @@ func refineGitConfig(c *classCall, args []string) {
 	ws := gitConfigArgs.scan(args)
 	ops := ws.operands()
 	write := ws.has("replace-all", "add", "unset", "unset-all", "rename-section", "remove-section", "e", "edit")
+	for _, w := range ws {
+		if w.opt != "" && gitLongAbbrev(w.text, "replace-all", "add", "unset", "unset-all", "rename-section",
+			"remove-section", "edit") {
+			write = true
+		}
+	}
 	read := ws.has("get", "get-all", "get-regexp", "get-urlmatch", "l", "list", "get-color", "get-colorbool")
 	if len(ops) > 0 {
 		switch ops[0] {
@@ -1586,7 +1833,11 @@ var gitGrepArgs = argSpec{values: "efABCm", optional: "O", long: longs("open-fil
 
 func refineGitGrep(c *classCall, args []string) {
 	ws := gitGrepArgs.scan(args)
-	if ws.has("O", "open-files-in-pager") {
+	open := ws.has("O", "open-files-in-pager")
+	for _, w := range ws {
+		open = open || w.opt != "" && gitLongAbbrev(w.text, "open-files-in-pager")
+	}
+	if open {
 		c.raise(ShellComplex, "git grep -O runs a program on the matching files")
 	}
 	if !ws.has("no-index") {
@@ -1601,29 +1852,98 @@ func refineGitGrep(c *classCall, args []string) {
 	c.reads(ops...)
 }
 
-// refineGitDiff records the two files of diff --no-index, which may lie
-// anywhere on the machine.
+// gitDiffValues are the diff options that take the next word as their
+// value when none is attached; it is not a path git compares.
+var gitDiffValues = setOf("-S", "-G", "-I", "--output", "--skip-to", "--rotate-to", "--find-object",
+	"--anchored", "--word-diff-regex", "--diff-algorithm", "--ws-error-highlight", "--color-moved-ws",
+	"--src-prefix", "--dst-prefix", "--line-prefix", "--inter-hunk-context", "--output-indicator-new",
+	"--output-indicator-old", "--output-indicator-context", "--ignore-matching-lines", "--diff-filter",
+	"--stat-width", "--stat-name-width", "--stat-graph-width", "--stat-count")
+
+// refineGitDiff records every operand as a read: git diff switches to
+// --no-index by itself when a path lies outside the repository, so any
+// operand that is not a revision may be a file anywhere on the machine.
+// The -O order file is read too.
 func refineGitDiff(c *classCall, args []string) {
-	noIndex := false
-	var ops []string
-	for i, a := range args {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			c.reads(args[i+1:]...)
+			return
+		case a == "-" || !strings.HasPrefix(a, "-"):
+			c.reads(a)
+		case a == "-O" && i+1 < len(args):
+			i++
+			c.reads(args[i])
+		case strings.HasPrefix(a, "-O"):
+			c.reads(a[2:])
+		case gitDiffValues[a]:
+			i++
+		}
+	}
+}
+
+// refineGitPathsAfterDashes records the paths after "--" of log and show,
+// which may name files outside the repository.
+func refineGitPathsAfterDashes(c *classCall, args []string) {
+	if k := slices.Index(args, "--"); k >= 0 {
+		c.reads(args[k+1:]...)
+	}
+}
+
+// refineGitBlame records the paths after "--" and the file of --contents,
+// which blame reads in place of the working tree's copy.
+func refineGitBlame(c *classCall, args []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
 		if a == "--" {
-			ops = append(ops, args[i+1:]...)
-			break
+			c.reads(args[i+1:]...)
+			return
 		}
-		if a == "--no-index" {
-			noIndex = true
-		} else if !strings.HasPrefix(a, "-") || a == "-" {
-			ops = append(ops, a)
+		name, value, hasValue := strings.Cut(a, "=")
+		if name == "--contents" || len(name) > len("--con") && strings.HasPrefix("--contents", name) {
+			if !hasValue && i+1 < len(args) {
+				i++
+				value = args[i]
+			}
+			c.reads(value)
 		}
 	}
-	if !noIndex {
-		return
+}
+
+var (
+	gitCommitArgs = argSpec{values: "CcFmt", optional: "uS", long: longs("file=", "template=", "message=",
+		"reuse-message=", "reedit-message=", "fixup=", "squash=", "author=", "date=", "cleanup=", "trailer=",
+		"pathspec-from-file=", "untracked-files?", "gpg-sign?", "all", "patch", "short", "branch", "porcelain",
+		"long", "null", "reset-author", "signoff", "no-verify", "verify", "allow-empty", "allow-empty-message",
+		"edit", "no-edit", "amend", "include", "only", "verbose", "quiet", "dry-run", "status", "no-status")}
+	gitTagArgs = argSpec{values: "Fmu", optional: "n", long: longs("file=", "message=", "local-user=",
+		"cleanup=", "sort=", "format=", "contains=", "no-contains=", "merged=", "no-merged=", "points-at=",
+		"column?", "color?", "trailer=", "annotate", "sign", "delete", "verify", "list", "force", "create-reflog",
+		"ignore-case", "omit-empty", "edit", "no-edit")}
+	gitNotesArgs = argSpec{values: "FmCc", long: longs("file=", "message=", "reuse-message=",
+		"reedit-message=", "ref=", "separator?", "force", "allow-empty", "no-separator", "stripspace",
+		"no-stripspace")}
+	gitHashObjectArgs = argSpec{values: "t", long: longs("path=", "stdin", "stdin-paths", "no-filters",
+		"literally")}
+)
+
+// refineGitMessageFile records the message and template files of commit
+// and tag (-F FILE, --file=FILE, -t FILE).
+func refineGitMessageFile(spec *argSpec) func(*classCall, []string) {
+	return func(c *classCall, args []string) {
+		ws := spec.scan(args)
+		c.reads(ws.values("F", "file", "template")...)
+		if spec == &gitCommitArgs {
+			c.reads(ws.values("t")...)
+		}
 	}
-	if len(ops) > 2 {
-		ops = ops[len(ops)-2:]
-	}
-	c.reads(ops...)
+}
+
+// refineGitNotes records the message files of notes add, append and edit.
+func refineGitNotes(c *classCall, args []string) {
+	c.reads(gitNotesArgs.scan(args).values("F", "file")...)
 }
 
 var gitArchiveArgs = argSpec{values: "o", long: longs("output=", "remote=", "exec=", "format=", "prefix=",
@@ -1851,7 +2171,7 @@ func refineInterpreter(in *interpreter) func(*classCall) {
 		case len(ops) == 0 && ws.has(in.info...):
 			c.set(Unknown, c.name+" prints information")
 			return
-		case len(ops) == 0 || ops[0] == "-":
+		case len(ops) == 0 || ops[0] == "-" || isStdinPath(ops[0]):
 			c.set(ShellComplex, c.name+" reads its program from standard input")
 			return
 		default:
@@ -1923,7 +2243,7 @@ options:
 		return
 	}
 	switch {
-	case i < len(args) && args[i] != "-":
+	case i < len(args) && args[i] != "-" && !isStdinPath(args[i]):
 		c.set(Unknown, "node runs a script")
 	case info:
 		c.set(Unknown, "node prints information")

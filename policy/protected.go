@@ -64,6 +64,9 @@ var builtinProtected = []struct {
 	{"/dev/**", protectWrite, exemptDevices},
 	{"**/.git/hooks/**", protectWrite, nil},
 	{"**/.git/config", protectWrite, nil},
+	{"**/.git/modules/**/hooks/**", protectWrite, nil},
+	{"**/.git/modules/**/config", protectWrite, nil},
+	{"~/.config/rein/**", protectWrite, nil},
 	{".rein/**", protectWrite, nil},
 
 	{"generated/**", protectGenerated, nil},

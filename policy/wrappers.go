@@ -37,11 +37,18 @@ type wrapperRun struct {
 	scripts []string // command strings it hands to a shell (flock -c, watch)
 	reads   []string // files the wrapper itself reads (xargs -a)
 	writes  []string // files the wrapper itself writes (time -o, strace -o, flock's lock file)
+	// dir is where the wrapper moves its command (env -C, sudo -D); empty
+	// when it does not. chdirOf reports it.
+	dir string
+	// perArg marks a command that is run once per input with {} standing
+	// for it (parallel), like a find action.
+	perArg bool
 }
 
 // runs returns the commands the wrapper runs. A script that does not parse
 // exposes nothing; the wrapper is shell-complex anyway.
 func (r wrapperRun) runs(perFile bool) []innerRun {
+	perFile = perFile || r.perArg
 	var runs []innerRun
 	if len(r.argv) > 0 {
 		runs = append(runs, innerRun{argv: r.argv, perFile: perFile})
@@ -58,7 +65,11 @@ type execWrapper struct {
 	// priority, its buffering) but not what it is, so they are stripped
 	// before allow matching and classification.
 	benign bool
-	unwrap func(args []string) wrapperRun
+	// runsWithout marks wrappers that still run something when given no
+	// command (a shell, a debugger, a trace of another process), so they
+	// keep their row's class instead of falling to unknown.
+	runsWithout bool
+	unwrap      func(args []string) wrapperRun
 }
 
 var execWrappers = map[string]execWrapper{
@@ -82,8 +93,28 @@ var execWrappers = map[string]execWrapper{
 	"flock":    {unwrap: unwrapFlock},
 	"unbuffer": {unwrap: commandAfter(&plainArgs, 0)},
 	"busybox":  {unwrap: unwrapBusybox},
-	"strace":   {unwrap: unwrapTracer(&straceArgs)},
-	"ltrace":   {unwrap: unwrapTracer(&ltraceArgs)},
+	"strace":   {runsWithout: true, unwrap: unwrapTracer(&straceArgs)},
+	"ltrace":   {runsWithout: true, unwrap: unwrapTracer(&ltraceArgs)},
+	"su":       {unwrap: unwrapSu(&suArgs, &suHead)},
+	"runuser":  {unwrap: unwrapSu(&suArgs, &suHead)},
+	"pkexec":   {unwrap: commandAfter(&pkexecArgs, 0)},
+
+	"prlimit":          {unwrap: unwrapPrlimit},
+	"unshare":          {runsWithout: true, unwrap: commandAfter(&unshareArgs, 0)},
+	"nsenter":          {runsWithout: true, unwrap: commandAfter(&nsenterArgs, 0)},
+	"chroot":           {runsWithout: true, unwrap: commandAfter(&chrootArgs, 1)},
+	"setpriv":          {unwrap: unwrapSetpriv},
+	"fakeroot":         {runsWithout: true, unwrap: unwrapFakeroot},
+	"eatmydata":        {unwrap: commandAfter(&plainArgs, 0)},
+	"ssh-agent":        {unwrap: unwrapSSHAgent},
+	"dbus-run-session": {unwrap: commandAfter(&dbusRunSessionArgs, 0)},
+	"firejail":         {runsWithout: true, unwrap: commandAfter(&plainArgs, 0)},
+	"systemd-run":      {runsWithout: true, unwrap: unwrapSystemdRun},
+	"script":           {runsWithout: true, unwrap: unwrapScript},
+	"catchsegv":        {unwrap: commandAfter(&plainArgs, 0)},
+	"valgrind":         {unwrap: unwrapValgrind},
+	"gdb":              {runsWithout: true, unwrap: unwrapGdb},
+	"parallel":         {runsWithout: true, unwrap: unwrapParallel},
 }
 
 // Option layouts of the wrappers. Every one of them stops reading options
@@ -132,6 +163,212 @@ var (
 	ltraceArgs = argSpec{values: "aAeDlnopsuwxF", posix: true, long: longs("output=", "library=", "align=",
 		"indent=", "config=", "demangle", "help", "version")}
 )
+
+// Option layouts of the wrappers outside the spec's list, which run a
+// command in another namespace, root, session or under a tool.
+var (
+	suArgs = argSpec{values: "cgGswu", long: longs("command=", "session-command=", "fast", "group=",
+		"supp-group=", "login", "preserve-environment", "pty", "shell=", "user=", "whitelist-environment=",
+		"help", "version")}
+	// suHead is suArgs read up to the first operand: after runuser -u USER
+	// the rest is the command, whose options are its own.
+	suHead     = func() argSpec { a := suArgs; a.posix = true; return a }()
+	pkexecArgs = argSpec{posix: true, long: longs("user=", "disable-internal-agent", "keep-cwd", "help", "version")}
+	// prlimit's resource options take an optional attached limit.
+	prlimitArgs = argSpec{values: "op", optional: "cdefilmnqrstuvxy", posix: true, long: longs("pid=", "output=",
+		"noheadings", "raw", "verbose", "help", "version", "core?", "data?", "nice?", "fsize?", "sigpending?",
+		"memlock?", "rss?", "nofile?", "msgqueue?", "rtprio?", "stack?", "cpu?", "nproc?", "as?", "locks?",
+		"rttime?")}
+	unshareArgs = argSpec{values: "RwSGl", posix: true, long: longs("mount?", "uts?", "ipc?", "net?", "pid?",
+		"user?", "cgroup?", "time?", "fork", "kill-child?", "mount-proc?", "map-root-user", "map-current-user",
+		"map-user=", "map-group=", "map-users=", "map-groups=", "map-auto", "propagation=", "setgroups=", "root=",
+		"wd=", "setuid=", "setgid=", "monotonic=", "boottime=", "keep-caps", "load-interp=", "help", "version")}
+	nsenterArgs = argSpec{values: "tSGW", optional: "muinpCUTrw", posix: true, long: longs("all", "target=",
+		"mount?", "uts?", "ipc?", "net?", "pid?", "cgroup?", "user?", "time?", "setgid=", "setuid=",
+		"preserve-credentials", "root?", "wd?", "wdns=", "env", "no-fork", "follow-context", "user-parent",
+		"join-cgroup", "keep-caps", "help", "version")}
+	chrootArgs  = argSpec{posix: true, long: longs("groups=", "userspec=", "skip-chdir", "help", "version")}
+	setprivArgs = argSpec{posix: true, long: longs("dump", "nnp", "no-new-privs", "inh-caps=", "ambient-caps=",
+		"bounding-set=", "ruid=", "euid=", "rgid=", "egid=", "reuid=", "regid=", "clear-groups", "keep-groups",
+		"init-groups", "groups=", "securebits=", "pdeathsig=", "selinux-label=", "apparmor-profile=",
+		"landlock-access=", "landlock-rule=", "seccomp-filter=", "reset-env", "list-caps", "help", "version")}
+	fakerootArgs = argSpec{values: "lisb", posix: true, long: longs("lib=", "faked=", "unknown-is-real",
+		"fd-base=", "help", "version")}
+	sshAgentArgs       = argSpec{values: "aEOPt", posix: true}
+	dbusRunSessionArgs = argSpec{posix: true, long: longs("config-file=", "dbus-daemon=", "help", "version")}
+	systemdRunArgs     = argSpec{values: "upEHMC", posix: true, long: longs("unit=", "property=", "description=",
+		"slice=", "service-type=", "uid=", "gid=", "nice=", "working-directory=", "setenv=", "on-active=",
+		"on-boot=", "on-startup=", "on-unit-active=", "on-unit-inactive=", "on-calendar=", "path-property=",
+		"socket-property=", "timer-property=", "host=", "machine=", "capsule=", "expand-environment=", "json=",
+		"job-mode=", "background=", "remain-after-exit", "send-sighup", "same-dir", "pty", "pipe", "shell",
+		"quiet", "collect", "on-clock-change", "on-timezone-change", "no-block", "wait", "user", "system",
+		"scope", "no-ask-password", "slice-inherit", "ignore-failure", "help", "version")}
+	scriptArgs = argSpec{values: "cEBIOTmo", optional: "t", long: longs("append", "command=", "echo=", "return",
+		"flush", "force", "log-io=", "log-in=", "log-out=", "log-timing=", "logging-format=", "output-limit=",
+		"quiet", "timing?", "help", "version")}
+	// valgrind takes every value attached (--log-file=F), so no option
+	// consumes the next word.
+	valgrindArgs = argSpec{posix: true}
+	parallelArgs = argSpec{values: "aCdEIjLnNPSsW", optional: "eil", posix: true, long: longs("jobs=",
+		"max-procs=", "sshlogin=", "sshloginfile=", "slf=", "arg-file=", "delimiter=", "colsep=", "max-args=",
+		"max-replace-args=", "max-lines=", "max-chars=", "timeout=", "joblog=", "results=", "res=", "basefile=",
+		"bf=", "return=", "transferfile=", "tf=", "workdir=", "wd=", "env=", "tmpdir=", "tempdir=",
+		"tagstring=", "delay=", "memfree=", "load=", "retries=", "termseq=", "halt=", "limit=", "sshdelay=",
+		"block=", "blocksize=", "recstart=", "recend=", "header=", "nice=", "template=", "rpl=", "pipe",
+		"keep-order", "tag", "dry-run", "quote", "verbose", "null", "progress", "eta", "bar", "line-buffer",
+		"group", "ungroup", "xargs", "onall", "nonall", "plus", "shellquote", "will-cite", "help", "version")}
+)
+
+// gdbValues are gdb's options that take the next word; gdb reads them with
+// one dash or two.
+var gdbValues = setOf("ex", "iex", "x", "ix", "p", "pid", "c", "core", "d", "directory", "cd", "s", "symbols",
+	"e", "exec", "se", "b", "D", "data-directory", "eval-command", "init-eval-command", "command",
+	"init-command", "tty", "l", "i", "interpreter")
+
+// unwrapSu reads su and runuser: -c STRING hands STRING to the user's
+// shell, and runuser -u USER runs the words after its options.
+func unwrapSu(spec, head *argSpec) func([]string) wrapperRun {
+	return func(args []string) wrapperRun {
+		r := wrapperRun{scripts: spec.scan(args).values("c", "command", "session-command")}
+		if ws, ops := head.split(args); ws.has("u", "user") && len(r.scripts) == 0 {
+			r.argv = operandsFrom(ops, 0)
+		}
+		return r
+	}
+}
+
+// unwrapPrlimit returns no command when prlimit is pointed at a running
+// process with --pid.
+func unwrapPrlimit(args []string) wrapperRun {
+	ws, ops := prlimitArgs.split(args)
+	if ws.has("p", "pid") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapSetpriv returns no command for --dump and --list-caps, which only
+// print.
+func unwrapSetpriv(args []string) wrapperRun {
+	ws, ops := setprivArgs.split(args)
+	if ws.has("d", "dump", "L", "list-caps") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapFakeroot records -s, the file fakeroot saves its state to, and -i,
+// the file it loads it from.
+func unwrapFakeroot(args []string) wrapperRun {
+	ws, ops := fakerootArgs.split(args)
+	return wrapperRun{argv: operandsFrom(ops, 0), reads: ws.values("i"), writes: ws.values("s")}
+}
+
+// unwrapSSHAgent returns no command for -k, which kills a running agent.
+func unwrapSSHAgent(args []string) wrapperRun {
+	ws, ops := sshAgentArgs.split(args)
+	if ws.has("k") {
+		return wrapperRun{}
+	}
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapSystemdRun returns the command systemd-run starts as a unit.
+func unwrapSystemdRun(args []string) wrapperRun {
+	_, ops := systemdRunArgs.split(args)
+	return wrapperRun{argv: operandsFrom(ops, 0)}
+}
+
+// unwrapScript reads script -c STRING, which runs STRING with a shell, and
+// records the typescript and log files it writes.
+func unwrapScript(args []string) wrapperRun {
+	ws := scriptArgs.scan(args)
+	r := wrapperRun{scripts: ws.values("c", "command")}
+	logs := ws.values("B", "log-io", "O", "log-out")
+	r.writes = append(r.writes, logs...)
+	r.writes = append(r.writes, ws.values("I", "log-in", "T", "log-timing", "t", "timing")...)
+	switch ops := ws.operands(); {
+	case len(ops) > 0:
+		r.writes = append(r.writes, ops[0])
+	case len(logs) == 0:
+		r.writes = append(r.writes, "typescript")
+	}
+	return r
+}
+
+// unwrapValgrind records the log and XML files valgrind writes.
+func unwrapValgrind(args []string) wrapperRun {
+	ws, ops := valgrindArgs.split(args)
+	return wrapperRun{argv: operandsFrom(ops, 0), writes: ws.values("log-file", "xml-file")}
+}
+
+// unwrapGdb returns the command of gdb --args, the only form in which the
+// words after the program are its arguments. gdb is shell-complex in every
+// form: its own commands (-ex, -x, .gdbinit) can run anything.
+func unwrapGdb(args []string) wrapperRun {
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(args[i], "-"), "-"), "=")
+		switch {
+		case !strings.HasPrefix(args[i], "-"):
+		case name == "args":
+			return wrapperRun{argv: operandsFrom(args, i+1)}
+		case gdbValues[name] && !hasValue:
+			i++
+		}
+	}
+	return wrapperRun{}
+}
+
+// parallelSources are the words that end GNU parallel's command and begin
+// its argument lists.
+var parallelSources = setOf(":::", "::::", ":::+", "::::+")
+
+// maxParallelArgs bounds how many ::: arguments of GNU parallel are
+// pasted into its command for deny matching.
+const maxParallelArgs = 64
+
+// unwrapParallel joins the command words of GNU parallel into the shell
+// string it runs for each input, {} standing for the input, and also
+// pastes in each ::: argument as parallel does (appended, or over {}), so
+// that parallel rm -rf ::: / exposes rm -rf /. The files of :::: and -a
+// are read for arguments.
+func unwrapParallel(args []string) wrapperRun {
+	ws, ops := parallelArgs.split(args)
+	r := wrapperRun{reads: ws.values("a", "arg-file"), perArg: true}
+	end := slices.IndexFunc(ops, func(w string) bool { return parallelSources[w] })
+	if end < 0 {
+		end = len(ops)
+	}
+	cmd := strings.Join(ops[:end], " ")
+	if cmd != "" {
+		r.scripts = []string{cmd}
+	}
+	pasted := 0
+	for i := end; i < len(ops); i++ {
+		file := ops[i] == "::::" || ops[i] == "::::+"
+		for i+1 < len(ops) && !parallelSources[ops[i+1]] {
+			i++
+			switch {
+			case file:
+				r.reads = append(r.reads, ops[i])
+			case cmd != "" && pasted < maxParallelArgs:
+				pasted++
+				arg := quoteWord(ops[i])
+				if strings.Contains(cmd, "{}") {
+					r.scripts = append(r.scripts, strings.ReplaceAll(cmd, "{}", arg))
+				} else {
+					r.scripts = append(r.scripts, cmd+" "+arg)
+				}
+			}
+		}
+	}
+	return r
+}
+
+// quoteWord quotes s as one single-quoted shell word.
+func quoteWord(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
 
 // commandAfter returns an unwrapper for a wrapper whose command follows its
 // options and skip operands of its own.
@@ -238,7 +475,10 @@ func unwrapTaskset(args []string) wrapperRun {
 
 // unwrapEnv skips env's options and NAME=VALUE words. -S STRING is split
 // into words that take its place, options included, as GNU env does.
+// The last -C before the command, in the words or in a split string, is
+// where the command runs.
 func unwrapEnv(args []string) wrapperRun {
+	dir := ""
 	for round := 0; ; round++ {
 		ws, ops := envArgs.split(args)
 		split := -1
@@ -246,6 +486,9 @@ func unwrapEnv(args []string) wrapperRun {
 			if w.opt == "S" || w.opt == "split-string" {
 				split = k
 				break
+			}
+			if (w.opt == "C" || w.opt == "chdir") && w.hasValue {
+				dir = w.value
 			}
 		}
 		if split < 0 || round == maxUnwrapDepth {
@@ -255,16 +498,18 @@ func unwrapEnv(args []string) wrapperRun {
 			for len(ops) > 0 && strings.Contains(ops[0], "=") {
 				ops = ops[1:]
 			}
-			return wrapperRun{argv: operandsFrom(ops, 0)}
+			return wrapperRun{argv: operandsFrom(ops, 0), dir: dir}
 		}
 		w := ws[split]
 		args = append(splitEnvString(w.value), args[w.next:]...)
 	}
 }
 
-// splitEnvString splits the STRING of env -S into words: blanks separate
-// them, quotes group them, backslash escapes, and # begins a comment.
-// ${NAME} is left as written, since the value is not known here.
+// splitEnvString splits the STRING of env -S into words as GNU env does:
+// blanks separate them, quotes group them, backslash escapes, and # begins
+// a comment. \_ separates words outside double quotes and is a space
+// inside them. ${NAME} is left as written, since the value is not known
+// here.
 func splitEnvString(s string) []string {
 	var words []string
 	var cur strings.Builder
@@ -296,23 +541,27 @@ func splitEnvString(s string) []string {
 			for i++; i < len(s) && s[i] != '"'; i++ {
 				if s[i] == '\\' && i+1 < len(s) {
 					i++
+					if e, ok := envEscapes[s[i]]; ok {
+						cur.WriteByte(e)
+						continue
+					}
 				}
 				cur.WriteByte(s[i])
 			}
 		case ch == '\\' && i+1 < len(s):
-			inWord = true
 			i++
 			switch s[i] {
 			case '_':
-				cur.WriteByte(' ')
+				flush()
+				continue
 			case 'c':
 				flush()
 				return words
-			case 'n':
-				cur.WriteByte('\n')
-			case 't':
-				cur.WriteByte('\t')
-			default:
+			}
+			inWord = true
+			if e, ok := envEscapes[s[i]]; ok {
+				cur.WriteByte(e)
+			} else {
 				cur.WriteByte(s[i])
 			}
 		default:
@@ -323,6 +572,10 @@ func splitEnvString(s string) []string {
 	flush()
 	return words
 }
+
+// envEscapes are the backslash escapes of env -S that stand for another
+// byte, outside quotes and inside double quotes.
+var envEscapes = map[byte]byte{'_': ' ', 'n': '\n', 't': '\t', 'r': '\r', 'f': '\f', 'v': '\v'}
 
 // unwrapCommand returns no command for command -v and -V, which only say
 // what a name would run.
@@ -351,7 +604,11 @@ func unwrapSudo(args []string) wrapperRun {
 	for len(ops) > 0 && isAssignment(ops[0]) {
 		ops = ops[1:]
 	}
-	return wrapperRun{argv: operandsFrom(ops, 0)}
+	r := wrapperRun{argv: operandsFrom(ops, 0)}
+	if d := ws.values("D", "chdir"); len(d) > 0 {
+		r.dir = d[len(d)-1]
+	}
+	return r
 }
 
 // unwrapDoas returns no command for doas -C (check a configuration) and -L.
@@ -434,17 +691,34 @@ func unwrapTracer(spec *argSpec) func([]string) wrapperRun {
 // At most maxUnwrapDepth wrappers are removed: each step rescans the rest
 // of argv, and a deeper stack is shell-complex in any case.
 func stripBenign(argv []string) []string {
+	rest, _ := stripBenignXargs(argv)
+	return rest
+}
+
+// stdinArgs reports whether a bare xargs is among the benign wrappers
+// stripBenign removes from argv. The command then takes its last arguments
+// from its input, so the paths it reads or writes are not all in argv:
+// echo ~/.ssh/id_rsa | xargs cat reads a file cat's words never name.
+func stdinArgs(argv []string) bool {
+	_, xargs := stripBenignXargs(argv)
+	return xargs
+}
+
+// stripBenignXargs is stripBenign, also reporting whether it removed a
+// bare xargs.
+func stripBenignXargs(argv []string) (rest []string, xargs bool) {
 	for range maxUnwrapDepth {
 		if len(argv) == 0 {
-			return argv
+			return argv, xargs
 		}
 		name := path.Base(argv[0])
 		w, ok := execWrappers[name]
 		switch {
 		case name == "xargs":
 			if !bareXargs(argv[1:]) {
-				return argv
+				return argv, xargs
 			}
+			xargs = true
 			argv = argv[1:]
 			if len(argv) > 0 && argv[0] == "--" {
 				argv = argv[1:]
@@ -452,15 +726,78 @@ func stripBenign(argv []string) []string {
 		case ok && w.benign:
 			r := w.unwrap(argv[1:])
 			if len(r.writes) > 0 {
-				return argv
+				return argv, xargs
 			}
 			argv = r.argv
 		default:
-			return argv
+			return argv, xargs
 		}
 	}
-	return argv
+	return argv, xargs
 }
+
+// chdirOf returns the directory a command moves to before it runs
+// anything, relative to where it starts: env -C, sudo -D, go -C and make
+// -C (each -C of make relative to the one before), followed through the
+// exec wrappers around the command, so that sudo env -C /srv cat f reads
+// /srv/f. The command's paths are resolved from there. It reports false
+// when nothing moves.
+func chdirOf(argv []string) (string, bool) {
+	dir, moved := "", false
+	move := func(d string) {
+		if d != "" {
+			dir, moved = underDir(dir, d), true
+		}
+	}
+	for range maxUnwrapDepth {
+		if len(argv) == 0 {
+			break
+		}
+		name := path.Base(argv[0])
+		switch name {
+		case "go":
+			move(goChdir(argv[1:]))
+		case "make", "gmake":
+			for _, d := range makeArgs.scan(argv[1:]).values("C", "directory") {
+				move(d)
+			}
+		}
+		w, ok := execWrappers[name]
+		if !ok {
+			break
+		}
+		r := w.unwrap(argv[1:])
+		move(r.dir)
+		argv = r.argv
+	}
+	return dir, moved
+}
+
+// goChdir returns the directory of go -C, which must be the go command's
+// first flag.
+func goChdir(args []string) string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return ""
+	}
+	name, value, hasValue := strings.Cut(strings.TrimPrefix(args[0], "-"), "=")
+	if name != "-C" && name != "C" {
+		return ""
+	}
+	if !hasValue && len(args) > 1 {
+		value = args[1]
+	}
+	return value
+}
+
+// makeArgs is GNU make's option layout, as far as telling -C's directory
+// from other words needs.
+var makeArgs = argSpec{values: "CfIoWE", optional: "jlO", long: longs("directory=", "file=", "makefile=",
+	"include-dir=", "old-file=", "assume-old=", "new-file=", "assume-new=", "what-if=", "eval=", "jobs?",
+	"load-average?", "max-load?", "output-sync?", "debug?", "jobserver-style=", "shuffle?", "always-make",
+	"environment-overrides", "ignore-errors", "keep-going", "just-print", "dry-run", "recon", "question",
+	"no-builtin-rules", "no-builtin-variables", "silent", "quiet", "stop", "touch", "trace", "version",
+	"print-directory", "no-print-directory", "warn-undefined-variables", "check-symlink-times", "help",
+	"print-data-base", "no-keep-going")}
 
 // exposed returns, for deny matching, argv itself and then every command it
 // exposes, outer first: the command of each exec wrapper, each stage of a
@@ -503,9 +840,10 @@ func isShellProgram(name string) bool { return slices.Contains(shellPrograms, na
 type shellInvocation struct {
 	command    string // the -c STRING
 	hasCommand bool
-	flagC      bool // -c was given, with or without a STRING
-	stdin      bool // commands come from standard input: -s, -i, or no script
-	info       bool // --version or --help
+	flagC      bool   // -c was given, with or without a STRING
+	stdin      bool   // commands come from standard input: -s, -i, or no script
+	info       bool   // --version or --help
+	script     string // the script file operand, when there is one
 }
 
 // parseShellArgs reads a shell's options the way sh, bash, zsh and their
@@ -567,8 +905,27 @@ options:
 		}
 	case len(ops) == 0 && !inv.info:
 		inv.stdin = true
+	case len(ops) > 0 && !inv.stdin:
+		inv.script = ops[0]
+		inv.stdin = isStdinPath(inv.script)
 	}
 	return inv
+}
+
+// isStdinPath reports whether a script operand names standard input or
+// another open file descriptor (/dev/stdin, /dev/fd/0, /proc/self/fd/0):
+// the program then runs whatever its input holds, as with no script.
+func isStdinPath(p string) bool {
+	p = path.Clean(p)
+	if p == "/dev/stdin" || strings.HasPrefix(p, "/dev/fd/") {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	_, fd, ok := strings.Cut(rest, "/")
+	return ok && strings.HasPrefix(fd, "fd/")
 }
 
 // findPathStandIn takes the place of {} while a shell string inside a find
@@ -633,12 +990,14 @@ func underDir(dir, p string) string {
 // command's, and it carries the inner command's paths, so that env cat
 // ~/.ssh/id_rsa is checked like cat ~/.ssh/id_rsa.
 func refineWrapper(c *classCall) {
-	r := execWrappers[c.name].unwrap(c.args)
-	if c.name == "xargs" && bareXargs(c.args) {
+	w := execWrappers[c.name]
+	r := w.unwrap(c.args)
+	bare := c.name == "xargs" && bareXargs(c.args)
+	if bare {
 		c.set(ReadOnly, "xargs without options runs its command unchanged")
 	}
 	c.reads(r.reads...)
-	if len(r.argv) == 0 && len(r.scripts) == 0 && c.f.Class < Dangerous && c.name != "strace" && c.name != "ltrace" {
+	if len(r.argv) == 0 && len(r.scripts) == 0 && c.f.Class < Dangerous && !w.runsWithout {
 		c.set(Unknown, c.name+" runs no command")
 	}
 	if len(r.writes) > 0 {
@@ -646,6 +1005,9 @@ func refineWrapper(c *classCall) {
 		c.raise(WorkspaceMutating, c.name+" writes a file of its own")
 	}
 	c.absorb(r.runs(c.perFile))
+	if bare {
+		c.raise(Unknown, "xargs gives its command arguments from its input, which rein cannot see")
+	}
 }
 
 // absorb classifies the commands a stage runs on its behalf and merges them
@@ -718,8 +1080,14 @@ func exposedRuns(argv []string) []exposedRun {
 		if depth >= maxUnwrapDepth {
 			return
 		}
+		// A wrapper that moves its command (env -C, sudo -D) moves every
+		// command below it.
+		below := dir
+		if w, ok := execWrappers[path.Base(argv[0])]; ok && len(argv) > 0 {
+			below = joinDirs(dir, w.unwrap(argv[1:]).dir)
+		}
 		for _, r := range innerRuns(argv, perFile) {
-			walk(r.argv, joinDirs(dir, r.dir), depth+1, r.perFile)
+			walk(r.argv, joinDirs(below, r.dir), depth+1, r.perFile)
 		}
 	}
 	walk(argv, "", 0, false)

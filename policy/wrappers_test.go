@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -81,7 +82,10 @@ func TestExposed(t *testing.T) {
 		{l("env", "-S", "rm -rf x"), [][]string{l("env", "-S", "rm -rf x"), l("rm", "-rf", "x")}},
 		{l("env", "-Srm -rf 'a b'"), [][]string{l("env", "-Srm -rf 'a b'"), l("rm", "-rf", "a b")}},
 		{l("env", "-S", "-i FOO=1 rm x", "y"), [][]string{l("env", "-S", "-i FOO=1 rm x", "y"), l("rm", "x", "y")}},
-		{l("env", "--split-string=rm\\_x # comment"), [][]string{l("env", "--split-string=rm\\_x # comment"), l("rm x")}},
+		{l("env", "--split-string=rm\\_x # comment"), [][]string{l("env", "--split-string=rm\\_x # comment"), l("rm", "x")}},
+		{l("env", "-S", "rm\\_-rf\\_/"), [][]string{l("env", "-S", "rm\\_-rf\\_/"), l("rm", "-rf", "/")}},
+		{l("env", "-S", "\\_git push"), [][]string{l("env", "-S", "\\_git push"), l("git", "push")}},
+		{l("env", "-S", `"rm\_-rf" x`), [][]string{l("env", "-S", `"rm\_-rf" x`), l("rm -rf", "x")}},
 		{l("sudo", "-u", "root", "--", "rm", "x"), [][]string{l("sudo", "-u", "root", "--", "rm", "x"), l("rm", "x")}},
 		{l("sudo", "-E", "FOO=1", "rm", "x"), [][]string{l("sudo", "-E", "FOO=1", "rm", "x"), l("rm", "x")}},
 		{l("sudo", "-iu", "root", "rm"), [][]string{l("sudo", "-iu", "root", "rm"), l("rm")}},
@@ -121,6 +125,36 @@ func TestExposed(t *testing.T) {
 		{l("setsid", "-f", "rm"), [][]string{l("setsid", "-f", "rm"), l("rm")}},
 		{l("unbuffer", "-p", "rm"), [][]string{l("unbuffer", "-p", "rm"), l("rm")}},
 		{l("/usr/bin/env", "rm"), [][]string{l("/usr/bin/env", "rm"), l("rm")}},
+
+		// Wrappers outside the spec's list.
+		{l("prlimit", "rm", "-rf", "/"), [][]string{l("prlimit", "rm", "-rf", "/"), l("rm", "-rf", "/")}},
+		{l("prlimit", "--nofile=64", "-n", "rm"), [][]string{l("prlimit", "--nofile=64", "-n", "rm"), l("rm")}},
+		{l("prlimit", "--pid", "1", "rm"), [][]string{l("prlimit", "--pid", "1", "rm")}},
+		{l("unshare", "rm", "-rf", "~"), [][]string{l("unshare", "rm", "-rf", "~"), l("rm", "-rf", "~")}},
+		{l("unshare", "-Urm", "--mount-proc", "-w", "/", "rm"), [][]string{
+			l("unshare", "-Urm", "--mount-proc", "-w", "/", "rm"), l("rm")}},
+		{l("nsenter", "-t", "1", "-m", "--", "rm", "x"), [][]string{l("nsenter", "-t", "1", "-m", "--", "rm", "x"), l("rm", "x")}},
+		{l("chroot", "/srv", "rm", "x"), [][]string{l("chroot", "/srv", "rm", "x"), l("rm", "x")}},
+		{l("setpriv", "--reuid=0", "rm"), [][]string{l("setpriv", "--reuid=0", "rm"), l("rm")}},
+		{l("fakeroot", "-i", "st", "--", "rm"), [][]string{l("fakeroot", "-i", "st", "--", "rm"), l("rm")}},
+		{l("eatmydata", "rm"), [][]string{l("eatmydata", "rm"), l("rm")}},
+		{l("ssh-agent", "-t", "60", "rm"), [][]string{l("ssh-agent", "-t", "60", "rm"), l("rm")}},
+		{l("dbus-run-session", "--", "rm"), [][]string{l("dbus-run-session", "--", "rm"), l("rm")}},
+		{l("firejail", "--noprofile", "rm", "-x"), [][]string{l("firejail", "--noprofile", "rm", "-x"), l("rm", "-x")}},
+		{l("systemd-run", "--user", "-p", "A=1", "rm"), [][]string{l("systemd-run", "--user", "-p", "A=1", "rm"), l("rm")}},
+		{l("runuser", "-u", "u", "--", "rm", "-rf", "x"), [][]string{l("runuser", "-u", "u", "--", "rm", "-rf", "x"), l("rm", "-rf", "x")}},
+		{l("su", "root", "-c", "rm x"), [][]string{l("su", "root", "-c", "rm x"), l("rm", "x")}},
+		{l("su", "-", "root"), [][]string{l("su", "-", "root")}},
+		{l("script", "-c", "rm x", "/dev/null"), [][]string{l("script", "-c", "rm x", "/dev/null"), l("rm", "x")}},
+		{l("script", "--command", "rm x"), [][]string{l("script", "--command", "rm x"), l("rm", "x")}},
+		{l("catchsegv", "rm"), [][]string{l("catchsegv", "rm"), l("rm")}},
+		{l("valgrind", "-q", "--tool=none", "rm"), [][]string{l("valgrind", "-q", "--tool=none", "rm"), l("rm")}},
+		{l("gdb", "-ex", "r", "--args", "rm", "x"), [][]string{l("gdb", "-ex", "r", "--args", "rm", "x"), l("rm", "x")}},
+		{l("gdb", "-ex", "--args", "prog"), [][]string{l("gdb", "-ex", "--args", "prog")}},
+		{l("parallel", "rm", "-rf", ":::", "/", "x"), [][]string{
+			l("parallel", "rm", "-rf", ":::", "/", "x"), l("rm", "-rf"), l("rm", "-rf", "/"), l("rm", "-rf", "x")}},
+		{l("parallel", "-j2", "rm {} x", ":::", "a"), [][]string{
+			l("parallel", "-j2", "rm {} x", ":::", "a"), l("rm", "{}", "x"), l("rm", "a", "x")}},
 
 		// Shells.
 		{l("bash", "-lc", "rm -rf x"), [][]string{l("bash", "-lc", "rm -rf x"), l("rm", "-rf", "x")}},
@@ -247,8 +281,10 @@ func TestWrapperClass(t *testing.T) {
 		{l("timeout", "5", "rm", "-rf", "x"), Dangerous},
 		{l("timeout", "5"), Unknown},
 		{l("time", "-o", "t", "ls"), WorkspaceMutating},
-		{l("xargs", "ls"), ReadOnly},
-		{l("xargs", "rm"), WorkspaceMutating},
+		{l("xargs", "ls"), Unknown},
+		{l("xargs", "cat"), Unknown},
+		{l("xargs", "rm"), Unknown},
+		{l("xargs", "rm", "-rf"), Dangerous},
 		{l("xargs"), Unknown},
 		{l("xargs", "-0", "ls"), ShellComplex},
 		{l("env", "ls"), ShellComplex},
@@ -271,6 +307,28 @@ func TestWrapperClass(t *testing.T) {
 		{l("find", ".", "-exec", "bash", "-c", "echo {} > {}.txt", ";"), ShellComplex},
 		{l("nice", "-n", "5", "python3", "-c", "x"), ShellComplex},
 		{l("timeout", "5", "r\u200bm", "x"), Dangerous},
+		{l("prlimit", "ls"), ShellComplex},
+		{l("prlimit", "-p", "1"), Unknown},
+		{l("unshare", "ls"), Dangerous},
+		{l("nsenter", "-t", "1", "ls"), Dangerous},
+		{l("chroot", "/srv"), Dangerous},
+		{l("setpriv", "ls"), Dangerous},
+		{l("runuser", "-u", "u", "ls"), Dangerous},
+		{l("systemd-run", "ls"), Dangerous},
+		{l("su", "-c", "ls"), Dangerous},
+		{l("fakeroot", "ls"), ShellComplex},
+		{l("eatmydata", "ls"), ShellComplex},
+		{l("ssh-agent", "ls"), ShellComplex},
+		{l("dbus-run-session", "ls"), ShellComplex},
+		{l("firejail", "ls"), ShellComplex},
+		{l("script", "-c", "ls"), ShellComplex},
+		{l("script", "-c", "rm -rf x"), Dangerous},
+		{l("catchsegv", "ls"), ShellComplex},
+		{l("valgrind", "ls"), ShellComplex},
+		{l("gdb", "--args", "ls"), ShellComplex},
+		{l("gdb", "-batch", "-ex", "shell id"), ShellComplex},
+		{l("parallel", "ls"), ShellComplex},
+		{l("parallel", "rm", "-rf", ":::", "x"), Dangerous},
 	}
 	for _, tc := range cases {
 		if f := analyze(tc.argv); f.Class != tc.want {
@@ -286,7 +344,11 @@ func TestWrapperEnvSplitString(t *testing.T) {
 	}{
 		{"rm -rf x", l("rm", "-rf", "x")},
 		{"  a\tb  ", l("a", "b")},
-		{`'a b' "c d" e\_f`, l("a b", "c d", "e f")},
+		{`'a b' "c d" e\_f`, l("a b", "c d", "e", "f")},
+		{`"e\_f" 'g\_h'`, l("e f", `g\_h`)},
+		{`\_a\_\_b\_`, l("a", "b")},
+		{`rm\_-rf\_/`, l("rm", "-rf", "/")},
+		{`"a\tb"`, l("a\tb")},
 		{`a "b \" c"`, l("a", `b " c`)},
 		{"a # b c", l("a")},
 		{`a\cb c`, l("a")},
@@ -336,4 +398,70 @@ func FuzzExposed(f *testing.F) {
 		}
 		analyze(stripped)
 	})
+}
+
+func TestStdinArgs(t *testing.T) {
+	cases := []struct {
+		argv []string
+		want bool
+	}{
+		{l("xargs", "cat"), true},
+		{l("xargs", "--", "cat"), true},
+		{l("xargs"), true},
+		{l("timeout", "5", "xargs", "cat"), true},
+		{l("nice", "-n", "1", "nohup", "xargs", "stdbuf", "-oL", "cat"), true},
+		{l("/usr/bin/xargs", "cat"), true},
+		{l("xargs", "-0", "cat"), false},
+		{l("nice", "xargs", "-n1", "cat"), false},
+		{l("cat", "xargs"), false},
+		{l("env", "xargs", "cat"), false},
+		{l("time", "-o", "t", "xargs", "cat"), false},
+		{nil, false},
+	}
+	for _, tc := range cases {
+		if got := stdinArgs(tc.argv); got != tc.want {
+			t.Errorf("stdinArgs(%q) = %v, want %v", tc.argv, got, tc.want)
+		}
+		if got := stripBenign(tc.argv); tc.want && len(got) > 0 && path.Base(got[0]) == "xargs" {
+			t.Errorf("stripBenign(%q) = %q keeps the bare xargs", tc.argv, got)
+		}
+	}
+}
+
+func TestChdirOf(t *testing.T) {
+	cases := []struct {
+		argv  []string
+		want  string
+		moved bool
+	}{
+		{l("env", "-C", "/tmp", "cat", "x"), "/tmp", true},
+		{l("env", "-C/tmp", "cat", "x"), "/tmp", true},
+		{l("env", "--chdir=sub", "cat"), "sub", true},
+		{l("env", "--chdir", "a", "-C", "b", "cat"), "b", true},
+		{l("env", "-S", "-C /srv rm x"), "/srv", true},
+		{l("env", "-i", "FOO=1", "cat"), "", false},
+		{l("sudo", "-D", "/var", "cat"), "/var", true},
+		{l("sudo", "--chdir=d", "env", "--chdir=e", "cat"), "d/e", true},
+		{l("sudo", "-u", "root", "-D", "~", "cat"), "~", true},
+		{l("timeout", "5", "env", "-C", "x", "cat"), "x", true},
+		{l("go", "-C", "sub", "build"), "sub", true},
+		{l("go", "-C=sub", "build"), "sub", true},
+		{l("go", "build", "-C", "sub"), "", false},
+		{l("make", "-C", "a", "-Cb", "--directory=c", "all"), "a/b/c", true},
+		{l("make", "-C", "a", "-C", "/abs"), "/abs", true},
+		{l("make", "all", "--directory", "a"), "a", true},
+		{l("gmake", "-j", "-C", "a"), "a", true},
+		{l("env", "-C", "/srv", "make", "-C", "sub"), "/srv/sub", true},
+		{l("nice", "make", "-C", "x"), "x", true},
+		{l("make"), "", false},
+		{l("ls", "-C", "x"), "", false},
+		{l("cd", "x"), "", false},
+		{nil, "", false},
+	}
+	for _, tc := range cases {
+		got, moved := chdirOf(tc.argv)
+		if got != tc.want || moved != tc.moved {
+			t.Errorf("chdirOf(%q) = %q, %v; want %q, %v", tc.argv, got, moved, tc.want, tc.moved)
+		}
+	}
 }
