@@ -37,6 +37,9 @@ type FindFilesResult struct {
 	Paths []string `json:"paths"`
 	// Truncated says more files matched than the entry limit let through.
 	Truncated bool `json:"truncated"`
+	// Unlisted are the directories that could not be listed (or were
+	// deeper than the walk goes), so files in them may be missing.
+	Unlisted []string `json:"unlisted,omitempty"`
 }
 
 // FindFiles lists the regular files under a.Path whose path relative to it
@@ -77,6 +80,12 @@ func (t *Tools) FindFiles(ctx context.Context, a FindFilesArgs) (*FindFilesResul
 				return false
 			}
 			res.Paths = append(res.Paths, t.display(tg.Root, f.rel))
+			return true
+		},
+		unreadable: func(rel string) bool {
+			if len(res.Unlisted) < lim.MaxEntries {
+				res.Unlisted = append(res.Unlisted, t.display(tg.Root, rel))
+			}
 			return true
 		},
 	})
@@ -231,9 +240,18 @@ type walker struct {
 	stopped bool
 }
 
+// maxWalkDepth bounds how deep a walk goes: it holds one open directory
+// per level, and a tree deeper than this would spend the process's file
+// descriptors. A deeper directory is reported as not listed.
+const maxWalkDepth = 128
+
 // dir walks the directory d at rel (relative to the root; sub relative to
 // the start, "" for the start itself; comps the components of rel).
 func (w *walker) dir(d *dirHandle, rel, sub string, comps []string, rules *ignoreRules) {
+	if strings.Count(sub, "/") >= maxWalkDepth {
+		w.unreadable(rel)
+		return
+	}
 	f, err := d.root.Open(".")
 	if err != nil {
 		w.unreadable(rel)

@@ -3,7 +3,10 @@ package files
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/reinhq/rein/workspace"
@@ -149,5 +152,39 @@ func TestGlobPruner(t *testing.T) {
 		if got := newGlobPruner(tc.pattern).mayHold(tc.dir); got != tc.want {
 			t.Errorf("mayHold(%q, %q) = %v, want %v", tc.pattern, tc.dir, got, tc.want)
 		}
+	}
+}
+
+// TestFindFilesDepthBound: a tree deeper than the walk goes is reported,
+// not silently cut: the directory where it stopped is in Unlisted.
+func TestFindFilesDepthBound(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deep := root
+	for range maxWalkDepth + 10 {
+		deep = filepath.Join(deep, "d")
+	}
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(deep, "leaf.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "top.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := workspace.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	res, err := (&Tools{WS: w}).FindFiles(context.Background(), FindFilesArgs{Pattern: "**/*.txt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Paths) != 1 || res.Paths[0] != "top.txt" || len(res.Unlisted) != 1 || strings.Count(res.Unlisted[0], "/") != maxWalkDepth {
+		t.Fatalf("paths %v, unlisted %v", res.Paths, res.Unlisted)
 	}
 }
