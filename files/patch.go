@@ -96,6 +96,15 @@ func (t *Tools) ApplyPatch(ctx context.Context, a ApplyPatchArgs) (*Change, erro
 		}
 		seen[key] = true
 	}
+	// A file the patch writes must not be a directory of another it
+	// writes: that clash would only show part way through the writes.
+	for _, a := range steps {
+		for _, b := range steps {
+			if !a.delete && !b.delete && a != b && a.target.Root == b.target.Root && strings.HasPrefix(b.target.Rel, a.target.Rel+"/") {
+				return nil, &Error{Kind: BadArgument, Path: a.named, Message: fmt.Sprintf("the patch writes %s as a file and also %s under it; nothing was changed", a.target.Rel, b.target.Rel)}
+			}
+		}
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
