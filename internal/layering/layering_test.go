@@ -17,6 +17,8 @@ var allowed = map[string][]string{
 	"policy":                {"shell", "workspace"},
 	"files":                 {"workspace"},
 	"sandbox/runplan":       {"shell"},
+	"sandbox/bwrap":         {},
+	"sandbox/confine":       {},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"cmd/rein":              {"*"},

@@ -1,0 +1,219 @@
+package confine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+	"kernel.org/pub/linux/libs/security/libcap/psx"
+)
+
+func probe() Support {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil || abi < 0 {
+		abi = 0
+	}
+	return Support{LandlockABI: abi, Seccomp: seccomp.Supported()}
+}
+
+func apply(s Spec) error {
+	sup := probe()
+	if need := s.RequiredABI(); sup.LandlockABI < need {
+		return &Error{Mechanism: MechanismLandlock, Err: &ABIError{Required: need, Found: sup.LandlockABI}}
+	}
+	if !sup.Seccomp {
+		return &Error{Mechanism: MechanismSeccomp, Err: ErrSeccompUnavailable}
+	}
+	// Everything that can fail for a reason other than the kernel refusing
+	// is prepared before the first irreversible step.
+	cfg := landlockConfig(s, sup.LandlockABI)
+	rules, err := landlockRules(s, cfg)
+	if err != nil {
+		return err
+	}
+	filters, err := seccompFilters(s)
+	if err != nil {
+		return &Error{Mechanism: MechanismSeccomp, Err: err}
+	}
+
+	if err := allThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
+		return &Error{Mechanism: MechanismNoNewPrivs, Err: err}
+	}
+	if err := dropCapabilities(); err != nil {
+		return &Error{Mechanism: MechanismCapabilities, Err: err}
+	}
+	if err := setRlimits(s.Rlimits); err != nil {
+		return &Error{Mechanism: MechanismRlimit, Err: err}
+	}
+	if err := cfg.Restrict(rules...); err != nil {
+		return &Error{Mechanism: MechanismLandlock, Err: err}
+	}
+	for _, f := range filters {
+		if err := loadFilter(f); err != nil {
+			return &Error{Mechanism: MechanismSeccomp, Err: err}
+		}
+	}
+	return nil
+}
+
+// allThreadsPrctl runs prctl on every thread: no_new_privs and the
+// capability sets are per thread, and a thread left out could exec with
+// them intact.
+func allThreadsPrctl(option, arg2, arg3 uintptr) error {
+	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, option, arg2, arg3, 0, 0, 0); e != 0 {
+		return fmt.Errorf("prctl(%d, %d): %w", option, arg2, e)
+	}
+	return nil
+}
+
+// dropCapabilities empties the ambient, bounding, inheritable, permitted and
+// effective sets. A root init would otherwise hand the command every
+// capability; Landlock and seccomp bound root too, but CAP_NET_ADMIN,
+// CAP_SYS_TIME or CAP_MKNOD reach the host in ways neither sees. With
+// no_new_privs set and the bounding set empty, no exec can regain them.
+func dropCapabilities() error {
+	err := allThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0)
+	if err != nil && !errors.Is(err, unix.EINVAL) {
+		return err
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	// Dropping from the bounding set needs CAP_SETPCAP; without it the
+	// empty permitted set and no_new_privs already keep execve from
+	// granting anything.
+	if data[0].Effective&(1<<unix.CAP_SETPCAP) != 0 {
+		for c := uintptr(0); c < 64; c++ {
+			err := allThreadsPrctl(unix.PR_CAPBSET_DROP, c, 0)
+			if errors.Is(err, unix.EINVAL) {
+				break // past CAP_LAST_CAP
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	data = [2]unix.CapUserData{}
+	if _, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); e != 0 {
+		return fmt.Errorf("capset: %w", e)
+	}
+	return nil
+}
+
+func setRlimits(r Rlimits) error {
+	limits := []struct {
+		resource int
+		value    uint64
+		set      bool
+	}{
+		{unix.RLIMIT_CORE, 0, true},
+		{unix.RLIMIT_CPU, r.CPUSeconds, r.CPUSeconds != 0},
+		{unix.RLIMIT_NOFILE, r.OpenFiles, r.OpenFiles != 0},
+		{unix.RLIMIT_FSIZE, r.FileSize, r.FileSize != 0},
+	}
+	for _, l := range limits {
+		if !l.set {
+			continue
+		}
+		var cur syscall.Rlimit
+		if err := syscall.Getrlimit(l.resource, &cur); err != nil {
+			return fmt.Errorf("getrlimit(%d): %w", l.resource, err)
+		}
+		v := min(l.value, cur.Max)
+		// syscall.Setrlimit rather than unix.Setrlimit: for RLIMIT_NOFILE
+		// it also stops os/exec from restoring the soft limit the Go
+		// runtime found at startup in the command.
+		if err := syscall.Setrlimit(l.resource, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+			return fmt.Errorf("setrlimit(%d, %d): %w", l.resource, v, err)
+		}
+	}
+	return nil
+}
+
+// landlockPresets holds go-landlock's full configuration per ABI version,
+// index 0 for ABI 1.
+var landlockPresets = []landlock.Config{
+	landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
+	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
+}
+
+// landlockConfig handles every filesystem right the kernel knows, so that
+// a right newer than the Spec's required ABI (device ioctls at 5, pathname
+// unix sockets at 9) is denied rather than left open; TCP connect and bind;
+// and the scopes s asks for. UDP is never handled: see Spec.NetworkTCP.
+func landlockConfig(s Spec, abi int) landlock.Config {
+	preset := landlockPresets[min(abi, len(landlockPresets))-1]
+	var scoped landlock.ScopedSet
+	if s.ScopeSignals {
+		scoped |= ll.ScopeSignal
+	}
+	if s.ScopeAbstractUnix {
+		scoped |= ll.ScopeAbstractUnixSocket
+	}
+	return landlock.Config{
+		HandledAccessFS:  preset.HandledAccessFS,
+		HandledAccessNet: ll.AccessNetBindTCP | ll.AccessNetConnectTCP,
+		Scoped:           scoped,
+	}
+}
+
+const (
+	readRights  = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	fileRights  = ll.AccessFSExecute | ll.AccessFSWriteFile | ll.AccessFSReadFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev
+	deviceNodes = ll.AccessFSMakeChar | ll.AccessFSMakeBlock
+)
+
+// landlockRules grants ReadOnly and ReadWrite. A path that does not exist
+// is an error rather than skipped, so a Spec never silently grants less, or
+// later more, than its author read in it.
+func landlockRules(s Spec, cfg landlock.Config) ([]landlock.Rule, error) {
+	var rules []landlock.Rule
+	add := func(paths []string, rights landlock.AccessFSSet) error {
+		for _, p := range paths {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return &Error{Mechanism: MechanismSpec, Err: fmt.Errorf("cannot grant %s: %w", p, err)}
+			}
+			r := rights & cfg.HandledAccessFS
+			if !fi.IsDir() {
+				r &= fileRights
+			}
+			rules = append(rules, landlock.PathAccess(r, p))
+		}
+		return nil
+	}
+	if err := add(s.ReadOnly, readRights); err != nil {
+		return nil, err
+	}
+	if err := add(s.ReadWrite, cfg.HandledAccessFS&^deviceNodes); err != nil {
+		return nil, err
+	}
+	for _, port := range s.NetworkTCP {
+		rules = append(rules, landlock.ConnectTCP(port))
+	}
+	return rules, nil
+}
+
+// loadFilter installs a seccomp filter on every thread. The filter is
+// loaded here rather than with seccomp.LoadFilter because TSYNC reports a
+// thread it could not synchronise as a positive return value, not an errno,
+// and that must fail the confinement.
+func loadFilter(raw []unix.SockFilter) error {
+	prog := unix.SockFprog{Len: uint16(len(raw)), Filter: &raw[0]}
+	r, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
+	if e != 0 {
+		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", e)
+	}
+	if r != 0 {
+		return fmt.Errorf("seccomp: thread %d could not be synchronised", r)
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package confine
+
+func probe() Support { return Support{} }
+
+func apply(Spec) error {
+	return &Error{Mechanism: MechanismPlatform, Err: ErrUnsupported}
+}
