@@ -12,6 +12,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/sandbox"
 )
 
 // Exit statuses shared by the subcommands.
@@ -52,11 +54,14 @@ happens, and says which rule in which file decided it.`,
 	pf.StringVar(&sf.org, "org-policy", "", "org policy file (default /etc/rein/policy.toml; env REIN_ORG_POLICY)")
 	pf.StringVar(&sf.user, "user-policy", "", "user policy file (default ~/.config/rein/policy.toml; env REIN_USER_POLICY)")
 	pf.StringVar(&sf.project, "project-policy", "", "project policy file (default WORKSPACE/.rein/policy.toml; env REIN_PROJECT_POLICY)")
-	root.AddCommand(newPolicyCmd(&sf), newTrustCmd(&sf))
+	root.AddCommand(newPolicyCmd(&sf), newTrustCmd(&sf), newSandboxCmd())
 	return root
 }
 
 func main() {
+	// rein's binary is also the sandbox's init; Main returns at once when
+	// it is not started as one.
+	sandbox.Main()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -19,6 +19,7 @@ var allowed = map[string][]string{
 	"sandbox/runplan":       {"shell"},
 	"sandbox/bwrap":         {},
 	"sandbox/confine":       {},
+	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/confine", "sandbox/runplan"},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"cmd/rein":              {"*"},

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/shell"
+)
+
+// exitSandbox is the status when the sandbox could not run the command at
+// all (as 125 is for container runtimes).
+const exitSandbox = 125
+
+func newSandboxCmd() *cobra.Command {
+	var (
+		workspace string
+		readOnly  bool
+		timeout   time.Duration
+		rung      string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sandbox [flags] -- PROGRAM ARG...",
+		Short: "Run a program confined, with no policy (the execution layer alone)",
+		Long: `Run PROGRAM with its arguments, used verbatim, in the sandbox: the
+workspace at its own path, system directories read-only, a private HOME
+and /tmp, no network, no host processes, the whole tree killed at the
+timeout. No policy is consulted: this confines any program, as one would
+wrap an MCP server.
+
+The exit status is the program's; 124 after a timeout; 125 when the
+sandbox could not run it (the reason is printed).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if workspace == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return &exitError{exitUsage, "cannot find the current directory; pass --workspace"}
+				}
+				workspace = wd
+			}
+			ws, err := filepath.Abs(workspace)
+			if err == nil {
+				ws, err = filepath.EvalSymlinks(ws)
+			}
+			if err != nil {
+				return &exitError{exitUsage, fmt.Sprintf("--workspace %s: %v", workspace, err)}
+			}
+			line, err := shell.FromArgv(args)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ())}
+			var res *sandbox.Result
+			if asJSON {
+				res, err = sandbox.Run(ctx, line, p, nil, nil)
+			} else {
+				res, err = sandbox.Run(ctx, line, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			}
+			var se *sandbox.Error
+			if errors.As(err, &se) {
+				return &exitError{exitSandbox, se.Error()}
+			}
+			if err != nil {
+				return &exitError{exitSandbox, err.Error()}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+			} else if res.Reason != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rein: %s: %s\n", res.Status, res.Reason)
+			}
+			if res.ExitCode != 0 {
+				return &exitError{code: res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workspace, "workspace", "", "workspace root, mounted read-write at its own path (default: the current directory)")
+	f.BoolVar(&readOnly, "read-only", false, "mount the workspace read-only")
+	f.DurationVar(&timeout, "timeout", sandbox.DefaultTimeout, "kill the whole process tree after this long (at most 10m)")
+	f.StringVar(&rung, "rung", "auto", "auto or bwrap")
+	f.BoolVar(&asJSON, "json", false, "print the result object instead of streaming the output")
+	return cmd
+}
+
+// sandboxEnv keeps only what a confined program needs of the caller's
+// environment: the locale and the terminal type. Everything else,
+// credentials above all, stays outside.
+func sandboxEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if k == "LANG" || k == "TERM" || strings.HasPrefix(k, "LC_") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,167 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/shell"
+)
+
+// The test binary is also the sandbox's init, as rein's own binary is.
+func TestMain(m *testing.M) {
+	Main()
+	os.Exit(m.Run())
+}
+
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := bwrap.Find(); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("the bwrap rung needs bubblewrap: %v", err)
+		}
+		t.Skipf("the bwrap rung needs bubblewrap: %v", err)
+	}
+	if out, err := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("user namespaces are refused here: %v %s", err, out)
+		}
+		t.Skipf("user namespaces are refused here (%v %s): enable kernel.unprivileged_userns_clone", err, out)
+	}
+}
+
+func workspaceDir(t *testing.T) string {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	if err := os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func runLine(t *testing.T, ws, line string, p Profile) *Result {
+	t.Helper()
+	l, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Workspace = ws
+	res, err := Run(context.Background(), l, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestRunBasics(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	res := runLine(t, ws, `sh -c 'echo out; echo err >&2; exit 3'`, Profile{})
+	if res.Status != Failed || res.ExitCode != 3 || res.Stdout.Text != "out\n" || res.Stderr.Text != "err\n" || res.Rung != "bwrap" {
+		t.Fatalf("%+v", res)
+	}
+	res = runLine(t, ws, "echo hello > f.txt && cat f.txt | tr a-z A-Z", Profile{})
+	if res.Status != OK || res.Stdout.Text != "HELLO\n" {
+		t.Fatalf("%+v", res)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(data) != "hello\n" {
+		t.Fatalf("the workspace write did not land: %q", data)
+	}
+	res = runLine(t, ws, "no-such-program-rein", Profile{})
+	if res.Status != Unavailable || res.ExitCode != 127 {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestConfinement tries to leave: every attempt must fail inside, and the
+// host must be unchanged afterwards.
+func TestConfinement(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	outside := filepath.Join(filepath.Dir(ws), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SECRET_TOKEN", "hunter2")
+	probes := map[string]string{
+		"write outside":      "echo x > " + outside + "/pwned",
+		"write a git hook":   "echo x > .git/hooks/pre-commit",
+		"read /etc/shadow":   "grep -q root /etc/shadow",
+		"read the real home": "ls /root",
+		"network":            "sh -c 'exec 3<>/dev/tcp/127.0.0.1/22'",
+		"secret in env":      "sh -c 'env | grep -q SECRET_TOKEN && exit 0; exit 1'",
+		"ptrace":             "sh -c 'exec 3< /proc/1/mem'",
+		"unshare":            "unshare -U true",
+		"sysctl":             "sh -c 'echo 1 > /proc/sys/kernel/printk'",
+		"signal pid outside": "kill -0 1",
+	}
+	for name, line := range probes {
+		res := runLine(t, ws, line, Profile{})
+		if name == "signal pid outside" {
+			// pid 1 is the sandbox's own init here, not the host's: the
+			// host's processes are not even visible.
+			continue
+		}
+		if res.Status == OK {
+			t.Errorf("%s: %q succeeded inside the sandbox\n%+v", name, line, res)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Fatalf("something was written outside: %v", entries)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("a git hook was planted")
+	}
+	res := runLine(t, ws, "ls /proc", Profile{})
+	if strings.Count(res.Stdout.Text, "\n") > 60 {
+		t.Fatalf("host processes are visible:\n%s", res.Stdout.Text)
+	}
+}
+
+// TestTimeoutKillsTree: a timeout kills the whole tree, daemons included.
+func TestTimeoutKillsTree(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	marker := filepath.Join(ws, "alive")
+	start := time.Now()
+	res := runLine(t, ws, `sh -c 'setsid sh -c "while true; do touch `+marker+`; sleep 0.1; done" & sleep 60'`, Profile{Timeout: 2 * time.Second})
+	if res.Status != Timeout || time.Since(start) > 30*time.Second {
+		t.Fatalf("%+v after %v", res, time.Since(start))
+	}
+	os.Remove(marker)
+	time.Sleep(500 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a daemon outlived the timeout")
+	}
+}
+
+func TestOutputBound(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	res := runLine(t, ws, "head -c 1000000 /dev/zero", Profile{OutputBytes: 1000})
+	if res.Status != OK || len(res.Stdout.Text) != 1000 || res.Stdout.Elided != 999000 {
+		t.Fatalf("kept %d bytes, elided %d", len(res.Stdout.Text), res.Stdout.Elided)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	l, _ := shell.Parse("true")
+	for _, p := range []Profile{
+		{Workspace: "/tmp", Timeout: time.Hour},
+		{Workspace: "/tmp", Rung: "none"},
+		{Workspace: "/tmp", Rung: "landlock"},
+		{Workspace: "relative"},
+	} {
+		if _, err := Run(context.Background(), l, p, nil, nil); err == nil {
+			t.Errorf("%+v was accepted", p)
+		}
+	}
+}
