@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Times `rein sandbox -- true` against bare bubblewrap running /bin/true
+# with the same namespaces and a comparable view, in one run, and prints
+# the ratio. Needs go, bwrap and hyperfine (Debian: bubblewrap hyperfine).
+#
+#   bench/sandbox.sh
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+for tool in go bwrap hyperfine; do
+  command -v "$tool" >/dev/null || { echo "sandbox.sh: $tool is not installed" >&2; exit 1; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+(cd "$here/.." && go build -o "$work/rein" ./cmd/rein)
+mkdir -p "$work/ws"
+bare=(bwrap --unshare-all --unshare-user --die-with-parent --new-session --cap-drop ALL --as-pid-1
+  --proc /proc --dev /dev --tmpfs /tmp --ro-bind /usr /usr --ro-bind /etc /etc
+  --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
+  --bind "$work/ws" "$work/ws" --chdir "$work/ws" /usr/bin/true)
+hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/out.json" \
+  -n bare-bwrap "${bare[*]}" \
+  -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true"
+python3 - "$work/out.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+b, s = r["bare-bwrap"]["median"], r["rein-sandbox"]["median"]
+print(f"median: bare bwrap {b*1000:.2f} ms, rein sandbox {s*1000:.2f} ms; rein/bare = {s/b:.2f}")
+PY
