@@ -146,6 +146,14 @@ func initMain(dir string) int {
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fail(err)
 	}
+	// The result file is opened before the confinement, which then leaves
+	// the io directory out of reach: the command can neither read the
+	// request nor forge the result.
+	resultFile, err := os.OpenFile(filepath.Join(dir, "result.json"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	defer resultFile.Close()
 	runtime.LockOSThread()
 	// The command must not read the init's memory through /proc/1/mem
 	// (the request, the environment it was built from).
@@ -163,7 +171,7 @@ func initMain(dir string) int {
 	}
 	out, err := json.Marshal(res)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "result.json"), out, 0o600)
+		_, err = resultFile.Write(out)
 	}
 	if err != nil {
 		return fail(err)
@@ -219,7 +227,7 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	env := withDefaults(p.Env, map[string]string{
 		"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": bwrap.SandboxHome, "TMPDIR": "/tmp",
 	})
-	rw := []string{"/tmp", bwrap.SandboxHome, ioDir, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
+	rw := []string{"/tmp", bwrap.SandboxHome, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 	if !p.ReadOnly {
 		rw = append(rw, p.Workspace)
 	}
@@ -289,7 +297,14 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	if data, err := os.ReadFile(filepath.Join(hostIO, "result.json")); err == nil && json.Unmarshal(data, &rr) == nil {
 		res.Stages, res.ExitCode = rr.Stages, rr.ExitCode
 	}
+	// The init's own exit status is the line's: it is what the kernel
+	// reports, whatever the result file says.
 	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) && res.Stages != nil {
+		res.ExitCode = ee.ExitCode()
+	} else if waitErr == nil && res.Stages != nil {
+		res.ExitCode = 0
+	}
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.Status, res.ExitCode, res.Reason = Timeout, 124, fmt.Sprintf("killed with its whole process tree after %s", timeout)

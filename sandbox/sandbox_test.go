@@ -165,3 +165,14 @@ func TestRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestIODirUnreachable: the command can neither read the request nor
+// forge the result the init leaves for rein.
+func TestIODirUnreachable(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	res := runLine(t, ws, `sh -c 'cat /rein/io/request.json || echo "{\"exit_code\":0}" > /rein/io/result.json || exit 7'`, Profile{})
+	if res.ExitCode != 7 || strings.Contains(res.Stdout.Text, "confine") {
+		t.Fatalf("%+v", res)
+	}
+}
