@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,18 @@ import (
 // The test binary is also the sandbox's init, as rein's own binary is.
 func TestMain(m *testing.M) {
 	Main()
+	// As a helper process: run a line in the sandbox and wait for it, so
+	// that the test can kill this process while the line runs.
+	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {
+		l, err := shell.Parse(os.Getenv("REIN_TEST_SANDBOX_LINE"))
+		if err == nil {
+			_, err = Run(context.Background(), l, Profile{Workspace: ws}, nil, nil)
+		}
+		if err != nil {
+			os.Exit(3)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
@@ -175,4 +188,55 @@ func TestIODirUnreachable(t *testing.T) {
 	if res.ExitCode != 7 || strings.Contains(res.Stdout.Text, "confine") {
 		t.Fatalf("%+v", res)
 	}
+}
+
+// TestKill9LeavesNothing: when the process running the sandbox is killed
+// with SIGKILL, nothing it started survives, daemons included.
+func TestKill9LeavesNothing(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	marker := fmt.Sprintf("rein-kill9-%d", os.Getpid())
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws,
+		"REIN_TEST_SANDBOX_LINE=sh -c 'setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(processesWith(marker)) < 2 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the sandboxed processes never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("running before the kill: %v", processesWith(marker))
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the SIGKILL of their rein: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processesWith lists the pids whose command line holds marker.
+func processesWith(marker string) []string {
+	var pids []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(data), marker) && !strings.Contains(string(data), "REIN_TEST") {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
