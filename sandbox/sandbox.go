@@ -250,6 +250,14 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	if err := os.WriteFile(filepath.Join(hostIO, "request.json"), data, 0o600); err != nil {
 		return nil, err
 	}
+	// A repository without a hooks directory would let the command create
+	// one and plant a hook the host runs at the next commit: protection
+	// binds only what exists, so the directory is made first.
+	if fi, err := os.Lstat(filepath.Join(p.Workspace, ".git")); err == nil && fi.IsDir() {
+		if err := os.Mkdir(filepath.Join(p.Workspace, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, &Error{Status: Unavailable, Reason: "creating .git/hooks to protect it: " + err.Error()}
+		}
+	}
 	// Running as root, the command would read what only root can read
 	// under the read-only system directories (/etc/shadow, keys).
 	masked, err := bwrap.PrivateFiles("/etc")

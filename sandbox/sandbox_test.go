@@ -240,3 +240,20 @@ func processesWith(marker string) []string {
 	}
 	return pids
 }
+
+// TestHooksCannotBePlanted: a repository without .git/hooks gets none
+// planted either.
+func TestHooksCannotBePlanted(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	if err := os.RemoveAll(filepath.Join(ws, ".git", "hooks")); err != nil {
+		t.Fatal(err)
+	}
+	res := runLine(t, ws, "sh -c 'mkdir -p .git/hooks; echo x > .git/hooks/pre-commit'", Profile{})
+	if res.Status == OK {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("a hook was planted")
+	}
+}
