@@ -44,3 +44,53 @@ func TestSandboxCommand(t *testing.T) {
 		t.Fatalf("missing program: exit %d", code)
 	}
 }
+
+// TestShellAndExec: policy first, then the sandbox; nothing runs when the
+// policy denies, or asks with no one to answer.
+func TestShellAndExec(t *testing.T) {
+	if _, err := bwrap.Find(); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	_, ws := docFixture(t)
+	out := ws + "/out.txt"
+	// Ask mode asks about a write; with no terminal and no --approve, that
+	// is a deny, and nothing runs.
+	if code, _, errOut := rein(t, "shell", "echo hi > out.txt"); code != exitDeny || !strings.Contains(errOut, "not run") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("a denied line ran")
+	}
+	if code, _, errOut := rein(t, "shell", "--approve", "all", "echo hi > out.txt"); code != 0 {
+		t.Fatalf("approved line: exit %d: %s", code, errOut)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "hi\n" {
+		t.Fatalf("the approved line did not run: %q", data)
+	}
+	// A deny rule wins over --approve all.
+	if code, _, errOut := rein(t, "shell", "--approve", "all", "--deny", "cat *", "cat out.txt"); code != exitDeny || !strings.Contains(errOut, `"cat *"`) {
+		t.Fatalf("deny rule: exit %d: %s", code, errOut)
+	}
+	if code, _, _ := rein(t, "shell", "ls *"); code != exitRefuse {
+		t.Fatalf("glob: exit %d", code)
+	}
+	// Read-only work runs without asking; the exit status is the line's.
+	if code, stdout, _ := rein(t, "shell", "cat out.txt && false"); code != 1 || stdout != "hi\n" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	if code, _, _ := rein(t, "exec", "--approve", "all", "--", "sh", "-c", "exit 5"); code != 5 {
+		t.Fatalf("exec: exit %d", code)
+	}
+	// Safe mode mounts the workspace read-only even for a program an allow
+	// rule lets run: a script is unknown to the class table.
+	if err := os.WriteFile(ws+"/w.sh", []byte("echo x > out.txt\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := rein(t, "exec", "--mode", "safe", "--allow", "sh w.sh", "--", "sh", "w.sh")
+	if code == 0 || code == exitDeny || !strings.Contains(errOut, "Read-only") {
+		t.Fatalf("safe mode: exit %d: %s", code, errOut)
+	}
+}
