@@ -94,3 +94,16 @@ func TestShellAndExec(t *testing.T) {
 		t.Fatalf("safe mode: exit %d: %s", code, errOut)
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	if _, err := bwrap.Find(); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	code, out, errOut := rein(t, "doctor")
+	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  unavailable") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
