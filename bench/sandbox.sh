@@ -26,3 +26,18 @@ r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 b, s = r["bare-bwrap"]["median"], r["rein-sandbox"]["median"]
 print(f"median: bare bwrap {b*1000:.2f} ms, rein sandbox {s*1000:.2f} ms; rein/bare = {s/b:.2f}")
 PY
+
+# Throughput: 1 GiB from inside the sandbox against the same bytes through a
+# bare pipe, and rein's peak memory while it streams them.
+gib=1073741824
+hyperfine -N --warmup 1 --runs "${TRUNS:-5}" --export-json "$work/tp.json" \
+  -n bare-pipe "sh -c 'head -c $gib /dev/zero | cat > /dev/null'" \
+  -n rein-sandbox "sh -c '$work/rein sandbox --workspace $work/ws -- head -c $gib /dev/zero > /dev/null'"
+rss=$( { /usr/bin/time -f %M "$work/rein" sandbox --workspace "$work/ws" -- head -c $gib /dev/zero > /dev/null; } 2>&1 | tail -1)
+python3 - "$work/tp.json" "$rss" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+b, s = r["bare-pipe"]["median"], r["rein-sandbox"]["median"]
+gib = 1 << 30
+print(f"1 GiB: bare pipe {gib/b/2**20:.0f} MiB/s, rein sandbox {gib/s/2**20:.0f} MiB/s; rein/bare throughput = {b/s:.2f}; rein peak RSS {int(sys.argv[2])/1024:.1f} MiB")
+PY

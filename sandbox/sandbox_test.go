@@ -257,3 +257,27 @@ func TestHooksCannotBePlanted(t *testing.T) {
 		t.Fatal("a hook was planted")
 	}
 }
+
+func TestHeadTail(t *testing.T) {
+	for _, c := range []struct {
+		limit  int
+		writes []string
+		text   string
+		elided int64
+	}{
+		{10, []string{"abc"}, "abc", 0},
+		{10, []string{"abcdefgh"}, "abcdefgh", 0},
+		{10, []string{"abcdefghijkl"}, "abcdehijkl", 2},
+		{10, []string{"abc", "def", "ghi", "jkl", "mno"}, "abcdekl" + "mno", 5},
+		{4, []string{"a", "b", "c", "d", "e", "f", "g"}, "abfg", 3},
+		{10, []string{"12345", strings.Repeat("x", 1000), "tail!"}, "12345xtail!"[:5] + "tail!", 1000},
+	} {
+		h := newHeadTail(c.limit)
+		for _, w := range c.writes {
+			h.Write([]byte(w))
+		}
+		if o := h.output(); o.Text != c.text || o.Elided != c.elided {
+			t.Errorf("%d %q: got %q elided %d, want %q elided %d", c.limit, c.writes, o.Text, o.Elided, c.text, c.elided)
+		}
+	}
+}
