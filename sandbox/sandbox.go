@@ -15,12 +15,15 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -138,6 +141,18 @@ func initMain(dir string) int {
 		fmt.Fprintf(os.Stderr, "rein init: %v\n", err)
 		return 125
 	}
+	// pid 1 of a namespace gets only the signals it handles, so catching
+	// (not ignoring, which exec would pass on to the command) every signal
+	// the command could send makes the init unkillable from inside: the
+	// command cannot end it early and fake "the sandbox did not start".
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+		syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGTRAP, syscall.SIGWINCH, syscall.SIGIO)
+	go func() {
+		for range sigs {
+		}
+	}()
 	data, err := os.ReadFile(filepath.Join(dir, "request.json"))
 	if err != nil {
 		return fail(err)
@@ -205,6 +220,14 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	if err != nil {
 		return nil, &Error{Status: Unavailable, Reason: err.Error()}
 	}
+	// One run at a time per workspace: a command still running could swap
+	// a protected path for a link while the next run's view is being
+	// built, and the view would mount the link's target.
+	unlock, err := lockWorkspace(ctx, p.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, &Error{Status: Unavailable, Reason: "cannot find rein's own binary to run as the init: " + err.Error()}
@@ -421,4 +444,35 @@ func (h *headTail) output() Output {
 		tail = append(tail, h.ring[:h.filled]...)
 	}
 	return Output{Text: string(h.head) + string(tail), Elided: h.total - int64(h.filled)}
+}
+
+// lockWorkspace takes the workspace's run lock, a file outside the
+// workspace (where the command cannot remove it), waiting until it is
+// free or ctx ends.
+func lockWorkspace(ctx context.Context, ws string) (func(), error) {
+	dir := filepath.Join(os.TempDir(), "rein-locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, &Error{Status: Unavailable, Reason: "creating the lock directory: " + err.Error()}
+	}
+	sum := sha256.Sum256([]byte(ws))
+	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:12])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, &Error{Status: Unavailable, Reason: "opening the workspace lock: " + err.Error()}
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, &Error{Status: Unavailable, Reason: "locking the workspace: " + err.Error()}
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, &Error{Status: Cancelled, Reason: "another run holds the workspace"}
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

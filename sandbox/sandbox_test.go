@@ -281,3 +281,38 @@ func TestHeadTail(t *testing.T) {
 		}
 	}
 }
+
+// TestInitCannotBeKilledFromInside: signals the command sends to pid 1 do
+// not end the init, so the result still reflects what ran.
+func TestInitCannotBeKilledFromInside(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL"} {
+		res := runLine(t, ws, "sh -c 'kill -"+sig+" 1; sleep 0.2; echo after'", Profile{})
+		if res.Status != OK || res.Stdout.Text != "after\n" || len(res.Stages) != 1 {
+			t.Errorf("SIG%s to the init: %+v", sig, res)
+		}
+	}
+}
+
+// TestOneRunPerWorkspace: a second run waits for the first, so a command
+// still running cannot swap paths under the next run's view.
+func TestOneRunPerWorkspace(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	done := make(chan *Result)
+	go func() {
+		l, _ := shell.Parse("sh -c 'echo a > order; sleep 1; echo a2 >> order'")
+		res, _ := Run(context.Background(), l, Profile{Workspace: ws}, nil, nil)
+		done <- res
+	}()
+	time.Sleep(300 * time.Millisecond)
+	res := runLine(t, ws, "sh -c 'echo b >> order'", Profile{})
+	first := <-done
+	if res.Status != OK || first == nil || first.Status != OK {
+		t.Fatalf("%+v %+v", res, first)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "order")); string(data) != "a\na2\nb\n" {
+		t.Fatalf("runs overlapped: %q", data)
+	}
+}

@@ -212,6 +212,8 @@ var confineCases = []confineCase{
 	{name: "socket inet6", action: "socket-inet6", want: "EPERM"},
 	{name: "socket inet with upper bits set", action: "socket-inet-high", want: "EPERM"},
 	{name: "socket packet", action: "socket-packet", want: "EPERM"},
+	{name: "socket vsock (no network namespace isolates it)", action: "socket-vsock", want: "EPERM"},
+	{name: "socket alg", action: "socket-alg", want: "EPERM"},
 	{name: "socket unix", action: "socket-unix", want: "ok"},
 
 	// TCP ports (Landlock).
@@ -220,6 +222,7 @@ var confineCases = []confineCase{
 	{name: "bind with ports granted", action: "bind", spec: withTCP(listenerPort), want: "EACCES"},
 	{name: "udp with ports granted", action: "socket-inet-dgram", spec: withTCP(listenerPort), want: "ok"},
 	{name: "packet socket with ports granted", action: "socket-packet", spec: withTCP(listenerPort), want: "EPERM"},
+	{name: "vsock socket with ports granted", action: "socket-vsock", spec: withTCP(listenerPort), want: "EPERM"},
 
 	// Scopes (Landlock ABI 6).
 	{name: "connect to a pathname unix socket outside", action: "dial-unix", arg: func(w *world) string { return w.unixPath }, want: "EACCES", minABI: 9},

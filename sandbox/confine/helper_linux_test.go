@@ -209,6 +209,8 @@ var actions = map[string]func(arg string) string{
 	"socket-inet6":       func(string) string { return socketOutcome(unix.AF_INET6, unix.SOCK_STREAM) },
 	"socket-inet-high":   func(string) string { return socketOutcome(1<<32|unix.AF_INET, unix.SOCK_STREAM) },
 	"socket-packet":      func(string) string { return socketOutcome(unix.AF_PACKET, unix.SOCK_DGRAM) },
+	"socket-vsock":       func(string) string { return socketOutcome(unix.AF_VSOCK, unix.SOCK_STREAM) },
+	"socket-alg":         func(string) string { return socketOutcome(unix.AF_ALG, unix.SOCK_SEQPACKET) },
 	"socket-unix":        func(string) string { return socketOutcome(unix.AF_UNIX, unix.SOCK_STREAM) },
 	"connect":            dialTCP,
 	"bind": func(string) string {

@@ -150,8 +150,8 @@ const perLinux = 0
 
 // argumentFilter refuses, with EPERM, TIOCSTI and TIOCLINUX (pushing
 // keystrokes into a terminal), clone with namespace flags, personality
-// other than the default, AF_PACKET sockets always and AF_INET and AF_INET6
-// sockets when noInet.
+// other than the default, and sockets of any family but unix and netlink
+// (and inet and inet6 unless noInet): packet, vsock and the rest always.
 func argumentFilter(info *arch.Info, noInet bool) ([]unix.SockFilter, error) {
 	lo := func(arg uint32) uint32 {
 		off := offArgs + 8*arg
@@ -177,13 +177,23 @@ func argumentFilter(info *arch.Info, noInet bool) ([]unix.SockFilter, error) {
 		}
 		return append(b, allow, deny)
 	}
-	families := []uint32{unix.AF_PACKET}
-	if noInet {
+	// noneOf returns to allow only when the low half of arg equals one of
+	// vals: an allowlist, so a family nobody thought of (vsock, which no
+	// network namespace isolates) is refused rather than let through.
+	noneOf := func(arg uint32, vals []uint32) []bpf.Instruction {
+		b := []bpf.Instruction{bpf.LoadAbsolute{Off: lo(arg), Size: 4}}
+		for i, v := range vals {
+			b = append(b, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(vals) - i)})
+		}
+		return append(b, deny, allow)
+	}
+	families := []uint32{unix.AF_UNIX, unix.AF_NETLINK}
+	if !noInet {
 		families = append(families, unix.AF_INET, unix.AF_INET6)
 	}
 	blocks := []block{
 		{unix.SYS_IOCTL, oneOf(1, []uint32{unix.TIOCSTI, unix.TIOCLINUX})},
-		{unix.SYS_SOCKET, oneOf(0, families)},
+		{unix.SYS_SOCKET, noneOf(0, families)},
 		{unix.SYS_CLONE, []bpf.Instruction{
 			bpf.LoadAbsolute{Off: lo(0), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaces, SkipTrue: 1},
