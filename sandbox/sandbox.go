@@ -26,6 +26,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -287,10 +288,11 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	if err != nil {
 		return nil, &Error{Status: Unavailable, Reason: "listing the private files of /etc: " + err.Error()}
 	}
+	before := snapshotGit(p.Workspace)
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
-		Protected:  []string{".git/hooks", ".git/config", ".rein"},
+		Protected:  protectedPaths(p.Workspace),
 		Home:       home,
 		Caches:     map[string]string{hostIO: ioDir},
 		SystemDirs: bwrap.DefaultSystemDirs,
@@ -324,6 +326,9 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	waitErr := cmd.Wait()
 	stop()
 	res := &Result{Rung: "bwrap", Stdout: outBuf.output(), Stderr: errBuf.output()}
+	// Every process of the run is dead: what it left in git's control
+	// files is put back before the host's git can read it.
+	planted := restoreGit(p.Workspace, before)
 	var rr runplan.Result
 	if data, err := os.ReadFile(filepath.Join(hostIO, "result.json")); err == nil && json.Unmarshal(data, &rr) == nil {
 		res.Stages, res.ExitCode = rr.Stages, rr.ExitCode
@@ -346,6 +351,9 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 		if errors.As(waitErr, &ee) {
 			res.ExitCode = ee.ExitCode()
 		}
+	case len(planted) > 0:
+		res.Status = Failed
+		res.Reason = "the command changed git's control files, which the host's git would obey; rein put them back: " + strings.Join(planted, ", ")
 	case res.ExitCode == 0:
 		res.Status = OK
 	default:
@@ -475,4 +483,74 @@ func lockWorkspace(ctx context.Context, ws string) (func(), error) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// protectedPaths are the workspace paths bound read-only: git's hooks and
+// config, those of its submodules, and rein's own directory.
+func protectedPaths(ws string) []string {
+	out := []string{".git/hooks", ".git/config", ".rein"}
+	mods, _ := filepath.Glob(filepath.Join(ws, ".git", "modules", "*"))
+	for _, m := range mods {
+		rel, err := filepath.Rel(ws, m)
+		if err == nil {
+			out = append(out, filepath.Join(rel, "hooks"), filepath.Join(rel, "config"))
+		}
+	}
+	return out
+}
+
+// gitControl are the paths that redirect git to other config and hooks
+// than the protected ones: a planted commondir or alternates, or a whole
+// .git where there was none, would make the host's git run the command's
+// code.
+var gitControl = []string{".git", ".git/commondir", ".git/objects/info/alternates", ".git/config.worktree"}
+
+// gitSnapshot is what those paths held before a run: nil for absent, the
+// content of a regular file, an empty slice for anything else.
+type gitSnapshot map[string][]byte
+
+func snapshotGit(ws string) gitSnapshot {
+	s := gitSnapshot{}
+	for _, rel := range gitControl {
+		p := filepath.Join(ws, rel)
+		fi, err := os.Lstat(p)
+		switch {
+		case err != nil:
+			s[rel] = nil
+		case rel == ".git" || !fi.Mode().IsRegular():
+			s[rel] = []byte{}
+		default:
+			data, _ := os.ReadFile(p)
+			s[rel] = append([]byte{}, data...)
+		}
+	}
+	return s
+}
+
+// restoreGit puts git's control files back as they were and names what it
+// put back. A .git that did not exist before the run is removed whole.
+func restoreGit(ws string, before gitSnapshot) []string {
+	after := snapshotGit(ws)
+	var fixed []string
+	for _, rel := range gitControl {
+		was, now := before[rel], after[rel]
+		if (was == nil) == (now == nil) && bytes.Equal(was, now) {
+			continue
+		}
+		p := filepath.Join(ws, rel)
+		switch {
+		case was == nil:
+			os.RemoveAll(p)
+		case rel == ".git":
+			continue
+		default:
+			os.RemoveAll(p)
+			os.WriteFile(p, was, 0o644)
+		}
+		fixed = append(fixed, rel)
+		if rel == ".git" {
+			break
+		}
+	}
+	return fixed
 }

@@ -316,3 +316,34 @@ func TestOneRunPerWorkspace(t *testing.T) {
 		t.Fatalf("runs overlapped: %q", data)
 	}
 }
+
+// TestGitRedirectsPutBack: a planted commondir, alternates or a new .git
+// would make the host's git obey the command; they are put back.
+func TestGitRedirectsPutBack(t *testing.T) {
+	requireBwrap(t)
+	ws := workspaceDir(t)
+	if err := os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runLine(t, ws, "sh -c 'mkdir -p evil .git/objects/info && echo ../evil > .git/commondir && echo /tmp > .git/objects/info/alternates'", Profile{})
+	if res.Status != Failed || !strings.Contains(res.Reason, ".git/commondir") {
+		t.Fatalf("%+v", res)
+	}
+	for _, p := range []string{".git/commondir", ".git/objects/info/alternates"} {
+		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	// A workspace without a repository cannot get one planted either.
+	plain := filepath.Join(filepath.Dir(ws), "plain")
+	if err := os.Mkdir(plain, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res = runLine(t, plain, "sh -c 'mkdir -p .git/hooks && echo x > .git/config'", Profile{})
+	if res.Status != Failed {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(plain, ".git")); err == nil {
+		t.Fatal("a planted .git was left")
+	}
+}
