@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/bashstub"
 )
 
 // The cross-check runs every corpus line twice under real bash: once as
@@ -27,22 +29,6 @@ import (
 // files the redirects leave behind with what lines in them. HOME is a
 // directory of the test's own tree, so that ~ in a redirect target or a cd
 // names a place bash can reach.
-
-// stubPrograms are the programs a corpus line may name.
-var stubPrograms = []string{
-	"cmd", "run", "grep", "git", "go", "make", "ls", "cat", "sort", "head",
-	"tail", "rm", "find", "sed", "awk", "tr", "wc", "xargs", "diff", "tee",
-	"python3", "npm", "curl", "docker", "jq", "rg", "café", "my cmd", "fail",
-}
-
-const stubScript = `#!%s
-trap '' PIPE
-IFS= read -r -d '' in
-printf '%%s\0' "$EPOCHREALTIME" "$PWD" "$in" "${0##*/}" "$@" > "$REIN_TEST_LOG/$$"
-printf '1 %%s\n' "${0##*/}" 2>/dev/null
-printf '2 %%s\n' "${0##*/}" >&2 2>/dev/null
-exit %d
-`
 
 // corpusEntry is one line of a corpus file.
 type corpusEntry struct {
@@ -154,15 +140,8 @@ func realDir(t *testing.T, dir string) string {
 func stubBin(t *testing.T, bash string) string {
 	t.Helper()
 	bin := realDir(t, t.TempDir())
-	for _, name := range stubPrograms {
-		status := 0
-		if name == "fail" {
-			status = 1
-		}
-		script := fmt.Sprintf(stubScript, bash, status)
-		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := bashstub.Write(bin, bash); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -279,7 +258,7 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 			if st.Kind != Command || len(st.Argv) == 0 {
 				return nil, fmt.Errorf("stage %d of pipeline %d is not a command", j, i)
 			}
-			if !slices.Contains(stubPrograms, st.Argv[0]) {
+			if !slices.Contains(bashstub.Programs, st.Argv[0]) {
 				return nil, fmt.Errorf("stage argv %q names no stand-in program", st.Argv)
 			}
 			pc := proc{out: bashSink{kind: toStdout}, err: bashSink{kind: toStderr}}

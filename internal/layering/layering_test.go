@@ -17,6 +17,7 @@ var allowed = map[string][]string{
 	"policy":                {"shell", "workspace"},
 	"files":                 {"workspace"},
 	"sandbox/runplan":       {"shell"},
+	"internal/bashstub":     {},
 	"sandbox/bwrap":         {},
 	"sandbox/confine":       {},
 	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/confine", "sandbox/runplan"},

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/bashstub"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -26,21 +27,6 @@ import (
 // exits 0 (or 1 for "fail"). The two runs must leave the same records in
 // the same order, the same files with the same lines, the same stand-in
 // output and the same exit status.
-
-var stubPrograms = []string{
-	"cmd", "run", "grep", "git", "go", "make", "ls", "cat", "sort", "head",
-	"tail", "rm", "find", "sed", "awk", "tr", "wc", "xargs", "diff", "tee",
-	"python3", "npm", "curl", "docker", "jq", "rg", "café", "my cmd", "fail",
-}
-
-const stubScript = `#!%s
-trap '' PIPE
-IFS= read -r -d '' in
-printf '%%s\0' "$EPOCHREALTIME" "$PWD" "$in" "${0##*/}" "$@" > "$REIN_TEST_LOG/$$"
-printf '1 %%s\n' "${0##*/}" 2>/dev/null
-printf '2 %%s\n' "${0##*/}" >&2 2>/dev/null
-exit %d
-`
 
 func bashPath(t *testing.T) string {
 	t.Helper()
@@ -213,14 +199,8 @@ func sorted(s string) string {
 func TestRunMatchesBash(t *testing.T) {
 	bash := bashPath(t)
 	bin := t.TempDir()
-	for _, name := range stubPrograms {
-		status := 0
-		if name == "fail" {
-			status = 1
-		}
-		if err := os.WriteFile(filepath.Join(bin, name), fmt.Appendf(nil, stubScript, bash, status), 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := bashstub.Write(bin, bash); err != nil {
+		t.Fatal(err)
 	}
 	lines := corpus(t)
 	if len(lines) < 200 {
