@@ -233,7 +233,8 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 	if err != nil {
 		return nil, &Error{Status: Unavailable, Reason: "cannot find rein's own binary to run as the init: " + err.Error()}
 	}
-	scratch, err := os.MkdirTemp("", "rein-run-")
+	sweepScratch()
+	scratch, err := os.MkdirTemp("", fmt.Sprintf("rein-run-%d-", os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -553,4 +554,20 @@ func restoreGit(ws string, before gitSnapshot) []string {
 		}
 	}
 	return fixed
+}
+
+// sweepScratch removes the scratch directories (private HOME, request and
+// result) of runs whose rein died without cleaning up, killed by SIGKILL
+// for instance: their name carries the pid that made them.
+func sweepScratch() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "rein-run-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(filepath.Base(d), "rein-run-%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }

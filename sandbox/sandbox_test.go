@@ -215,6 +215,13 @@ func TestKill9LeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	defer func() {
+		// The next run sweeps what the killed one left behind.
+		runLine(t, ws, "true", Profile{})
+		if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
+			t.Errorf("the killed run's scratch directory was not swept: %v", left)
+		}
+	}()
 	deadline = time.Now().Add(5 * time.Second)
 	for {
 		left := processesWith(marker)
