@@ -290,6 +290,11 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 		return nil, &Error{Status: Unavailable, Reason: "listing the private files of /etc: " + err.Error()}
 	}
 	before := snapshotGit(p.Workspace)
+	// Kept on disk too: if rein is killed mid-run, the next run's sweep
+	// puts git's control files back from it.
+	if data, err := json.Marshal(savedGit{Workspace: p.Workspace, Before: before}); err == nil {
+		os.WriteFile(filepath.Join(scratch, "git.json"), data, 0o600)
+	}
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
@@ -567,7 +572,17 @@ func sweepScratch() {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			var saved savedGit
+			if data, err := os.ReadFile(filepath.Join(d, "git.json")); err == nil && json.Unmarshal(data, &saved) == nil && saved.Workspace != "" {
+				restoreGit(saved.Workspace, saved.Before)
+			}
 			os.RemoveAll(d)
 		}
 	}
+}
+
+// savedGit is a run's git snapshot as kept in its scratch directory.
+type savedGit struct {
+	Workspace string      `json:"workspace"`
+	Before    gitSnapshot `json:"before"`
 }

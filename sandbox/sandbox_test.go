@@ -198,7 +198,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 	marker := fmt.Sprintf("rein-kill9-%d", os.Getpid())
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws,
-		"REIN_TEST_SANDBOX_LINE=sh -c 'setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
+		"REIN_TEST_SANDBOX_LINE=sh -c 'echo ../evil > .git/commondir; setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -220,6 +220,9 @@ func TestKill9LeavesNothing(t *testing.T) {
 		runLine(t, ws, "true", Profile{})
 		if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
 			t.Errorf("the killed run's scratch directory was not swept: %v", left)
+		}
+		if _, err := os.Stat(filepath.Join(ws, ".git", "commondir")); err == nil {
+			t.Error("the killed run's planted .git/commondir was not put back")
 		}
 	}()
 	deadline = time.Now().Add(5 * time.Second)
