@@ -17,12 +17,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestSandboxCommand(t *testing.T) {
-	if _, err := bwrap.Find(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireBwrap(t)
 	_, ws := docFixture(t)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "hunter2")
 	code, out, errOut := rein(t, "sandbox", "--", "sh", "-c", "pwd; env; echo x > f; exit 4")
@@ -48,12 +43,7 @@ func TestSandboxCommand(t *testing.T) {
 // TestShellAndExec: policy first, then the sandbox; nothing runs when the
 // policy denies, or asks with no one to answer.
 func TestShellAndExec(t *testing.T) {
-	if _, err := bwrap.Find(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireBwrap(t)
 	_, ws := docFixture(t)
 	out := ws + "/out.txt"
 	// Ask mode asks about a write; with no terminal and no --approve, that
@@ -96,14 +86,21 @@ func TestShellAndExec(t *testing.T) {
 }
 
 func TestDoctor(t *testing.T) {
-	if _, err := bwrap.Find(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	requireBwrap(t)
 	code, out, errOut := rein(t, "doctor")
 	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  unavailable") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// requireBwrap skips a test that needs bubblewrap where it is missing,
+// and fails it instead when REIN_REQUIRE_SANDBOX=1 (as in CI).
+func requireBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := bwrap.Find(); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("the sandbox tests need bubblewrap: %v", err)
+		}
+		t.Skipf("the sandbox tests need bubblewrap (apt-get install bubblewrap): %v", err)
 	}
 }
