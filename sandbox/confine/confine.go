@@ -16,8 +16,10 @@
 // means (namespaces, a private /tmp, bind mounts): Landlock below ABI 9
 // does not restrict connecting to pathname unix sockets, so a socket such
 // as /run/docker.sock or an ssh-agent socket is reachable wherever it is;
-// System V IPC (shmget, msgget, semget) is not scoped at all; /proc of
-// other processes is denied only because it is not granted.
+// System V IPC (shmget, msgget, semget) is not scoped by Landlock (the
+// NoSysVIPC and NoUnixSockets options close both with seccomp, for a
+// process without namespaces of its own); /proc of other processes is
+// denied only because it is not granted.
 package confine
 
 import (
@@ -70,6 +72,20 @@ type Spec struct {
 	// ("@name") created outside the confinement, such as those of the
 	// session bus or an X server. It needs Landlock ABI 6.
 	ScopeAbstractUnix bool
+
+	// NoUnixSockets refuses to create unix sockets with socket(2), so that
+	// no pathname socket of the host (docker, an ssh agent, a session bus)
+	// can be connected to even where Landlock cannot restrict that (below
+	// ABI 9) and no mount namespace hides them. socketpair(2) still works:
+	// a connected pair reaches nothing outside. For a process that runs in
+	// the host's own namespaces (the landlock rung).
+	NoUnixSockets bool
+
+	// NoSysVIPC refuses System V message queues, semaphores and shared
+	// memory, which no Landlock scope covers: without an IPC namespace of
+	// its own, the command would reach the host's. POSIX shared memory
+	// lives in /dev/shm and is denied because it is not granted.
+	NoSysVIPC bool
 
 	// Rlimits bounds what a single process may consume.
 	Rlimits Rlimits

@@ -215,6 +215,16 @@ var confineCases = []confineCase{
 	{name: "socket vsock (no network namespace isolates it)", action: "socket-vsock", want: "EPERM"},
 	{name: "socket alg", action: "socket-alg", want: "EPERM"},
 	{name: "socket unix", action: "socket-unix", want: "ok"},
+	{name: "socket unix with NoUnixSockets", action: "socket-unix", spec: func(w *world, s *Spec) { s.NoUnixSockets = true }, want: "EPERM"},
+	{name: "dial a pathname socket with NoUnixSockets", action: "dial-unix", arg: func(w *world) string { return w.unixPath },
+		spec: func(w *world, s *Spec) { s.NoUnixSockets = true }, want: "EPERM"},
+	{name: "socketpair with NoUnixSockets", action: "socketpair-unix", spec: func(w *world, s *Spec) { s.NoUnixSockets = true }, want: "ok"},
+	{name: "netlink with NoUnixSockets", action: "socket-netlink", spec: func(w *world, s *Spec) { s.NoUnixSockets = true }, want: "ok"},
+
+	// System V IPC (seccomp).
+	{name: "shmget", action: "shmget", want: "ok"},
+	{name: "shmget with NoSysVIPC", action: "shmget", spec: func(w *world, s *Spec) { s.NoSysVIPC = true }, want: "EPERM"},
+	{name: "msgget with NoSysVIPC", action: "msgget", spec: func(w *world, s *Spec) { s.NoSysVIPC = true }, want: "EPERM"},
 
 	// TCP ports (Landlock).
 	{name: "connect to a port not granted", action: "connect", arg: func(w *world) string { return strconv.Itoa(w.tcpPort) }, spec: withTCP(otherPort), want: "EACCES"},

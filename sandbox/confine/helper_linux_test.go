@@ -212,7 +212,30 @@ var actions = map[string]func(arg string) string{
 	"socket-vsock":       func(string) string { return socketOutcome(unix.AF_VSOCK, unix.SOCK_STREAM) },
 	"socket-alg":         func(string) string { return socketOutcome(unix.AF_ALG, unix.SOCK_SEQPACKET) },
 	"socket-unix":        func(string) string { return socketOutcome(unix.AF_UNIX, unix.SOCK_STREAM) },
-	"connect":            dialTCP,
+	"socket-netlink":     func(string) string { return socketOutcome(unix.AF_NETLINK, unix.SOCK_RAW) },
+	"socketpair-unix": func(string) string {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		return outcome(err)
+	},
+	"shmget": func(string) string {
+		id, _, errno := unix.RawSyscall(unix.SYS_SHMGET, unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+		if errno == 0 {
+			unix.RawSyscall(unix.SYS_SHMCTL, id, unix.IPC_RMID, 0)
+		}
+		return outcome(errno)
+	},
+	"msgget": func(string) string {
+		id, _, errno := unix.RawSyscall(unix.SYS_MSGGET, unix.IPC_PRIVATE, unix.IPC_CREAT|0o600, 0)
+		if errno == 0 {
+			unix.RawSyscall(unix.SYS_MSGCTL, id, unix.IPC_RMID, 0)
+		}
+		return outcome(errno)
+	},
+	"connect": dialTCP,
 	"bind": func(string) string {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err != nil {

@@ -80,18 +80,21 @@ func seccompFilters(s Spec) ([][]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	table, err := tableFilter(info)
+	table, err := tableFilter(info, s.NoSysVIPC)
 	if err != nil {
 		return nil, err
 	}
-	args, err := argumentFilter(info, len(s.NetworkTCP) == 0)
+	args, err := argumentFilter(info, len(s.NetworkTCP) == 0, s.NoUnixSockets)
 	if err != nil {
 		return nil, err
 	}
 	return [][]unix.SockFilter{table, args}, nil
 }
 
-func tableFilter(info *arch.Info) ([]unix.SockFilter, error) {
+// sysvIPC are the System V IPC calls, refused with Spec.NoSysVIPC.
+var sysvIPC = []string{"shmget", "shmat", "shmdt", "shmctl", "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop", "semctl", "ipc"}
+
+func tableFilter(info *arch.Info, noSysV bool) ([]unix.SockFilter, error) {
 	// Names the architecture lacks (open, chmod, iopl on arm64) cannot be
 	// called there, so they are left out rather than failing the assembly.
 	known := func(names []string) []string {
@@ -106,6 +109,9 @@ func tableFilter(info *arch.Info) ([]unix.SockFilter, error) {
 	var denied []string
 	for _, row := range deniedSyscalls {
 		denied = append(denied, known(row)...)
+	}
+	if noSysV {
+		denied = append(denied, known(sysvIPC)...)
 	}
 	var setid []seccomp.NameWithConditions
 	for _, c := range setidSyscalls {
@@ -151,8 +157,9 @@ const perLinux = 0
 // argumentFilter refuses, with EPERM, TIOCSTI and TIOCLINUX (pushing
 // keystrokes into a terminal), clone with namespace flags, personality
 // other than the default, and sockets of any family but unix and netlink
-// (and inet and inet6 unless noInet): packet, vsock and the rest always.
-func argumentFilter(info *arch.Info, noInet bool) ([]unix.SockFilter, error) {
+// (and inet and inet6 unless noInet, unix unless noUnix): packet, vsock and
+// the rest always.
+func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, error) {
 	lo := func(arg uint32) uint32 {
 		off := offArgs + 8*arg
 		if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
@@ -187,7 +194,10 @@ func argumentFilter(info *arch.Info, noInet bool) ([]unix.SockFilter, error) {
 		}
 		return append(b, deny, allow)
 	}
-	families := []uint32{unix.AF_UNIX, unix.AF_NETLINK}
+	families := []uint32{unix.AF_NETLINK}
+	if !noUnix {
+		families = append(families, unix.AF_UNIX)
+	}
 	if !noInet {
 		families = append(families, unix.AF_INET, unix.AF_INET6)
 	}
