@@ -3,26 +3,37 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
 )
 
-// The test binary is also the sandbox's init, as rein's own binary is.
+// The test binary is also the sandbox's init, as rein's own binary is, and
+// the probe the escape tests run inside.
 func TestMain(m *testing.M) {
 	Main()
+	if filepath.Base(os.Args[0]) == "probe" {
+		os.Exit(probeMain(os.Args[1:]))
+	}
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {
 		l, err := shell.Parse(os.Getenv("REIN_TEST_SANDBOX_LINE"))
 		if err == nil {
-			_, err = Run(context.Background(), l, Profile{Workspace: ws}, nil, nil)
+			_, err = Run(context.Background(), l, Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}, nil, nil)
 		}
 		if err != nil {
 			os.Exit(3)
@@ -32,19 +43,40 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireBwrap(t *testing.T) {
+var rungs = []string{RungBwrap, RungLandlock}
+
+// requireRung fails the test where REIN_REQUIRE_SANDBOX=1 and the rung
+// cannot run, and skips it elsewhere.
+func requireRung(t *testing.T, rung string) {
 	t.Helper()
-	if _, err := bwrap.Find(); err != nil {
+	missing := func(format string, args ...any) {
+		t.Helper()
 		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("the bwrap rung needs bubblewrap: %v", err)
+			t.Fatalf(format, args...)
 		}
-		t.Skipf("the bwrap rung needs bubblewrap: %v", err)
+		t.Skipf(format, args...)
+	}
+	if sup := confine.Probe(); sup.LandlockABI < minABI || !sup.Seccomp {
+		missing("the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
+	}
+	if rung != RungBwrap {
+		return
+	}
+	if _, err := bwrap.Find(); err != nil {
+		missing("the bwrap rung needs bubblewrap: %v", err)
 	}
 	if out, err := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("user namespaces are refused here: %v %s", err, out)
-		}
-		t.Skipf("user namespaces are refused here (%v %s): enable kernel.unprivileged_userns_clone", err, out)
+		missing("user namespaces are refused here: %v %s", err, out)
+	}
+}
+
+// eachRung runs f for each confining rung.
+func eachRung(t *testing.T, f func(t *testing.T, rung string)) {
+	for _, r := range rungs {
+		t.Run(r, func(t *testing.T) {
+			requireRung(t, r)
+			f(t, r)
+		})
 	}
 }
 
@@ -75,106 +107,271 @@ func runLine(t *testing.T, ws, line string, p Profile) *Result {
 }
 
 func TestRunBasics(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	res := runLine(t, ws, `sh -c 'echo out; echo err >&2; exit 3'`, Profile{})
-	if res.Status != Failed || res.ExitCode != 3 || res.Stdout.Text != "out\n" || res.Stderr.Text != "err\n" || res.Rung != "bwrap" {
-		t.Fatalf("%+v", res)
-	}
-	res = runLine(t, ws, "echo hello > f.txt && cat f.txt | tr a-z A-Z", Profile{})
-	if res.Status != OK || res.Stdout.Text != "HELLO\n" {
-		t.Fatalf("%+v", res)
-	}
-	if data, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(data) != "hello\n" {
-		t.Fatalf("the workspace write did not land: %q", data)
-	}
-	res = runLine(t, ws, "no-such-program-rein", Profile{})
-	if res.Status != Unavailable || res.ExitCode != 127 {
-		t.Fatalf("%+v", res)
-	}
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		p := Profile{Rung: rung}
+		res := runLine(t, ws, `sh -c 'echo out; echo err >&2; exit 3'`, p)
+		if res.Status != Failed || res.ExitCode != 3 || res.Stdout.Text != "out\n" || res.Stderr.Text != "err\n" || res.Rung != rung {
+			t.Fatalf("%+v", res)
+		}
+		res = runLine(t, ws, "echo hello > f.txt && cat f.txt | tr a-z A-Z", p)
+		if res.Status != OK || res.Stdout.Text != "HELLO\n" || res.Poisoned != "" {
+			t.Fatalf("%+v", res)
+		}
+		if data, _ := os.ReadFile(filepath.Join(ws, "f.txt")); string(data) != "hello\n" {
+			t.Fatalf("the workspace write did not land: %q", data)
+		}
+		res = runLine(t, ws, "no-such-program-rein", p)
+		if res.Status != Unavailable || res.ExitCode != 127 || !strings.Contains(res.Reason, "no-such-program-rein") {
+			t.Fatalf("%+v", res)
+		}
+		// HOME and TMPDIR are private and writable, the caches are set.
+		res = runLine(t, ws, `sh -c 'touch "$HOME/h" "$TMPDIR/t" && test -n "$GOCACHE" && test -d "$GOMODCACHE" && pwd'`, p)
+		if res.Status != OK || res.Stdout.Text != ws+"\n" {
+			t.Fatalf("%+v", res)
+		}
+		res = runLine(t, ws, "sh -c 'echo x > ro'", Profile{Rung: rung, ReadOnly: true})
+		if res.Status != Failed {
+			t.Fatalf("a read-only workspace was written: %+v", res)
+		}
+	})
 }
 
-// TestConfinement tries to leave: every attempt must fail inside, and the
-// host must be unchanged afterwards.
-func TestConfinement(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	outside := filepath.Join(filepath.Dir(ws), "outside")
-	if err := os.Mkdir(outside, 0o755); err != nil {
+// TestEscapes tries to leave, one way after another: every attempt must
+// be refused inside, and the host must be unchanged afterwards.
+func TestEscapes(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		parent := filepath.Dir(ws)
+		outside := filepath.Join(parent, "outside")
+		sibling := filepath.Join(parent, "sibling")
+		for _, d := range []string{outside, sibling} {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		os.WriteFile(filepath.Join(sibling, "secret"), []byte("s"), 0o644)
+		os.WriteFile(filepath.Join(outside, "file"), []byte("f"), 0o644)
+		copyProbe(t, ws)
+
+		// Host services the command must not reach.
+		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tcp.Close()
+		accepted := make(chan string, 4)
+		go func() {
+			for {
+				c, err := tcp.Accept()
+				if err != nil {
+					return
+				}
+				accepted <- "tcp"
+				c.Close()
+			}
+		}()
+		udp, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer udp.Close()
+		go func() {
+			buf := make([]byte, 64)
+			if _, _, err := udp.ReadFrom(buf); err == nil {
+				accepted <- "udp"
+			}
+		}()
+		sock := filepath.Join(outside, "agent.sock")
+		ux, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ux.Close()
+		go func() {
+			if c, err := ux.Accept(); err == nil {
+				accepted <- "unix"
+				c.Close()
+			}
+		}()
+		host := exec.Command("sleep", "1000")
+		host.Env = []string{"SECRET_TOKEN=hunter2"}
+		if err := host.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer host.Process.Kill()
+		key := 0x7e100000 + os.Getpid()%0xffff
+		qid, _, e := unix.RawSyscall(unix.SYS_MSGGET, uintptr(key), unix.IPC_CREAT|0o600, 0)
+		if e != 0 {
+			t.Fatal(e)
+		}
+		defer unix.RawSyscall(unix.SYS_MSGCTL, qid, unix.IPC_RMID, 0)
+		// A descriptor without close-on-exec, which a careless runner
+		// would pass on.
+		leak, err := syscall.Open(filepath.Join(outside, "file"), syscall.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Close(leak)
+		t.Setenv("SECRET_TOKEN", "hunter2")
+
+		pid := strconv.Itoa(host.Process.Pid)
+		attempts := map[string]string{
+			"write outside":                 "./probe write " + outside + "/pwned",
+			"redirect outside":              "echo x > " + outside + "/pwned",
+			"write through a planted link":  "ln -s " + outside + " link && echo x > link/pwned",
+			"hard link to outside":          "ln " + outside + "/file hardlink",
+			"write through /proc/self/root": "./probe write /proc/self/root" + outside + "/pwned",
+			"read a sibling project":        "./probe read " + sibling + "/secret",
+			"read /etc/shadow":              "./probe read /etc/shadow",
+			"read the real home":            "ls /root",
+			"tcp to the host's loopback":    "./probe dial-tcp " + tcp.Addr().String(),
+			"udp to the host's loopback":    "./probe send-udp " + udp.LocalAddr().String(),
+			"host unix socket":              "./probe dial-unix " + sock,
+			"signal a host process":         "./probe signal " + pid,
+			"environ of a host process":     "./probe environ " + pid,
+			"the host's System V IPC":       "./probe msgget " + strconv.Itoa(key),
+			"TIOCSTI":                       "./probe tiocsti",
+			"inherited descriptors":         "./probe fds",
+			"secret in the environment":     "./probe env",
+			"setuid file":                   "./probe setuid " + ws + "/suid",
+			"device node":                   "./probe mknod " + ws + "/null",
+			"nested user namespace":         "./probe unshare",
+			"chroot":                        "./probe chroot",
+			"hostname":                      "./probe hostname",
+			"sysctl":                        "./probe write /proc/sys/kernel/hostname",
+			"git hook":                      "echo x > .git/hooks/pre-commit",
+		}
+		for name, line := range attempts {
+			t.Logf("%s: %s", name, line)
+			res := runLine(t, ws, line, Profile{Rung: rung, Timeout: 20 * time.Second})
+			if res.Status == OK {
+				t.Errorf("%s: %q worked inside the sandbox\n%s%s", name, line, res.Stdout.Text, res.Stderr.Text)
+			}
+			// The probe ran and was refused, rather than failing to run.
+			if strings.HasPrefix(line, "./probe") && !strings.HasPrefix(res.Stdout.Text, "refused: ") {
+				t.Errorf("%s: the probe did not report a refusal: %+v", name, res)
+			}
+			t.Logf("%s: %s", name, strings.TrimSpace(res.Stdout.Text))
+		}
+		select {
+		case what := <-accepted:
+			t.Errorf("a %s connection reached the host", what)
+		default:
+		}
+		if entries, _ := os.ReadDir(outside); len(entries) != 2 {
+			t.Errorf("something was written outside: %v", entries)
+		}
+		if fi, err := os.Stat(filepath.Join(ws, "suid")); err == nil && fi.Mode()&os.ModeSetuid != 0 {
+			t.Error("a setuid file was made")
+		}
+		for _, p := range []string{".git/hooks/pre-commit", "null", "hardlink"} {
+			if _, err := os.Lstat(filepath.Join(ws, p)); err == nil {
+				t.Errorf("%s exists after the run", p)
+			}
+		}
+		if err := host.Process.Signal(syscall.Signal(0)); err != nil {
+			t.Errorf("the host process was killed: %v", err)
+		}
+		if h, _ := os.Hostname(); h == "pwned" {
+			t.Error("the host name was changed")
+		}
+		if rung == RungBwrap {
+			res := runLine(t, ws, "ls /proc", Profile{Rung: rung})
+			if strings.Contains(res.Stdout.Text, pid+"\n") {
+				t.Errorf("host processes are visible:\n%s", res.Stdout.Text)
+			}
+		}
+	})
+}
+
+// copyProbe puts the test binary in the workspace as ./probe.
+func copyProbe(t *testing.T, ws string) {
+	t.Helper()
+	src, err := os.Open(os.Args[0])
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("SECRET_TOKEN", "hunter2")
-	probes := map[string]string{
-		"write outside":      "echo x > " + outside + "/pwned",
-		"write a git hook":   "echo x > .git/hooks/pre-commit",
-		"read /etc/shadow":   "grep -q root /etc/shadow",
-		"read the real home": "ls /root",
-		"network":            "sh -c 'exec 3<>/dev/tcp/127.0.0.1/22'",
-		"secret in env":      "sh -c 'env | grep -q SECRET_TOKEN && exit 0; exit 1'",
-		"ptrace":             "sh -c 'exec 3< /proc/1/mem'",
-		"unshare":            "unshare -U true",
-		"sysctl":             "sh -c 'echo 1 > /proc/sys/kernel/printk'",
-		"signal pid outside": "kill -0 1",
+	defer src.Close()
+	dst, err := os.OpenFile(filepath.Join(ws, "probe"), os.O_WRONLY|os.O_CREATE, 0o755)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, line := range probes {
-		res := runLine(t, ws, line, Profile{})
-		if name == "signal pid outside" {
-			// pid 1 is the sandbox's own init here, not the host's: the
-			// host's processes are not even visible.
-			continue
-		}
-		if res.Status == OK {
-			t.Errorf("%s: %q succeeded inside the sandbox\n%+v", name, line, res)
-		}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
 	}
-	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
-		t.Fatalf("something was written outside: %v", entries)
-	}
-	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
-		t.Fatal("a git hook was planted")
-	}
-	res := runLine(t, ws, "ls /proc", Profile{})
-	if strings.Count(res.Stdout.Text, "\n") > 60 {
-		t.Fatalf("host processes are visible:\n%s", res.Stdout.Text)
-	}
+	dst.Close()
 }
 
 // TestTimeoutKillsTree: a timeout kills the whole tree, daemons included.
 func TestTimeoutKillsTree(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	marker := filepath.Join(ws, "alive")
-	start := time.Now()
-	res := runLine(t, ws, `sh -c 'setsid sh -c "while true; do touch `+marker+`; sleep 0.1; done" & sleep 60'`, Profile{Timeout: 2 * time.Second})
-	if res.Status != Timeout || time.Since(start) > 30*time.Second {
-		t.Fatalf("%+v after %v", res, time.Since(start))
-	}
-	os.Remove(marker)
-	time.Sleep(500 * time.Millisecond)
-	if _, err := os.Stat(marker); err == nil {
-		t.Fatal("a daemon outlived the timeout")
-	}
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		marker := filepath.Join(ws, "alive")
+		start := time.Now()
+		res := runLine(t, ws, `sh -c 'setsid sh -c "while true; do touch `+marker+`; sleep 0.1; done" & sleep 60'`, Profile{Rung: rung, Timeout: 2 * time.Second})
+		if res.Status != Timeout || res.ExitCode != 124 || time.Since(start) > 30*time.Second || res.Poisoned != "" {
+			t.Fatalf("%+v after %v", res, time.Since(start))
+		}
+		os.Remove(marker)
+		time.Sleep(500 * time.Millisecond)
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatal("a daemon outlived the timeout")
+		}
+	})
+}
+
+// TestEndOfRunKillsTree: a daemon the line leaves behind dies with the
+// line, without any timeout.
+func TestEndOfRunKillsTree(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		marker := fmt.Sprintf("rein-endofrun-%d-%s", os.Getpid(), rung)
+		res := runLine(t, ws, `sh -c 'setsid sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 & sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 & echo started'`, Profile{Rung: rung})
+		if res.Status != OK || res.Stdout.Text != "started\n" {
+			t.Fatalf("%+v", res)
+		}
+		if left := processesWith(marker); len(left) > 0 {
+			t.Fatalf("processes outlived their line: %v", left)
+		}
+	})
 }
 
 func TestOutputBound(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	res := runLine(t, ws, "head -c 1000000 /dev/zero", Profile{OutputBytes: 1000})
-	if res.Status != OK || len(res.Stdout.Text) != 1000 || res.Stdout.Elided != 999000 {
-		t.Fatalf("kept %d bytes, elided %d", len(res.Stdout.Text), res.Stdout.Elided)
-	}
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		spool := t.TempDir()
+		res := runLine(t, ws, "head -c 1000000 /dev/zero", Profile{Rung: rung, OutputBytes: 1000, SpoolDir: spool})
+		if res.Status != OK || len(res.Stdout.Text) != 1000 || res.Stdout.Elided != 999000 || res.Stdout.Bytes != 1000000 {
+			t.Fatalf("kept %d bytes, elided %d of %d", len(res.Stdout.Text), res.Stdout.Elided, res.Stdout.Bytes)
+		}
+		if fi, err := os.Stat(res.Stdout.File); err != nil || fi.Size() != 1000000 || filepath.Dir(res.Stdout.File) != spool {
+			t.Fatalf("the spool holds %v, %v", fi, err)
+		}
+	})
 }
 
 func TestRefusals(t *testing.T) {
 	l, _ := shell.Parse("true")
-	for _, p := range []Profile{
-		{Workspace: "/tmp", Timeout: time.Hour},
-		{Workspace: "/tmp", Rung: "none"},
-		{Workspace: "/tmp", Rung: "landlock"},
-		{Workspace: "relative"},
+	ws := workspaceDir(t)
+	for _, c := range []struct {
+		p    Profile
+		want Status
+		says string
+	}{
+		{Profile{Workspace: ws, Timeout: time.Hour}, Denied, "ceiling"},
+		{Profile{Workspace: ws, Rung: "chroot"}, Denied, "unknown rung"},
+		{Profile{Workspace: "relative"}, InvalidPath, "absolute"},
+		{Profile{Workspace: ws + "/missing"}, NotFound, "missing"},
+		{Profile{Workspace: "/"}, InvalidPath, "cannot be /"},
+		{Profile{Workspace: ws, Dir: "/etc"}, InvalidPath, "not inside"},
+		{Profile{Workspace: ws, SpoolDir: ws}, InvalidPath, "inside the workspace"},
+		{Profile{Workspace: ws, HostReadPaths: []string{"/nonexistent-rein"}}, NotFound, "host read path"},
 	} {
-		if _, err := Run(context.Background(), l, p, nil, nil); err == nil {
-			t.Errorf("%+v was accepted", p)
+		_, err := Run(context.Background(), l, c.p, nil, nil)
+		e, ok := err.(*Error)
+		if !ok || e.Status != c.want || !strings.Contains(e.Reason, c.says) {
+			t.Errorf("%+v: %v, want %s naming %q", c.p, err, c.want, c.says)
 		}
 	}
 }
@@ -182,60 +379,62 @@ func TestRefusals(t *testing.T) {
 // TestIODirUnreachable: the command can neither read the request nor
 // forge the result the init leaves for rein.
 func TestIODirUnreachable(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	res := runLine(t, ws, `sh -c 'cat /rein/io/request.json || echo "{\"exit_code\":0}" > /rein/io/result.json || exit 7'`, Profile{})
-	if res.ExitCode != 7 || strings.Contains(res.Stdout.Text, "confine") {
-		t.Fatalf("%+v", res)
-	}
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, `sh -c 'for d in /rein/io "$HOME/../io"; do cat $d/request.json && exit 0; echo "{\"plan\":{\"exit_code\":0}}" > $d/result.json && exit 0; done; exit 7'`, Profile{Rung: rung})
+		if res.ExitCode != 7 || strings.Contains(res.Stdout.Text, "confine") {
+			t.Fatalf("%+v", res)
+		}
+	})
 }
 
 // TestKill9LeavesNothing: when the process running the sandbox is killed
-// with SIGKILL, nothing it started survives, daemons included.
+// with SIGKILL, nothing it started survives, daemons included, and the
+// next run puts back what the killed one changed.
 func TestKill9LeavesNothing(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	marker := fmt.Sprintf("rein-kill9-%d", os.Getpid())
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws,
-		"REIN_TEST_SANDBOX_LINE=sh -c 'echo ../evil > .git/commondir; setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith(marker)) < 2 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("the sandboxed processes never started")
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		marker := fmt.Sprintf("rein-kill9-%d-%s", os.Getpid(), rung)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+rung,
+			"REIN_TEST_SANDBOX_LINE=sh -c 'echo ../evil > .git/commondir; setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Logf("running before the kill: %v", processesWith(marker))
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	defer func() {
-		// The next run sweeps what the killed one left behind.
-		runLine(t, ws, "true", Profile{})
-		if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
-			t.Errorf("the killed run's scratch directory was not swept: %v", left)
+		deadline := time.Now().Add(10 * time.Second)
+		for len(processesWith(marker)) < 2 {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("the sandboxed processes never started")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if _, err := os.Stat(filepath.Join(ws, ".git", "commondir")); err == nil {
-			t.Error("the killed run's planted .git/commondir was not put back")
+		if err := cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	deadline = time.Now().Add(5 * time.Second)
-	for {
-		left := processesWith(marker)
-		if len(left) == 0 {
-			return
+		cmd.Wait()
+		defer func() {
+			// The next run sweeps what the killed one left behind.
+			runLine(t, ws, "true", Profile{Rung: rung})
+			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
+				t.Errorf("the killed run's scratch directory was not swept: %v", left)
+			}
+			if _, err := os.Stat(filepath.Join(ws, ".git", "commondir")); err == nil {
+				t.Error("the killed run's planted .git/commondir was not put back")
+			}
+		}()
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			left := processesWith(marker)
+			if len(left) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("processes outlived the SIGKILL of their rein: %v", left)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes outlived the SIGKILL of their rein: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
 }
 
 // processesWith lists the pids whose command line holds marker.
@@ -251,21 +450,68 @@ func processesWith(marker string) []string {
 	return pids
 }
 
-// TestHooksCannotBePlanted: a repository without .git/hooks gets none
-// planted either.
-func TestHooksCannotBePlanted(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	if err := os.RemoveAll(filepath.Join(ws, ".git", "hooks")); err != nil {
-		t.Fatal(err)
-	}
-	res := runLine(t, ws, "sh -c 'mkdir -p .git/hooks; echo x > .git/hooks/pre-commit'", Profile{})
-	if res.Status == OK {
-		t.Fatalf("%+v", res)
-	}
-	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
-		t.Fatal("a hook was planted")
-	}
+// TestProtectedPaths: hooks, git config and .rein cannot be changed from
+// inside: refused on the bwrap rung (read-only mounts), put back after the
+// run on the landlock rung, which reports the run failed.
+func TestProtectedPaths(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, ".git", "hooks", "pre-push.sample"), []byte("sample"), 0o755)
+		os.Mkdir(filepath.Join(ws, ".rein"), 0o755)
+		os.WriteFile(filepath.Join(ws, ".rein", "policy.toml"), []byte("mode = \"ask\"\n"), 0o644)
+		for _, line := range []string{
+			"sh -c 'echo x > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit'",
+			"sh -c 'echo \"[core] hooksPath = /tmp\" >> .git/config'",
+			"sh -c 'echo \"mode = \\\"auto\\\"\" > .rein/policy.toml'",
+			"sh -c 'rm -rf .git/hooks && ln -s .. .git/hooks'",
+			"sh -c 'rm .git/hooks/pre-push.sample'",
+			"sh -c 'mkdir -p .rein/x && echo y > .rein/x/trust'",
+		} {
+			res := runLine(t, ws, line, Profile{Rung: rung})
+			if res.Status == OK {
+				t.Errorf("%s: %+v", line, res)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+			t.Error("a hook was planted")
+		}
+		for p, want := range map[string]string{".git/config": "[core]\n", ".git/hooks/pre-push.sample": "sample", ".rein/policy.toml": "mode = \"ask\"\n"} {
+			if data, _ := os.ReadFile(filepath.Join(ws, p)); string(data) != want {
+				t.Errorf("%s holds %q", p, data)
+			}
+		}
+		if fi, err := os.Lstat(filepath.Join(ws, ".git", "hooks")); err != nil || !fi.IsDir() {
+			t.Errorf(".git/hooks is not the directory it was: %v", err)
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".rein", "x")); err == nil {
+			t.Error(".rein/x was left")
+		}
+		// A repository without a hooks directory gets none planted either.
+		os.RemoveAll(filepath.Join(ws, ".git", "hooks"))
+		runLine(t, ws, "sh -c 'mkdir -p .git/hooks; echo x > .git/hooks/pre-commit'", Profile{Rung: rung})
+		if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+			t.Fatal("a hook was planted")
+		}
+	})
+}
+
+// TestGuardFollowsNoLink: putting git's control files back never writes
+// or removes through a link the command planted.
+func TestGuardFollowsNoLink(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		victim := filepath.Join(filepath.Dir(ws), "victim")
+		os.MkdirAll(filepath.Join(victim, "info"), 0o755)
+		os.WriteFile(filepath.Join(victim, "info", "alternates"), []byte("keep"), 0o644)
+		os.WriteFile(filepath.Join(victim, "commondir"), []byte("keep"), 0o644)
+		runLine(t, ws, "sh -c 'rm -rf .git/objects; ln -s "+victim+" .git/objects'", Profile{Rung: rung})
+		for _, p := range []string{"info/alternates", "commondir"} {
+			if data, _ := os.ReadFile(filepath.Join(victim, p)); string(data) != "keep" {
+				t.Errorf("%s outside the workspace holds %q", p, data)
+			}
+		}
+	})
 }
 
 func TestHeadTail(t *testing.T) {
@@ -283,32 +529,66 @@ func TestHeadTail(t *testing.T) {
 		{10, []string{"12345", strings.Repeat("x", 1000), "tail!"}, "12345xtail!"[:5] + "tail!", 1000},
 	} {
 		h := newHeadTail(c.limit)
+		total := 0
 		for _, w := range c.writes {
 			h.Write([]byte(w))
+			total += len(w)
 		}
-		if o := h.output(); o.Text != c.text || o.Elided != c.elided {
-			t.Errorf("%d %q: got %q elided %d, want %q elided %d", c.limit, c.writes, o.Text, o.Elided, c.text, c.elided)
+		if o := h.output(); o.Text != c.text || o.Elided != c.elided || o.Bytes != int64(total) {
+			t.Errorf("%d %q: got %q elided %d of %d, want %q elided %d", c.limit, c.writes, o.Text, o.Elided, o.Bytes, c.text, c.elided)
 		}
 	}
 }
 
-// TestInitCannotBeKilledFromInside: signals the command sends to pid 1 do
-// not end the init, so the result still reflects what ran.
+// TestInitCannotBeKilledFromInside: on the bwrap rung signals the command
+// sends to pid 1 do not end the init, so the result still reflects what
+// ran. On the landlock rung the command can kill its init; the run then
+// fails, saying so, and its cgroup still kills what it left.
 func TestInitCannotBeKilledFromInside(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL"} {
-		res := runLine(t, ws, "sh -c 'kill -"+sig+" 1; sleep 0.2; echo after'", Profile{})
-		if res.Status != OK || res.Stdout.Text != "after\n" || len(res.Stages) != 1 {
-			t.Errorf("SIG%s to the init: %+v", sig, res)
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		if rung == RungBwrap {
+			for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL"} {
+				res := runLine(t, ws, "sh -c 'kill -"+sig+" 1; sleep 0.2; echo after'", Profile{Rung: rung})
+				if res.Status != OK || res.Stdout.Text != "after\n" || len(res.Stages) != 1 {
+					t.Errorf("SIG%s to the init: %+v", sig, res)
+				}
+			}
+			return
 		}
-	}
+		for _, sig := range []string{"TERM", "HUP", "INT", "USR1"} {
+			res := runLine(t, ws, "sh -c 'kill -"+sig+" $PPID; sleep 0.2; echo after'", Profile{Rung: rung})
+			if res.Status != OK || res.Stdout.Text != "after\n" {
+				t.Errorf("SIG%s to the init: %+v", sig, res)
+			}
+		}
+		// SIGKILL may reach the init (its domain is the command's); then
+		// the run fails saying so, and nothing it started survives.
+		copyProbe(t, ws)
+		marker := fmt.Sprintf("rein-initkill-%d", os.Getpid())
+		res := runLine(t, ws, `sh -c 'setsid sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 & sleep 0.2; ./probe kill-init; sleep 1000'`, Profile{Rung: rung, Timeout: 5 * time.Second})
+		t.Logf("%s %s: %s", res.Status, res.Reason, res.Stdout.Text)
+		switch {
+		case res.Status == Timeout && strings.HasPrefix(res.Stdout.Text, "refused"):
+		case res.Status == Failed && strings.Contains(res.Reason, "killed"):
+			if res.Containment != "cgroup" && res.Poisoned == "" {
+				t.Errorf("without a cgroup the lost tree must poison the sandbox: %+v", res)
+			}
+		default:
+			t.Errorf("%+v", res)
+		}
+		if res.Containment == "cgroup" {
+			if left := processesWith(marker); len(left) > 0 {
+				t.Errorf("processes outlived their killed init: %v", left)
+			}
+		}
+	})
 }
 
 // TestOneRunPerWorkspace: a second run waits for the first, so a command
 // still running cannot swap paths under the next run's view.
 func TestOneRunPerWorkspace(t *testing.T) {
-	requireBwrap(t)
+	requireRung(t, RungBwrap)
 	ws := workspaceDir(t)
 	done := make(chan *Result)
 	go func() {
@@ -330,30 +610,114 @@ func TestOneRunPerWorkspace(t *testing.T) {
 // TestGitRedirectsPutBack: a planted commondir, alternates or a new .git
 // would make the host's git obey the command; they are put back.
 func TestGitRedirectsPutBack(t *testing.T) {
-	requireBwrap(t)
-	ws := workspaceDir(t)
-	if err := os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	res := runLine(t, ws, "sh -c 'mkdir -p evil .git/objects/info && echo ../evil > .git/commondir && echo /tmp > .git/objects/info/alternates'", Profile{})
-	if res.Status != Failed || !strings.Contains(res.Reason, ".git/commondir") {
-		t.Fatalf("%+v", res)
-	}
-	for _, p := range []string{".git/commondir", ".git/objects/info/alternates"} {
-		if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
-			t.Errorf("%s is still there", p)
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		if err := os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
+		res := runLine(t, ws, "sh -c 'mkdir -p evil .git/objects/info && echo ../evil > .git/commondir && echo /tmp > .git/objects/info/alternates'", Profile{Rung: rung})
+		if res.Status != Failed || !strings.Contains(res.Reason, ".git/commondir") {
+			t.Fatalf("%+v", res)
+		}
+		for _, p := range []string{".git/commondir", ".git/objects/info/alternates"} {
+			if _, err := os.Stat(filepath.Join(ws, p)); err == nil {
+				t.Errorf("%s is still there", p)
+			}
+		}
+		// A workspace without a repository cannot get one planted either.
+		plain := filepath.Join(filepath.Dir(ws), "plain")
+		if err := os.Mkdir(plain, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res = runLine(t, plain, "sh -c 'mkdir -p .git/hooks && echo x > .git/config'", Profile{Rung: rung})
+		if res.Status != Failed {
+			t.Fatalf("%+v", res)
+		}
+		if _, err := os.Stat(filepath.Join(plain, ".git")); err == nil {
+			t.Fatal("a planted .git was left")
+		}
+	})
+}
+
+// TestHandle: a started run can be killed, with its whole tree.
+func TestHandle(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		marker := fmt.Sprintf("rein-handle-%d-%s", os.Getpid(), rung)
+		l, _ := shell.Parse(`sh -c 'setsid sh -c "sleep 1000; : ` + marker + `" & sleep 1000'`)
+		h, err := Start(context.Background(), l, Profile{Workspace: ws, Rung: rung}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Rung() != rung {
+			t.Fatalf("rung %s", h.Rung())
+		}
+		for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the daemon never started")
+			}
+		}
+		h.Kill()
+		res := h.Wait()
+		if res.Status != Cancelled || res.ExitCode != 130 {
+			t.Fatalf("%+v", res)
+		}
+		if left := processesWith(marker); len(left) > 0 {
+			t.Fatalf("killed handle left %v", left)
+		}
+	})
+}
+
+// TestAutoAndPreflight: auto takes the strongest rung whose preflight
+// passed, and the preflight is cached.
+func TestAutoAndPreflight(t *testing.T) {
+	requireRung(t, RungBwrap)
+	t.Setenv("REIN_CACHE_DIR", t.TempDir())
+	ws := workspaceDir(t)
+	first := Preflight(context.Background(), RungLandlock, ws, false)
+	again := Preflight(context.Background(), RungLandlock, ws, false)
+	if !first.OK || !again.At.Equal(first.At) {
+		t.Fatalf("%+v then %+v", first, again)
 	}
-	// A workspace without a repository cannot get one planted either.
-	plain := filepath.Join(filepath.Dir(ws), "plain")
-	if err := os.Mkdir(plain, 0o755); err != nil {
-		t.Fatal(err)
+	preflightMem.Clear()
+	fromDisk := Preflight(context.Background(), RungLandlock, ws, false)
+	if !fromDisk.At.Equal(first.At) {
+		t.Fatalf("not read from disk: %+v", fromDisk)
 	}
-	res = runLine(t, plain, "sh -c 'mkdir -p .git/hooks && echo x > .git/config'", Profile{})
-	if res.Status != Failed {
+	if fresh := Preflight(context.Background(), RungLandlock, ws, true); !fresh.OK || fresh.At.Equal(first.At) {
+		t.Fatalf("fresh: %+v", fresh)
+	}
+	res := runLine(t, ws, "true", Profile{})
+	if res.Rung != RungBwrap || res.Status != OK {
 		t.Fatalf("%+v", res)
 	}
-	if _, err := os.Stat(filepath.Join(plain, ".git")); err == nil {
-		t.Fatal("a planted .git was left")
+	// A remembered terminal failure sends auto to the next rung.
+	key := preflightKey(RungBwrap, ws)
+	preflightMem.Store(key, PreflightResult{Rung: RungBwrap, Terminal: true, Problem: "user namespaces are refused (refused)", Key: key})
+	defer preflightMem.Delete(key)
+	res = runLine(t, ws, "true", Profile{})
+	if res.Rung != RungLandlock || res.Status != OK || !strings.Contains(res.RungNote, "refused") {
+		t.Fatalf("%+v", res)
+	}
+}
+
+// TestNoneRung: unconfined, by name only, but the tree still dies.
+func TestNoneRung(t *testing.T) {
+	ws := workspaceDir(t)
+	outside := filepath.Join(filepath.Dir(ws), "outside-none")
+	res := runLine(t, ws, "sh -c 'echo x > "+outside+"'", Profile{Rung: RungNone})
+	if res.Status != OK || res.Rung != RungNone {
+		t.Fatalf("%+v", res)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Fatal("the none rung confined the write")
+	}
+	marker := fmt.Sprintf("rein-none-%d", os.Getpid())
+	res = runLine(t, ws, `sh -c 'setsid sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 &'`, Profile{Rung: RungNone})
+	if res.Status != OK {
+		t.Fatalf("%+v", res)
+	}
+	if left := processesWith(marker); len(left) > 0 {
+		t.Fatalf("processes outlived their line: %v", left)
 	}
 }

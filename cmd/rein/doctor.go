@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -13,8 +12,8 @@ import (
 
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/cgroup"
 	"github.com/reinhq/rein/sandbox/confine"
-	"github.com/reinhq/rein/shell"
 )
 
 // rungReport is one row of rein doctor: what a rung can enforce here, or
@@ -28,19 +27,42 @@ type rungReport struct {
 }
 
 func newDoctorCmd() *cobra.Command {
-	return &cobra.Command{
+	var workspace string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Show which sandbox rungs work on this host, what each enforces, and how to fix the others",
-		Long: `Probe each sandbox rung for real (a minimal confined run, not a version
-string) and print what it can enforce here, or why it cannot run and what
-to do about it. Exits 1 when no rung can run.`,
+		Long: `Probe each sandbox rung for real (a minimal confined run whose init
+checks the working directory, the workspace, HOME, TMPDIR and that no
+network is reachable; never a version string) and print what it enforces
+here, or why it cannot run and what to do about it. The results refresh
+the preflight cache rein consults before a workspace's first run. Exits 1
+when no confining rung can run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows := []rungReport{probeBwrap(), {
-				rung: "landlock", problem: "not built yet in this version of rein", fix: "use the bwrap rung",
-			}, {
-				rung: "none", problem: "never chosen automatically", fix: "only by name, and not offered by rein sandbox",
-			}}
+			ws := workspace
+			if ws == "" {
+				d, err := os.MkdirTemp("", "rein-doctor-")
+				if err != nil {
+					return &exitError{exitSandbox, err.Error()}
+				}
+				defer os.RemoveAll(d)
+				ws = d
+			}
+			ws, err := filepath.Abs(ws)
+			if err == nil {
+				ws, err = filepath.EvalSymlinks(ws)
+			}
+			if err != nil {
+				return &exitError{exitUsage, fmt.Sprintf("--workspace %s: %v", workspace, err)}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			sup := confine.Probe()
+			rows := []rungReport{
+				report(sandbox.Preflight(ctx, sandbox.RungBwrap, ws, true), bwrapEnforces(sup)),
+				report(sandbox.Preflight(ctx, sandbox.RungLandlock, ws, true), landlockEnforces(sup)),
+				{rung: "none", ok: false, problem: "never chosen by auto: no confinement at all", fix: "only by name (--rung none), when you accept running unconfined"},
+			}
 			out := cmd.OutOrStdout()
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUNG\tSTATUS\tENFORCES / PROBLEM\tFIX")
@@ -50,67 +72,41 @@ to do about it. Exits 1 when no rung can run.`,
 					usable = true
 					fmt.Fprintf(tw, "%s\tok\t%s\t\n", r.rung, r.enforces)
 				} else {
-					fmt.Fprintf(tw, "%s\tunavailable\t%s\t%s\n", r.rung, r.problem, r.fix)
+					status := "unavailable"
+					if r.rung == "none" {
+						status = "by name"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.rung, status, r.problem, r.fix)
 				}
 			}
 			tw.Flush()
+			if h, err := cgroup.Find(); err == nil {
+				fmt.Fprintf(out, "\ntree kill: a cgroup v2 group per run under %s (cgroup.kill, death confirmed)\n", h.Parent)
+			} else {
+				fmt.Fprintf(out, "\ntree kill: %v; bwrap relies on its pid namespace, landlock on its init as subreaper (a run whose init is killed cannot be confirmed dead and poisons the sandbox)\n", err)
+			}
 			if !usable {
 				return &exitError{code: 1}
 			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&workspace, "workspace", "", "probe in this workspace (default: a temporary directory)")
+	return cmd
 }
 
-// probeBwrap runs a real minimal sandbox on the bwrap rung.
-func probeBwrap() rungReport {
-	r := rungReport{rung: "bwrap"}
-	path, err := bwrap.Find()
-	if err != nil {
-		r.problem, r.fix = "bubblewrap is not installed", "apt-get install bubblewrap"
-		return r
-	}
-	if out, err := exec.Command(path, "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		r.problem = fmt.Sprintf("user namespaces are refused: %s", firstLine(string(out)))
-		r.fix = "sysctl -w kernel.unprivileged_userns_clone=1 (Debian), or on Ubuntu 24.04 allow bwrap in AppArmor"
-		return r
-	}
-	sup := confine.Probe()
-	if sup.LandlockABI < 4 || !sup.Seccomp {
-		r.problem = fmt.Sprintf("the init's self-confinement needs Landlock ABI 4 and seccomp; this kernel has Landlock ABI %d, seccomp %v", sup.LandlockABI, sup.Seccomp)
-		r.fix = "a kernel 6.7 or later with landlock in the lsm= boot list"
-		return r
-	}
-	ws, err := os.MkdirTemp("", "rein-doctor-")
-	if err != nil {
-		r.problem, r.fix = err.Error(), "check $TMPDIR"
-		return r
-	}
-	defer os.RemoveAll(ws)
-	ws, _ = filepath.EvalSymlinks(ws)
-	line, _ := shell.FromArgv([]string{"true"})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := sandbox.Run(ctx, line, sandbox.Profile{Workspace: ws, Timeout: 20 * time.Second}, nil, nil)
-	switch {
-	case err != nil:
-		r.problem, r.fix = err.Error(), "see the reason"
-		return r
-	case res.Status != sandbox.OK:
-		r.problem, r.fix = fmt.Sprintf("a minimal sandbox failed: %s %s", res.Status, res.Reason), "see the reason"
-		return r
-	}
-	version, _ := bwrap.Version(path)
-	r.ok = true
-	r.enforces = fmt.Sprintf("bubblewrap %s: new user/mount/pid/ipc/uts/cgroup/net namespaces, a view built from nothing, Landlock ABI %d, seccomp, no capabilities, network off", version, sup.LandlockABI)
-	return r
+func report(pf sandbox.PreflightResult, enforces string) rungReport {
+	return rungReport{rung: pf.Rung, ok: pf.OK, enforces: enforces, problem: pf.Problem, fix: pf.Fix}
 }
 
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
-		}
+func bwrapEnforces(sup confine.Support) string {
+	version := "?"
+	if path, err := bwrap.Find(); err == nil {
+		version, _ = bwrap.Version(path)
 	}
-	return s
+	return fmt.Sprintf("bubblewrap %s: new user/mount/pid/ipc/uts/cgroup/net namespaces, a view built from nothing, Landlock ABI %d, seccomp, no capabilities, network off", version, sup.LandlockABI)
+}
+
+func landlockEnforces(sup confine.Support) string {
+	return fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets), seccomp (no inet or unix sockets, no System V IPC), no capabilities, network off; weaker: host processes are listed in /proc, the protected paths are put back after the run rather than read-only during it", sup.LandlockABI)
 }

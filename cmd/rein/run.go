@@ -27,6 +27,7 @@ type runFlags struct {
 	commonFlags
 	approve string
 	timeout time.Duration
+	rung    string
 	asJSON  bool
 }
 
@@ -82,6 +83,7 @@ func (rf *runFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&rf.approve, "approve", "", "answer for asked actions without a terminal: all or none (default: ask the terminal, or deny without one)")
 	f.DurationVar(&rf.timeout, "timeout", 0, "kill the whole process tree after this long (default: the policy's sandbox.timeout)")
+	f.StringVar(&rf.rung, "rung", "", "the sandbox rung: auto, bwrap, landlock or none (default: the policy's sandbox.rung)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
 }
 
@@ -120,14 +122,12 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 		Workspace: p.Workspace, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
 		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p),
 	}
-	var res *sandbox.Result
-	if rf.asJSON {
-		res, err = sandbox.Run(ctx, line, prof, nil, nil)
-	} else {
-		res, err = sandbox.Run(ctx, line, prof, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	if rf.rung != "" {
+		prof.Rung = rf.rung
 	}
+	res, err := runSandboxed(cmd, ctx, line, prof, rf.asJSON)
 	if err != nil {
-		return &exitError{exitSandbox, err.Error()}
+		return err
 	}
 	if rf.asJSON {
 		enc := json.NewEncoder(cmd.OutOrStdout())

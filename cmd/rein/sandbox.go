@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -64,18 +65,9 @@ sandbox could not run it (the reason is printed).`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ())}
-			var res *sandbox.Result
-			if asJSON {
-				res, err = sandbox.Run(ctx, line, p, nil, nil)
-			} else {
-				res, err = sandbox.Run(ctx, line, p, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			}
-			var se *sandbox.Error
-			if errors.As(err, &se) {
-				return &exitError{exitSandbox, se.Error()}
-			}
+			res, err := runSandboxed(cmd, ctx, line, p, asJSON)
 			if err != nil {
-				return &exitError{exitSandbox, err.Error()}
+				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -96,9 +88,60 @@ sandbox could not run it (the reason is printed).`,
 	f.StringVar(&workspace, "workspace", "", "workspace root, mounted read-write at its own path (default: the current directory)")
 	f.BoolVar(&readOnly, "read-only", false, "mount the workspace read-only")
 	f.DurationVar(&timeout, "timeout", sandbox.DefaultTimeout, "kill the whole process tree after this long (at most 10m)")
-	f.StringVar(&rung, "rung", "auto", "auto or bwrap")
+	f.StringVar(&rung, "rung", "auto", "auto (the strongest that runs here), bwrap, landlock, or none (unconfined, only by name)")
 	f.BoolVar(&asJSON, "json", false, "print the result object instead of streaming the output")
 	return cmd
+}
+
+// runSandboxed runs line under p, streaming its output live unless asJSON,
+// where the full streams are spooled to a result directory instead and
+// the result names the files.
+func runSandboxed(cmd *cobra.Command, ctx context.Context, line *shell.Line, p sandbox.Profile, asJSON bool) (*sandbox.Result, error) {
+	stderr := cmd.ErrOrStderr()
+	if p.Rung == sandbox.RungNone {
+		fmt.Fprintln(stderr, "rein: warning: running unconfined (rung none): no filesystem, network or process confinement; only the timeout and the tree kill apply")
+	}
+	var stdout io.Writer = cmd.OutOrStdout()
+	if asJSON {
+		stdout, stderr = nil, nil
+		dir, err := resultDir()
+		if err != nil {
+			return nil, &exitError{exitSandbox, "rein: making the result directory: " + err.Error()}
+		}
+		p.SpoolDir = dir
+	}
+	res, err := sandbox.Run(ctx, line, p, stdout, stderr)
+	var se *sandbox.Error
+	if errors.As(err, &se) {
+		return nil, &exitError{exitSandbox, se.Error()}
+	}
+	if err != nil {
+		return nil, &exitError{exitSandbox, err.Error()}
+	}
+	if !asJSON && res.RungNote != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rein: ran on the %s rung, the strongest that runs here (%s)\n", res.Rung, res.RungNote)
+	}
+	if !asJSON && res.Poisoned != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "rein: warning: %s\n", res.Poisoned)
+	}
+	return res, nil
+}
+
+// resultDir makes a directory for one run's full output under rein's
+// cache, and removes those older than a day.
+func resultDir() (string, error) {
+	base := filepath.Join(sandbox.CacheDir(), "results")
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", err
+	}
+	if old, err := os.ReadDir(base); err == nil {
+		for _, e := range old {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+				os.RemoveAll(filepath.Join(base, e.Name()))
+			}
+		}
+	}
+	return os.MkdirTemp(base, time.Now().UTC().Format("20060102T150405-"))
 }
 
 // sandboxEnv keeps only what a confined program needs of the caller's

@@ -48,3 +48,9 @@ func CloseFiles(cmd *exec.Cmd) {
 	}
 	cmd.ExtraFiles = nil
 }
+
+// CloseOnExecFrom marks every descriptor of the calling process from low up
+// close-on-exec, so that a child started next inherits none of them but
+// those given to it explicitly. The landlock rung's init is started this
+// way too.
+func CloseOnExecFrom(low int) error { return closeOnExecFrom(low) }

@@ -57,7 +57,12 @@ func TestKillTree(t *testing.T) {
 	}
 	buf := make([]byte, 8)
 	out.Read(buf)
-	procs, _ := os.ReadFile(filepath.Join(g.Path, "cgroup.procs"))
+	var procs []byte
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if procs, _ = os.ReadFile(filepath.Join(g.Path, "cgroup.procs")); len(strings.Fields(string(procs))) == 3 {
+			break
+		}
+	}
 	if n := len(strings.Fields(string(procs))); n != 3 {
 		t.Fatalf("%d processes in the group, want sh and two sleeps: %q", n, procs)
 	}

@@ -87,6 +87,16 @@ type Spec struct {
 	// lives in /dev/shm and is denied because it is not granted.
 	NoSysVIPC bool
 
+	// LandlockThisThread enforces the Landlock domain on the calling
+	// thread only; no_new_privs, capabilities, rlimits and seccomp still
+	// reach every thread. Below Landlock ABI 8 a domain enforced thread by
+	// thread gives each thread a domain of its own, and signal scoping
+	// then forbids a thread to signal what another thread started. An
+	// init whose other threads must kill the command's tree (on the death
+	// of its parent) sets this and starts the command from the calling
+	// thread only; its other threads run only its own code.
+	LandlockThisThread bool
+
 	// Rlimits bounds what a single process may consume.
 	Rlimits Rlimits
 }

@@ -51,7 +51,17 @@ func apply(s Spec) error {
 	if err := setRlimits(s.Rlimits); err != nil {
 		return &Error{Mechanism: MechanismRlimit, Err: err}
 	}
-	if err := cfg.Restrict(rules...); err != nil {
+	if s.LandlockThisThread {
+		fd, flags, err := cfg.NewRulesetFD(rules...)
+		if err != nil {
+			return &Error{Mechanism: MechanismLandlock, Err: err}
+		}
+		err = ll.LandlockRestrictSelf(fd, flags)
+		unix.Close(fd)
+		if err != nil {
+			return &Error{Mechanism: MechanismLandlock, Err: fmt.Errorf("landlock_restrict_self: %w", err)}
+		}
+	} else if err := cfg.Restrict(rules...); err != nil {
 		return &Error{Mechanism: MechanismLandlock, Err: err}
 	}
 	for _, f := range filters {

@@ -1,0 +1,303 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/confine"
+	"github.com/reinhq/rein/sandbox/runplan"
+	"github.com/reinhq/rein/shell"
+)
+
+// Main runs the sandbox's init when the process was started as one, and
+// returns at once otherwise. A program that embeds rein calls it first in
+// main; rein's own binary does.
+func Main() {
+	if len(os.Args) < 3 || os.Args[1] != initFlag {
+		return
+	}
+	os.Exit(initMain(os.Args[2]))
+}
+
+// request is what the outer process hands the init.
+type request struct {
+	Line *shell.Line `json:"line"`
+	Dir  string      `json:"dir"`
+	Home string      `json:"home"`
+	Env  []string    `json:"env"`
+	// Confine is nil on the none rung.
+	Confine *confine.Spec `json:"confine,omitempty"`
+	// Subreaper makes the init the reaper of every orphan of its tree, so
+	// that it can kill them all: on the rungs without a pid namespace.
+	Subreaper bool `json:"subreaper,omitempty"`
+	// Lifeline: descriptor 3 is a pipe whose end means rein is gone (or
+	// wants the run ended): the init then kills its tree and exits.
+	Lifeline bool `json:"lifeline,omitempty"`
+	// Check, when set, makes this run a preflight.
+	Check *check `json:"check,omitempty"`
+}
+
+// check is what a preflight asserts from inside the confinement.
+type check struct {
+	Workspace string `json:"workspace"`
+	ReadOnly  bool   `json:"read_only"`
+	Home      string `json:"home"`
+	Tmp       string `json:"tmp"`
+}
+
+// report is what the init leaves for the outer process.
+type report struct {
+	Plan *runplan.Result `json:"plan"`
+	// Swept: every process of the tree was dead when the init ended.
+	Swept    bool     `json:"swept"`
+	Problems []string `json:"problems,omitempty"`
+}
+
+// initMain is the init inside the sandbox: it confines itself for good,
+// runs the plan, kills what the plan left running, and leaves the report
+// for the outer process.
+func initMain(dir string) int {
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "rein init: %v\n", err)
+		return 125
+	}
+	// Catching (not ignoring, which exec would pass on to the command)
+	// every signal the command could send: pid 1 of a namespace gets only
+	// the signals it handles, so on the bwrap rung the command cannot end
+	// the init early and fake "the sandbox did not start".
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+		syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGTRAP, syscall.SIGWINCH, syscall.SIGIO)
+	go func() {
+		for range sigs {
+		}
+	}()
+	data, err := os.ReadFile(filepath.Join(dir, "request.json"))
+	if err != nil {
+		return fail(err)
+	}
+	var req request
+	if err := json.Unmarshal(data, &req); err != nil {
+		return fail(err)
+	}
+	if req.Subreaper {
+		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+			return fail(fmt.Errorf("becoming the subreaper of the run: %w", err))
+		}
+	}
+	var lifeline *os.File
+	if req.Lifeline {
+		lifeline = os.NewFile(3, "lifeline")
+		syscall.CloseOnExec(3)
+	}
+	// Nothing but 0, 1 and 2 (and the lifeline, kept from the command)
+	// reaches the plan.
+	if err := bwrap.CloseOnExecFrom(3); err != nil {
+		return fail(err)
+	}
+	// The result file is opened before the confinement, which then leaves
+	// the io directory out of reach: the command can neither read the
+	// request nor forge the result.
+	resultFile, err := os.OpenFile(filepath.Join(dir, "result.json"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	defer resultFile.Close()
+	runtime.LockOSThread()
+	// The command must not read the init's memory through /proc/PID/mem
+	// (the request, the environment it was built from).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(err)
+	}
+	if req.Confine != nil {
+		if err := confine.Apply(*req.Confine); err != nil {
+			return fail(err)
+		}
+	}
+	if lifeline != nil {
+		go func() {
+			// Nobody ever writes: the read ends when rein closes its end
+			// or dies.
+			var b [1]byte
+			lifeline.Read(b[:])
+			killTree(5 * time.Second)
+			os.Exit(137)
+		}()
+	}
+	rep := report{}
+	if req.Check != nil {
+		rep.Problems = req.Check.run(req)
+	}
+	res, err := runplan.Run(context.Background(), req.Line, runplan.Options{
+		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdout: os.Stdout, Stderr: os.Stderr,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	rep.Plan = res
+	// The end of the plan is the end of everything it started.
+	rep.Swept = killTree(5 * time.Second)
+	out, err := json.Marshal(rep)
+	if err == nil {
+		_, err = resultFile.Write(out)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return res.ExitCode
+}
+
+// killTree kills every descendant of the init and reaps them, until none
+// is left or the time is up; it reports whether none is left. As pid 1 of
+// a namespace or as a child subreaper the init inherits every orphan of its
+// tree, so its children are, in turn, all that is left of it.
+func killTree(limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		// Reap what is dead; ECHILD means no child at all, dead or alive.
+		for {
+			pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+			if errors.Is(err, unix.ECHILD) {
+				return true
+			}
+			if err != nil && !errors.Is(err, unix.EINTR) {
+				return false
+			}
+			if pid <= 0 {
+				break
+			}
+		}
+		kids := children()
+		for _, pid := range kids {
+			// An unreaped child's pid cannot be reused, so signalling
+			// it by number is exact; a pidfd would be no safer.
+			unix.Kill(pid, unix.SIGKILL)
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		if len(kids) == 0 {
+			time.Sleep(time.Millisecond)
+		} else {
+			// Give the killed time to die before the next reap.
+			time.Sleep(200 * time.Microsecond)
+		}
+	}
+}
+
+// children lists the init's children: those of each of its threads, or,
+// where the kernel lacks that file, every process whose parent it is.
+func children() []int {
+	var out []int
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err == nil {
+		ok := true
+		for _, t := range tasks {
+			data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/children")
+			if err != nil {
+				ok = false
+				break
+			}
+			for _, f := range strings.Fields(string(data)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+				}
+			}
+		}
+		if ok {
+			return out
+		}
+	}
+	out = out[:0]
+	self := os.Getpid()
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile("/proc/" + p.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may hold anything.
+		s := string(data)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 {
+			fields := strings.Fields(s[i+1:])
+			if len(fields) > 1 {
+				if ppid, err := strconv.Atoi(fields[1]); err == nil && ppid == self {
+					out = append(out, pid)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// run asserts, from inside the confinement, what the sandbox promises:
+// the working directory, the workspace's writability, HOME, TMPDIR, and no
+// network.
+func (c *check) run(req request) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if wd, err := os.Getwd(); err != nil || wd != req.Dir {
+		bad("the working directory is %q (%v), not %s", wd, err, req.Dir)
+	}
+	probe := filepath.Join(c.Workspace, fmt.Sprintf(".rein-preflight-%d", os.Getpid()))
+	f, err := os.OpenFile(probe, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+		os.Remove(probe)
+	}
+	switch {
+	case c.ReadOnly && err == nil:
+		bad("the workspace is writable, though read-only was asked for")
+	case !c.ReadOnly && err != nil:
+		bad("the workspace is not writable: %v", err)
+	}
+	for _, d := range [][2]string{{"HOME", c.Home}, {"TMPDIR", c.Tmp}} {
+		if v := envValue(req.Env, d[0]); v != d[1] {
+			bad("%s is %q, not %s", d[0], v, d[1])
+		}
+		f, err := os.CreateTemp(d[1], ".rein-preflight-")
+		if err != nil {
+			bad("%s (%s) is not writable: %v", d[0], d[1], err)
+			continue
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		unix.Close(fd)
+		bad("an inet socket could be made with the network off")
+	}
+	if c, err := net.DialTimeout("tcp", "127.0.0.1:1", 100*time.Millisecond); err == nil {
+		c.Close()
+		bad("the host's loopback is reachable with the network off")
+	}
+	return problems
+}
+
+func envValue(env []string, k string) string {
+	for _, e := range env {
+		if n, v, _ := cutEnv(e); n == k {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,187 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/confine"
+	"github.com/reinhq/rein/shell"
+)
+
+// PreflightResult says whether a rung can run in a workspace on this host,
+// as a real minimal run found, and if not, why and what to do.
+type PreflightResult struct {
+	Rung string `json:"rung"`
+	OK   bool   `json:"ok"`
+	// Problem and Fix say why the rung cannot run and what would let it.
+	Problem string `json:"problem,omitempty"`
+	Fix     string `json:"fix,omitempty"`
+	// Terminal failures (the mechanism is absent, cannot be executed or
+	// is refused by the kernel) are remembered, so that a broken host is
+	// not probed on every call.
+	Terminal bool      `json:"terminal,omitempty"`
+	At       time.Time `json:"at"`
+	// Key identifies what the result was found for: the rung, the
+	// workspace, rein's binary, bubblewrap's, the kernel and the user.
+	Key string `json:"key"`
+}
+
+// How long preflight results are trusted. A change to rein's binary,
+// bubblewrap's, the kernel or the user makes a new key and a new probe.
+const (
+	preflightOKTTL   = 24 * time.Hour
+	preflightFailTTL = time.Hour
+)
+
+var preflightMem sync.Map // key -> PreflightResult
+
+// Preflight runs a real minimal sandbox on rung in workspace, once per
+// (rung, workspace) and host state: later calls answer from the cache in
+// memory or on disk. Fresh probes again whatever is cached (rein doctor).
+// Its init asserts, from inside the confinement, the working directory,
+// the workspace's writability, HOME, TMPDIR and that no network is
+// reachable; a version string proves nothing.
+func Preflight(ctx context.Context, rung, workspace string, fresh bool) PreflightResult {
+	if rung == RungNone {
+		return PreflightResult{Rung: rung, OK: true, At: time.Now()}
+	}
+	key := preflightKey(rung, workspace)
+	file := filepath.Join(CacheDir(), "preflight", rung+"-"+workspaceKey(key)+".json")
+	if !fresh {
+		if v, ok := preflightMem.Load(key); ok {
+			return v.(PreflightResult)
+		}
+		var c PreflightResult
+		if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &c) == nil && c.Key == key {
+			ttl := preflightOKTTL
+			if !c.OK {
+				ttl = preflightFailTTL
+			}
+			if time.Since(c.At) < ttl {
+				preflightMem.Store(key, c)
+				return c
+			}
+		}
+	}
+	res := probeRung(ctx, rung, workspace)
+	res.Rung, res.At, res.Key = rung, time.Now(), key
+	if res.OK || res.Terminal {
+		preflightMem.Store(key, res)
+		if data, err := json.Marshal(res); err == nil {
+			os.MkdirAll(filepath.Dir(file), 0o700)
+			tmp := fmt.Sprintf("%s.%d", file, os.Getpid())
+			if os.WriteFile(tmp, data, 0o600) == nil {
+				os.Rename(tmp, file)
+			}
+		}
+	} else {
+		preflightMem.Delete(key)
+		os.Remove(file)
+	}
+	return res
+}
+
+func preflightKey(rung, workspace string) string {
+	parts := []string{rung, workspace, fmt.Sprint(os.Getuid())}
+	if exe, err := os.Executable(); err == nil {
+		parts = append(parts, fileStamp(exe))
+	}
+	if rung == RungBwrap {
+		if bw, err := bwrap.Find(); err == nil {
+			parts = append(parts, fileStamp(bw))
+		} else {
+			parts = append(parts, "no bwrap")
+		}
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		parts = append(parts, unix.ByteSliceToString(u.Release[:]), unix.ByteSliceToString(u.Version[:]))
+	}
+	return strings.Join(parts, "\x00")
+}
+
+func fileStamp(p string) string {
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err != nil {
+		return p + ":absent"
+	}
+	return fmt.Sprintf("%s:%d:%d.%d:%d", p, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Ino)
+}
+
+// minABI is the Landlock ABI the init's confinement needs: signal and
+// abstract socket scoping came with ABI 6.
+const minABI = 6
+
+func probeRung(ctx context.Context, rung, ws string) PreflightResult {
+	sup := confine.Probe()
+	if sup.LandlockABI < minABI || !sup.Seccomp {
+		return PreflightResult{Terminal: true,
+			Problem: fmt.Sprintf("the init's self-confinement needs Landlock ABI %d and seccomp; this kernel has Landlock ABI %d, seccomp %v", minABI, sup.LandlockABI, sup.Seccomp),
+			Fix:     "boot Linux 6.12 or later with landlock in the lsm= boot parameter"}
+	}
+	if rung == RungBwrap {
+		path, err := bwrap.Find()
+		if err != nil {
+			return PreflightResult{Terminal: true, Problem: "bubblewrap is not installed (absent)", Fix: "apt-get install bubblewrap (or dnf install bubblewrap)"}
+		}
+		out, err := exec.CommandContext(ctx, path, "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput()
+		var ee *exec.ExitError
+		switch {
+		case err != nil && !asExit(err, &ee):
+			return PreflightResult{Terminal: true, Problem: fmt.Sprintf("bubblewrap at %s cannot be executed (inexecutable): %v", path, err), Fix: "reinstall bubblewrap, or make it executable"}
+		case err != nil:
+			return PreflightResult{Terminal: true, Problem: "user namespaces are refused (refused): " + firstLine(string(out)),
+				Fix: "sysctl -w kernel.unprivileged_userns_clone=1 (Debian), or on Ubuntu 24.04 allow bwrap in AppArmor (or use the landlock rung)"}
+		}
+	}
+	line, err := shell.FromArgv([]string{"true"})
+	if err != nil {
+		return PreflightResult{Problem: err.Error()}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	p := Profile{Workspace: ws, Timeout: 20 * time.Second, Rung: rung}
+	if err := p.validate(); err != nil {
+		return PreflightResult{Problem: err.Error(), Fix: "pass an existing workspace directory"}
+	}
+	r, err := start(ctx, line, p, rung, true, nil, nil)
+	if err != nil {
+		return PreflightResult{Problem: "a minimal sandbox could not start: " + err.Error(), Fix: "see the reason"}
+	}
+	<-r.done
+	res := r.res
+	switch {
+	case res.Status != OK:
+		return PreflightResult{Problem: fmt.Sprintf("a minimal sandbox failed: %s: %s", res.Status, res.Reason), Fix: "see the reason; rein doctor shows every rung"}
+	case res.Reason != "":
+		return PreflightResult{Problem: "a minimal sandbox broke its promises: " + res.Reason, Fix: "report this: the sandbox is not what rein expects here"}
+	}
+	return PreflightResult{OK: true}
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	if ok {
+		*ee = e
+	}
+	return ok
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package sandbox
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// probeMain is the test binary run inside the sandbox as "probe ACTION
+// ARG": it tries one thing and exits 0 when it worked, 1 when it was
+// refused, printing what happened.
+func probeMain(args []string) int {
+	if len(args) == 0 {
+		return 2
+	}
+	arg := ""
+	if len(args) > 1 {
+		arg = args[1]
+	}
+	err := probeAction(args[0], arg)
+	if err != nil {
+		fmt.Println("refused:", err)
+		return 1
+	}
+	fmt.Println("worked")
+	return 0
+}
+
+func probeAction(action, arg string) error {
+	switch action {
+	case "write":
+		return os.WriteFile(arg, []byte("pwned"), 0o644)
+	case "read":
+		// An empty file is what a masked path reads as.
+		data, err := os.ReadFile(arg)
+		if err == nil && len(data) == 0 {
+			return fmt.Errorf("%s reads empty", arg)
+		}
+		return err
+	case "dial-tcp":
+		c, err := net.DialTimeout("tcp", arg, time.Second)
+		if err == nil {
+			c.Write([]byte("pwned"))
+			c.Close()
+		}
+		return err
+	case "send-udp":
+		c, err := net.Dial("udp", arg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_, err = c.Write([]byte("pwned"))
+		return err
+	case "dial-unix":
+		c, err := net.DialTimeout("unix", arg, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	case "signal":
+		pid, _ := strconv.Atoi(arg)
+		return syscall.Kill(pid, syscall.SIGTERM)
+	case "environ":
+		_, err := os.ReadFile("/proc/" + arg + "/environ")
+		return err
+	case "msgget":
+		key, _ := strconv.Atoi(arg)
+		_, _, e := unix.RawSyscall(unix.SYS_MSGGET, uintptr(key), 0, 0)
+		if e != 0 {
+			return e
+		}
+		return nil
+	case "tiocsti":
+		f, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		fd := 0
+		if err == nil {
+			defer f.Close()
+			fd = int(f.Fd())
+		}
+		c := byte('x')
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&c)))
+		if e != 0 {
+			return e
+		}
+		return nil
+	case "fds":
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			return err
+		}
+		var extra []string
+		for _, e := range entries {
+			n, _ := strconv.Atoi(e.Name())
+			if n > 2 {
+				if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && !strings.HasPrefix(t, "/proc/") {
+					extra = append(extra, e.Name()+"->"+t)
+				}
+			}
+		}
+		if len(extra) > 0 {
+			return nil // an inherited descriptor: the escape worked
+		}
+		return fmt.Errorf("only 0, 1 and 2")
+	case "env":
+		for _, e := range os.Environ() {
+			if strings.Contains(e, "hunter2") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no secret")
+	case "setuid":
+		f, err := os.Create(arg)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		return unix.Chmod(arg, 0o4755)
+	case "mknod":
+		return unix.Mknod(arg, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3)))
+	case "unshare":
+		return unix.Unshare(unix.CLONE_NEWUSER)
+	case "chroot":
+		return unix.Chroot("/")
+	case "kill-init":
+		// Up the tree to the sandbox's init, then every way to kill it.
+		pid := os.Getppid()
+		for pid > 1 {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			if strings.Contains(string(cmdline), "--rein-sandbox-init") {
+				break
+			}
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil {
+				return err
+			}
+			f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+			pid, _ = strconv.Atoi(f[1])
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err == nil {
+			return nil
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, t := range tasks {
+			tid, _ := strconv.Atoi(t.Name())
+			if unix.Tgkill(pid, tid, unix.SIGKILL) == nil {
+				return nil
+			}
+		}
+		return fmt.Errorf("init %d could not be killed", pid)
+	case "hostname":
+		return unix.Sethostname([]byte("pwned"))
+	}
+	return fmt.Errorf("unknown probe %q", action)
+}

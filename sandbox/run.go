@@ -1,0 +1,412 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reinhq/rein/sandbox/cgroup"
+	"github.com/reinhq/rein/sandbox/runplan"
+	"github.com/reinhq/rein/shell"
+)
+
+// Grace periods of the lifecycle.
+const (
+	// killGrace is how long the init of the landlock and none rungs gets
+	// to kill its tree once told to, before it is killed itself.
+	killGrace = 2 * time.Second
+	// confirmWait is how long a killed cgroup may take to empty.
+	confirmWait = 5 * time.Second
+	// drainWait bounds the reading of output after the tree is dead (or
+	// could not be confirmed dead, when a survivor may hold the pipes).
+	drainWait = 2 * time.Second
+)
+
+// run is one run in progress.
+type run struct {
+	rung, note string
+	p          Profile
+	start      time.Time
+	cmd        *exec.Cmd
+	group      *cgroup.Group
+	lifeline   *os.File // write end; closing it tells the init to end
+	scratch    string
+	hostIO     string
+	guard      *guard
+	unlock     func()
+	outBuf     *headTail
+	errBuf     *headTail
+	spools     []*os.File
+	copies     sync.WaitGroup
+	readers    []*os.File
+	preflight  bool
+
+	mu       sync.Mutex
+	killedAs Status // why rein ended the run, if it did
+	done     chan struct{}
+	res      *Result
+	cancel   context.CancelFunc
+}
+
+// start prepares and starts one run on rung.
+func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (r *run, err error) {
+	r = &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
+	// One run at a time per workspace: a command still running could swap
+	// a protected path for a link while the next run's view is built.
+	if r.unlock, err = lockWorkspace(ctx, p.Workspace); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			r.cleanup()
+		}
+	}()
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, refuse(Unavailable, "cannot find this program's binary to run as the sandbox's init: %v", err)
+	}
+	sweep()
+	if r.scratch, err = os.MkdirTemp(stateTemp(), fmt.Sprintf("rein-run-%d-", os.Getpid())); err != nil {
+		return nil, refuse(Unavailable, "making the run's scratch directory: %v", err)
+	}
+	r.hostIO = filepath.Join(r.scratch, "io")
+	for _, d := range []string{"home", "tmp", "io"} {
+		if err := os.Mkdir(filepath.Join(r.scratch, d), 0o700); err != nil {
+			return nil, refuse(Unavailable, "making the run's scratch directory: %v", err)
+		}
+	}
+	caches, err := toolchainCaches(p.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	// A repository without a hooks directory would let the command create
+	// one and plant a hook the host runs at the next commit: protection
+	// binds only what exists, so the directory is made first.
+	if fi, err := os.Lstat(filepath.Join(p.Workspace, ".git")); err == nil && fi.IsDir() && !p.ReadOnly {
+		if err := os.Mkdir(filepath.Join(p.Workspace, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
+		}
+	}
+	if !p.ReadOnly {
+		// On the bwrap rung the protected paths are bind mounts and only
+		// git's redirections need guarding; on the others the whole
+		// protected set is kept and put back after the run.
+		if r.guard, err = newGuard(p.Workspace, rung != RungBwrap); err != nil {
+			return nil, err
+		}
+		// Kept on disk too: if rein is killed mid-run, the next run's
+		// sweep puts the protected files back from it.
+		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
+			return nil, refuse(Unavailable, "saving the protected files: %v", err)
+		}
+	}
+	var cmd *exec.Cmd
+	switch rung {
+	case RungBwrap:
+		cmd, err = r.bwrapCommand(line, exe, caches)
+	default:
+		cmd, err = r.hostCommand(line, exe, caches)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.cmd = cmd
+	if err := r.pipes(); err != nil {
+		closeExtra(cmd)
+		return nil, err
+	}
+	if h, herr := cgroup.Find(); herr == nil {
+		if g, gerr := h.New("rein-run"); gerr == nil {
+			r.group = g
+			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.FD()
+		}
+	}
+	err = cmd.Start()
+	closeExtra(cmd)
+	for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
+		f.Close()
+	}
+	if err != nil {
+		r.lifelineClose()
+		return nil, refuse(Unavailable, "starting the sandbox (%s): %v", filepath.Base(cmd.Path), err)
+	}
+	r.copies.Add(len(r.readers))
+	for i, f := range r.readers {
+		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], []io.Writer{stdout, stderr}[i], r.spools[i])
+	}
+	ctx, r.cancel = context.WithTimeout(ctx, p.Timeout)
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			r.kill(Timeout)
+		} else {
+			r.kill(Cancelled)
+		}
+	})
+	go func() {
+		waitErr := cmd.Wait()
+		stop()
+		r.finish(waitErr)
+		r.cancel()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+func (r *run) handle() *Handle {
+	h := &Handle{rung: r.rung, done: make(chan struct{}), kill: r.kill}
+	go func() {
+		<-r.done
+		r.res.RungNote = r.note
+		h.res = r.res
+		close(h.done)
+	}()
+	return h
+}
+
+// pipes connects the init's stdout and stderr to pipes rein reads itself,
+// so that waiting for the init never waits for a survivor holding them.
+func (r *run) pipes() error {
+	limit := r.p.OutputBytes
+	if limit <= 0 {
+		limit = DefaultOutputBytes
+	}
+	r.outBuf, r.errBuf = newHeadTail(limit), newHeadTail(limit)
+	var writers [2]*os.File
+	for i, name := range []string{"stdout", "stderr"} {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			return refuse(Unavailable, "making the output pipes: %v", err)
+		}
+		r.readers, writers[i] = append(r.readers, rd), wr
+		var spool *os.File
+		if r.p.SpoolDir != "" {
+			f, err := os.OpenFile(filepath.Join(r.p.SpoolDir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+			if err != nil {
+				return refuse(Unavailable, "opening the spool file: %v", err)
+			}
+			spool = f
+		}
+		r.spools = append(r.spools, spool)
+	}
+	r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
+	return nil
+}
+
+func (r *run) copy(f *os.File, h *headTail, live io.Writer, spool *os.File) {
+	defer r.copies.Done()
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n])
+			if spool != nil {
+				spool.Write(buf[:n])
+			}
+			if live != nil {
+				live.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// kill ends the run's whole tree; the first reason given is the one
+// reported.
+func (r *run) kill(why Status) {
+	r.mu.Lock()
+	if r.killedAs != "" {
+		r.mu.Unlock()
+		return
+	}
+	r.killedAs = why
+	r.mu.Unlock()
+	if r.group != nil {
+		r.group.Kill()
+	}
+	switch r.rung {
+	case RungBwrap:
+		// Killing bubblewrap kills the init (--die-with-parent), pid 1,
+		// and with it every process of the namespace.
+		r.cmd.Process.Kill()
+	default:
+		// The init kills its tree when its lifeline closes, and is killed
+		// itself if it has not ended after the grace.
+		r.lifelineClose()
+		time.AfterFunc(killGrace, func() {
+			select {
+			case <-r.done:
+			default:
+				r.cmd.Process.Kill()
+			}
+		})
+	}
+}
+
+func (r *run) lifelineClose() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lifeline != nil {
+		r.lifeline.Close()
+		r.lifeline = nil
+	}
+}
+
+// finish confirms the tree is dead, reads the output and the init's
+// report, puts protected files back and builds the result.
+func (r *run) finish(waitErr error) {
+	res := &Result{Rung: r.rung}
+	var rep report
+	haveReport := false
+	if data, err := os.ReadFile(filepath.Join(r.hostIO, "result.json")); err == nil && json.Unmarshal(data, &rep) == nil && rep.Plan != nil {
+		haveReport = true
+	}
+	// Confirm that nothing of the run is left.
+	switch {
+	case r.group != nil:
+		res.Containment = "cgroup"
+		if err := r.group.KillAndWait(confirmWait); err != nil {
+			res.Poisoned = err.Error()
+		}
+	case r.rung == RungBwrap:
+		// The kernel kills a pid namespace whole when its init dies, and
+		// bubblewrap's child is that init.
+		res.Containment = "pid namespace"
+	default:
+		res.Containment = "subreaper"
+		if !haveReport || !rep.Swept {
+			res.Poisoned = "the init ended before it confirmed that its tree was dead, and no cgroup can confirm it: processes the command started may still run"
+		}
+	}
+	r.lifelineClose()
+	// Read what is left in the pipes; a survivor could hold them open
+	// forever, so the wait is bounded once the tree is gone or lost.
+	drained := make(chan struct{})
+	go func() { r.copies.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainWait):
+		for _, f := range r.readers {
+			f.Close()
+		}
+		<-drained
+	}
+	for _, f := range r.readers {
+		f.Close()
+	}
+	res.Stdout, res.Stderr = r.outBuf.output(), r.errBuf.output()
+	for i, f := range r.spools {
+		if f != nil {
+			f.Close()
+			o := []*Output{&res.Stdout, &res.Stderr}[i]
+			o.File = f.Name()
+		}
+	}
+	var planted []string
+	if r.guard != nil {
+		planted = r.guard.restore()
+	}
+	if haveReport {
+		res.Stages, res.ExitCode = rep.Plan.Stages, rep.Plan.ExitCode
+	}
+	// The init's own exit status is the line's: it is what the kernel
+	// reports, whatever the result file says.
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) && haveReport {
+		res.ExitCode = ee.ExitCode()
+	} else if waitErr == nil && haveReport {
+		res.ExitCode = 0
+	}
+	r.mu.Lock()
+	killed := r.killedAs
+	r.mu.Unlock()
+	switch {
+	case killed == Timeout:
+		res.Status, res.ExitCode, res.Reason = Timeout, 124, fmt.Sprintf("killed with its whole process tree after %s", r.p.Timeout)
+	case killed != "":
+		res.Status, res.ExitCode, res.Reason = Cancelled, 130, "killed with its whole process tree: cancelled"
+	case !haveReport:
+		res.Status, res.ExitCode = Unavailable, 125
+		res.Reason = "the sandbox did not run the plan: " + lastLine(res.Stderr.Text)
+		if ee != nil {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				// On the landlock rung the command shares a domain with its
+				// init and can kill it; that is the command's failure.
+				res.Status, res.ExitCode = Failed, 128+int(ws.Signal())
+				res.Reason = fmt.Sprintf("the sandbox's init was killed by signal %d (%s) before it reported", int(ws.Signal()), ws.Signal())
+			}
+		}
+		if strings.TrimSpace(res.Stderr.Text) == "" && res.Status == Unavailable {
+			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, errNoInit)
+		}
+	case len(planted) > 0:
+		res.Status = Failed
+		res.Reason = "the command changed protected files, which the host would obey; rein put them back: " + strings.Join(planted, ", ")
+	case res.ExitCode == 0:
+		res.Status = OK
+	default:
+		res.Status = Failed
+		for _, st := range res.Stages {
+			if st.Status == runplan.Unavailable {
+				res.Status, res.Reason = Unavailable, fmt.Sprintf("%s: %s", st.Argv[0], st.Error)
+			}
+		}
+	}
+	if res.Poisoned != "" {
+		poison(r.rung, r.p.Workspace, res.Poisoned)
+	}
+	if haveReport && r.preflight && res.Status == OK {
+		res.Reason = strings.Join(rep.Problems, "; ")
+	}
+	res.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
+	r.res = res
+	r.cleanup()
+}
+
+// cleanup removes what the run made on the host and releases the
+// workspace. Without a confirmed death the scratch directory is kept for
+// the next sweep, once this process is gone.
+func (r *run) cleanup() {
+	if r.group != nil {
+		if r.res == nil || r.res.Poisoned == "" {
+			if err := r.group.Remove(); err != nil {
+				r.group.KillAndWait(confirmWait)
+				r.group.Remove()
+			}
+		}
+	}
+	r.lifelineClose()
+	if r.scratch != "" {
+		os.RemoveAll(r.scratch)
+	}
+	if r.unlock != nil {
+		r.unlock()
+	}
+}
+
+func closeExtra(cmd *exec.Cmd) {
+	for _, f := range cmd.ExtraFiles {
+		if f != nil {
+			f.Close()
+		}
+	}
+	cmd.ExtraFiles = nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

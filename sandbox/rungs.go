@@ -1,0 +1,192 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/confine"
+	"github.com/reinhq/rein/shell"
+)
+
+const (
+	initFlag = "--rein-sandbox-init"
+	// ioDir is where the bwrap rung mounts the run's io directory.
+	ioDir = "/rein/io"
+	// sandboxCaches is where the bwrap rung mounts the toolchain caches.
+	sandboxCaches = "/var/cache/rein"
+	hostPATH      = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+)
+
+// systemDirs are the host's system directories that exist here.
+func systemDirs() []string {
+	var out []string
+	for _, d := range bwrap.DefaultSystemDirs {
+		if _, err := os.Lstat(d); err == nil {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// bwrapCommand builds the bubblewrap command whose init runs line.
+func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.Cmd, error) {
+	p := r.p
+	bw, err := bwrap.Find()
+	if err != nil {
+		return nil, refuse(Unavailable, "%v", err)
+	}
+	masked, err := privateSystemFiles()
+	if err != nil {
+		return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
+	}
+	dir := p.Dir
+	if dir == "" {
+		dir = p.Workspace
+	}
+	mounts := map[string]string{r.hostIO: ioDir}
+	env := withDefaults(p.Env, "PATH="+hostPATH, "HOME="+bwrap.SandboxHome, "TMPDIR=/tmp")
+	rw := []string{"/tmp", bwrap.SandboxHome, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
+	for _, c := range caches {
+		dest := filepath.Join(sandboxCaches, c.name)
+		mounts[c.host] = dest
+		env = withDefaults(env, c.env+"="+dest)
+		rw = append(rw, dest)
+	}
+	if !p.ReadOnly {
+		rw = append(rw, p.Workspace)
+	}
+	ro := append(systemDirs(), "/proc", "/dev/urandom", "/dev/random", bwrap.SandboxInit)
+	ro = append(ro, p.HostReadPaths...)
+	if p.ReadOnly {
+		ro = append(ro, p.Workspace)
+	}
+	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Confine: &confine.Spec{
+		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true,
+	}}
+	if r.preflight {
+		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: bwrap.SandboxHome, Tmp: "/tmp"}
+	}
+	if err := writeRequest(r.hostIO, req); err != nil {
+		return nil, err
+	}
+	view := bwrap.View{
+		SystemMasked: masked,
+		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
+		Protected:     protectedPaths(p.Workspace),
+		Home:          filepath.Join(r.scratch, "home"),
+		Caches:        mounts,
+		HostReadPaths: p.HostReadPaths,
+		SystemDirs:    bwrap.DefaultSystemDirs,
+		Network:       bwrap.NetworkOff,
+		Env:           env,
+		Chdir:         dir,
+		InitPath:      exe,
+	}
+	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir})
+	if err != nil {
+		return nil, refuse(Denied, "%v", err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	return cmd, nil
+}
+
+// hostCommand builds the command of the landlock and none rungs: the init
+// in the host's namespaces, in a session of its own (no controlling
+// terminal to read or push keystrokes into), with a lifeline on
+// descriptor 3 whose end tells it that rein is gone.
+func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.Cmd, error) {
+	p := r.p
+	dir := p.Dir
+	if dir == "" {
+		dir = p.Workspace
+	}
+	home, tmp := filepath.Join(r.scratch, "home"), filepath.Join(r.scratch, "tmp")
+	env := withDefaults(p.Env, "PATH="+hostPATH, "HOME="+home, "TMPDIR="+tmp)
+	rw := []string{home, tmp, "/dev/null", "/dev/zero", "/dev/full"}
+	for _, c := range caches {
+		env = withDefaults(env, c.env+"="+c.host)
+		rw = append(rw, c.host)
+	}
+	req := request{Line: line, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true}
+	if r.rung == RungLandlock {
+		ro, err := landlockSystemRead()
+		if err != nil {
+			return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
+		}
+		ro = append(ro, p.HostReadPaths...)
+		if p.ReadOnly {
+			ro = append(ro, p.Workspace)
+		} else {
+			rw = append(rw, p.Workspace)
+		}
+		req.Confine = &confine.Spec{
+			ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true,
+			// No namespace hides the host's unix sockets and System V IPC.
+			NoUnixSockets: true, NoSysVIPC: true,
+			// The init's other threads kill the tree when the lifeline
+			// ends; they must stay outside the domain to signal it.
+			LandlockThisThread: true,
+		}
+	}
+	if r.preflight {
+		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: home, Tmp: tmp}
+	}
+	if err := writeRequest(r.hostIO, req); err != nil {
+		return nil, err
+	}
+	if err := bwrap.CloseOnExecFrom(3); err != nil {
+		return nil, refuse(Unavailable, "marking inherited descriptors close-on-exec: %v", err)
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return nil, refuse(Unavailable, "making the init's lifeline: %v", err)
+	}
+	r.lifeline = wr
+	cmd := exec.Command(exe, initFlag, r.hostIO)
+	cmd.Env, cmd.Dir, cmd.ExtraFiles = env, dir, []*os.File{rd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd, nil
+}
+
+func writeRequest(dir string, req request) error {
+	data, err := json.Marshal(req)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "request.json"), data, 0o600)
+	}
+	if err != nil {
+		return refuse(Unavailable, "writing the init's request: %v", err)
+	}
+	return nil
+}
+
+// withDefaults adds each NAME=value of defs whose name env does not set.
+func withDefaults(env []string, defs ...string) []string {
+	out := append([]string(nil), env...)
+	for _, d := range defs {
+		k, _, _ := cutEnv(d)
+		found := false
+		for _, e := range env {
+			if n, _, _ := cutEnv(e); n == k {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func cutEnv(e string) (string, string, bool) {
+	for i := 0; i < len(e); i++ {
+		if e[i] == '=' {
+			return e[:i], e[i+1:], true
+		}
+	}
+	return e, "", false
+}

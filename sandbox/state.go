@@ -1,0 +1,230 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/cgroup"
+)
+
+const noFollow = syscall.O_NOFOLLOW
+
+// stateTemp is where runs keep their scratch directories and locks.
+func stateTemp() string { return os.TempDir() }
+
+// CacheDir is the directory rein keeps its host-side state in: preflight
+// results, the toolchain caches of each workspace. REIN_CACHE_DIR names
+// another; by default it is rein/ under the user's cache directory.
+func CacheDir() string {
+	if d := os.Getenv("REIN_CACHE_DIR"); d != "" && filepath.IsAbs(d) {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "rein")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("rein-cache-%d", os.Getuid()))
+}
+
+func workspaceKey(ws string) string {
+	sum := sha256.Sum256([]byte(ws))
+	return hex.EncodeToString(sum[:12])
+}
+
+// cache is a toolchain cache: a per-workspace directory rein owns and the
+// variable that points the toolchain at it.
+type cache struct{ name, env, host string }
+
+var toolchains = []struct{ name, env string }{
+	{"go-build", "GOCACHE"}, {"go-mod", "GOMODCACHE"}, {"npm", "npm_config_cache"},
+	{"pip", "PIP_CACHE_DIR"}, {"cargo", "CARGO_HOME"},
+}
+
+// toolchainCaches makes the workspace's toolchain caches, so that builds
+// stay fast across runs without sharing the user's own caches.
+func toolchainCaches(ws string) ([]cache, error) {
+	base := filepath.Join(CacheDir(), "toolchain", workspaceKey(ws))
+	if within(base, ws) {
+		// Inside the workspace the command could plant what the next run
+		// trusts; a cache dir there is no cache of rein's.
+		return nil, nil
+	}
+	var out []cache
+	for _, t := range toolchains {
+		p := filepath.Join(base, t.name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, refuse(Unavailable, "making the toolchain cache %s: %v", p, err)
+		}
+		out = append(out, cache{name: t.name, env: t.env, host: p})
+	}
+	return out, nil
+}
+
+// privateEtc is the cached list of what only root may read under /etc,
+// with the directories it was read from and their modification times: a
+// file added, removed or renamed changes its directory's time, and the
+// list is read again. A chmod does not, so the list is also read again
+// after privateTTL.
+type privateEtc struct {
+	Files []string          `json:"files"`
+	Dirs  map[string]string `json:"dirs"`
+	At    time.Time         `json:"at"`
+}
+
+const privateTTL = 10 * time.Minute
+
+var privateMu sync.Mutex
+
+func privateSystemFiles() ([]string, error) {
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	file := filepath.Join(CacheDir(), "etc-private.json")
+	var c privateEtc
+	if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &c) == nil && time.Since(c.At) < privateTTL && len(c.Dirs) > 0 {
+		fresh := true
+		for d, stamp := range c.Dirs {
+			if dirStamp(d) != stamp {
+				fresh = false
+				break
+			}
+		}
+		if fresh {
+			return c.Files, nil
+		}
+	}
+	files, err := bwrap.PrivateFiles("/etc")
+	if err != nil {
+		return nil, err
+	}
+	c = privateEtc{Files: files, Dirs: map[string]string{}, At: time.Now()}
+	filepath.WalkDir("/etc", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			c.Dirs[p] = dirStamp(p)
+		}
+		return nil
+	})
+	if data, err := json.Marshal(c); err == nil {
+		os.MkdirAll(filepath.Dir(file), 0o700)
+		tmp := file + fmt.Sprintf(".%d", os.Getpid())
+		if os.WriteFile(tmp, data, 0o600) == nil {
+			os.Rename(tmp, file)
+		}
+	}
+	return files, nil
+}
+
+func dirStamp(p string) string {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(p, &st); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d:%d.%d:%o:%d", st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Mode, st.Ino)
+}
+
+// landlockSystemRead is what the landlock rung may read of the system: the
+// system directories, /etc without what only root may read (Landlock can
+// only grant, so /etc is granted entry by entry around those), /proc and
+// the random devices.
+func landlockSystemRead() ([]string, error) {
+	private, err := privateSystemFiles()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, d := range systemDirs() {
+		if d == "/etc" {
+			out = append(out, around("/etc", private)...)
+			continue
+		}
+		out = append(out, d)
+	}
+	return append(out, "/proc", "/dev/urandom", "/dev/random"), nil
+}
+
+// around lists the entries that cover dir except the excluded paths:
+// entries holding none whole, the others opened up in turn. Symbolic links
+// are left out: what they point to is readable only where it is granted.
+func around(dir string, excluded []string) []string {
+	if !slices.ContainsFunc(excluded, func(x string) bool { return within(x, dir) }) {
+		return []string{dir}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		switch {
+		case slices.Contains(excluded, p), e.Type()&fs.ModeSymlink != 0:
+		case e.IsDir():
+			out = append(out, around(p, excluded)...)
+		case e.Type().IsRegular():
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// lockWorkspace takes the workspace's run lock, a file outside the
+// workspace (where the command cannot remove it), waiting until it is
+// free or ctx ends.
+func lockWorkspace(ctx context.Context, ws string) (func(), error) {
+	dir := filepath.Join(stateTemp(), "rein-locks")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, refuse(Unavailable, "creating the lock directory: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, workspaceKey(ws)+".lock"), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if err != nil {
+		return nil, refuse(Unavailable, "opening the workspace lock: %v", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, refuse(Unavailable, "locking the workspace: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, refuse(Cancelled, "another run holds the workspace")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// sweep removes what runs whose rein died (killed by SIGKILL, say) left
+// behind: their cgroups, with anything still in them, and their scratch
+// directories, after putting back the protected files they guarded. Their
+// names carry the pid of the rein that made them.
+func sweep() {
+	if h, err := cgroup.Find(); err == nil {
+		h.Sweep("rein-run")
+	}
+	dirs, _ := filepath.Glob(filepath.Join(stateTemp(), "rein-run-*"))
+	for _, d := range dirs {
+		var pid int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), "rein-run-"), "%d-", &pid); err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			restoreSaved(filepath.Join(d, "guard.json"))
+			os.RemoveAll(d)
+		}
+	}
+}
