@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times `rein sandbox -- true` against bare bubblewrap running /bin/true
-# with the same namespaces and a comparable view, in one run, and prints
-# the ratio. Needs go, bwrap and hyperfine (Debian: bubblewrap hyperfine).
+# with the same namespaces and a comparable view, `rein sandbox --rung
+# landlock -- true` against a bare /bin/true, and 1 GiB of output against a
+# bare pipe, in one run, and prints the ratios. Needs go, bwrap and hyperfine (Debian: bubblewrap hyperfine).
 #
 #   bench/sandbox.sh
 set -euo pipefail
@@ -25,6 +26,18 @@ import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 b, s = r["bare-bwrap"]["median"], r["rein-sandbox"]["median"]
 print(f"median: bare bwrap {b*1000:.2f} ms, rein sandbox {s*1000:.2f} ms; rein/bare = {s/b:.2f}")
+PY
+
+# The landlock rung against a bare spawn of /bin/true: the added median
+# wall time (goal: under 3 ms).
+hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/ll.json" \
+  -n bare-true "/usr/bin/true" \
+  -n rein-landlock "$work/rein sandbox --rung landlock --workspace $work/ws -- true"
+python3 - "$work/ll.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+b, s = r["bare-true"]["median"], r["rein-landlock"]["median"]
+print(f"median: bare /bin/true {b*1000:.2f} ms, rein sandbox --rung landlock {s*1000:.2f} ms; added {(s-b)*1000:.2f} ms")
 PY
 
 # Throughput: 1 GiB from inside the sandbox against the same bytes through a

@@ -65,7 +65,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		ro = append(ro, p.Workspace)
 	}
 	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Confine: &confine.Spec{
-		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true,
+		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
 	}}
 	if r.preflight {
 		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: bwrap.SandboxHome, Tmp: "/tmp"}

@@ -38,6 +38,18 @@ func TestSandboxCommand(t *testing.T) {
 	if code, _, _ := rein(t, "sandbox", "--", "no-such-program-rein"); code != 127 {
 		t.Fatalf("missing program: exit %d", code)
 	}
+	// The landlock rung, and --json's spooled output.
+	code, out, _ = rein(t, "sandbox", "--rung", "landlock", "--json", "--", "sh", "-c", "echo spooled")
+	res = sandbox.Result{}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Rung != "landlock" || res.Stdout.File == "" {
+		t.Fatalf("landlock: exit %d %v\n%s", code, err, out)
+	}
+	if data, _ := os.ReadFile(res.Stdout.File); string(data) != "spooled\n" {
+		t.Fatalf("the spool holds %q", data)
+	}
+	if code, _, errOut := rein(t, "sandbox", "--rung", "none", "--", "true"); code != 0 || !strings.Contains(errOut, "unconfined") {
+		t.Fatalf("none: exit %d %s", code, errOut)
+	}
 }
 
 // TestShellAndExec: policy first, then the sandbox; nothing runs when the
@@ -88,7 +100,7 @@ func TestShellAndExec(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	requireBwrap(t)
 	code, out, errOut := rein(t, "doctor")
-	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  unavailable") {
+	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  ok") || !strings.Contains(out, "none      by name") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 }

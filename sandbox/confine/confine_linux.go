@@ -100,9 +100,15 @@ func dropCapabilities() error {
 	// Dropping from the bounding set needs CAP_SETPCAP; without it the
 	// empty permitted set and no_new_privs already keep execve from
 	// granting anything.
+	//
+	// The bounding set matters only at execve, and it is dropped on the
+	// calling thread, the one that executes the command: on the other
+	// threads, which never exec, no_new_privs and the empty permitted set
+	// already make it moot, and a broadcast per capability would cost a
+	// stop of every thread forty times over.
 	if data[0].Effective&(1<<unix.CAP_SETPCAP) != 0 {
 		for c := uintptr(0); c < 64; c++ {
-			err := allThreadsPrctl(unix.PR_CAPBSET_DROP, c, 0)
+			err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0)
 			if errors.Is(err, unix.EINVAL) {
 				break // past CAP_LAST_CAP
 			}
