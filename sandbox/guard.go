@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // gitControl are the paths that redirect git to other config and hooks
@@ -30,6 +32,7 @@ type entry struct {
 	Mode   fs.FileMode `json:"mode,omitempty"`
 	Data   []byte      `json:"data,omitempty"`
 	Target string      `json:"target,omitempty"`
+	Inode  uint64      `json:"inode,omitempty"` // of a directory
 }
 
 // guard keeps the protected paths of a workspace as they were before a
@@ -96,7 +99,11 @@ func snap(root *os.Root, rel string) entry {
 	case err != nil:
 		return entry{}
 	case fi.IsDir():
-		return entry{Kind: "dir", Mode: fi.Mode().Perm()}
+		e := entry{Kind: "dir", Mode: fi.Mode().Perm()}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			e.Inode = st.Ino
+		}
+		return e
 	case fi.Mode()&fs.ModeSymlink != 0:
 		t, _ := root.Readlink(rel)
 		return entry{Kind: "link", Target: t}
@@ -138,6 +145,21 @@ func (g *guard) restore() []string {
 	}
 	defer root.Close()
 	var fixed []string
+	// A .git directory swapped for another one, a file or a link would
+	// point the host's git at the command's config and hooks: the
+	// replacement is moved aside, so the host's git finds no repository
+	// rather than the command's.
+	if want := g.Entries[".git"]; want.Kind == "dir" {
+		if now := snap(root, ".git"); now.Kind != "dir" || now.Inode != want.Inode {
+			aside := fmt.Sprintf(".git.rein-replaced-%d", time.Now().UnixNano())
+			if root.Rename(".git", aside) == nil {
+				fixed = append(fixed, ".git (replaced by the command; its replacement is now "+aside+")")
+			} else {
+				fixed = append(fixed, ".git (replaced by the command, and could not be moved aside)")
+			}
+			return fixed
+		}
+	}
 	// Removals of what appeared beneath a guarded tree, deepest first.
 	for _, t := range g.Trees {
 		var extra []string
@@ -167,6 +189,8 @@ func (g *guard) restore() []string {
 		}
 		if putBack(root, rel, want) {
 			fixed = append(fixed, rel)
+		} else {
+			fixed = append(fixed, rel+" (could not be put back)")
 		}
 	}
 	return dedupe(fixed)
@@ -195,7 +219,7 @@ func collect(root *os.Root, rel string, have map[string]entry, out *[]string) {
 }
 
 func same(a, b entry) bool {
-	return a.Kind == b.Kind && a.Mode == b.Mode && a.Target == b.Target && bytes.Equal(a.Data, b.Data)
+	return a.Kind == b.Kind && a.Mode == b.Mode && a.Target == b.Target && bytes.Equal(a.Data, b.Data) && a.Inode == b.Inode
 }
 
 // putBack makes rel what want says, replacing whatever is there.

@@ -60,6 +60,9 @@ type run struct {
 // start prepares and starts one run on rung.
 func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (r *run, err error) {
 	r = &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
+	if err := checkStateOutside(p.Workspace); err != nil {
+		return nil, err
+	}
 	// One run at a time per workspace: a command still running could swap
 	// a protected path for a link while the next run's view is built.
 	if r.unlock, err = lockWorkspace(ctx, p.Workspace); err != nil {
@@ -75,7 +78,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		return nil, refuse(Unavailable, "cannot find this program's binary to run as the sandbox's init: %v", err)
 	}
 	sweep()
-	if r.scratch, err = os.MkdirTemp(stateTemp(), fmt.Sprintf("rein-run-%d-", os.Getpid())); err != nil {
+	runs, err := stateDir("runs")
+	if err != nil {
+		return nil, err
+	}
+	if r.scratch, err = os.MkdirTemp(runs, fmt.Sprintf("rein-run-%d-", os.Getpid())); err != nil {
 		return nil, refuse(Unavailable, "making the run's scratch directory: %v", err)
 	}
 	r.hostIO = filepath.Join(r.scratch, "io")

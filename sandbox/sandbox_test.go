@@ -416,7 +416,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 		defer func() {
 			// The next run sweeps what the killed one left behind.
 			runLine(t, ws, "true", Profile{Rung: rung})
-			if left, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
+			if left, _ := filepath.Glob(filepath.Join(CacheDir(), "runs", fmt.Sprintf("rein-run-%d-*", cmd.Process.Pid))); len(left) > 0 {
 				t.Errorf("the killed run's scratch directory was not swept: %v", left)
 			}
 			if _, err := os.Stat(filepath.Join(ws, ".git", "commondir")); err == nil {
@@ -492,6 +492,35 @@ func TestProtectedPaths(t *testing.T) {
 		runLine(t, ws, "sh -c 'mkdir -p .git/hooks; echo x > .git/hooks/pre-commit'", Profile{Rung: rung})
 		if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
 			t.Fatal("a hook was planted")
+		}
+	})
+}
+
+// TestGitSwapped: a .git replaced by one the command controls (a file
+// pointing elsewhere, a link, a new directory) is moved aside and the run
+// fails.
+func TestGitSwapped(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		for _, line := range []string{
+			"sh -c 'mv .git .real && mkdir evil && echo \"gitdir: evil\" > .git'",
+			"sh -c 'mv .git .real && mkdir evil && ln -s evil .git'",
+			"sh -c 'mv .git .real && mkdir -p .git/hooks && echo \"[core] fsmonitor = evil\" > .git/config'",
+		} {
+			ws := workspaceDir(t)
+			res := runLine(t, ws, line, Profile{Rung: rung})
+			if rung == RungBwrap {
+				// .git is a mount point there: it cannot be moved at all.
+				if fi, err := os.Lstat(filepath.Join(ws, ".git")); res.Status != Failed || err != nil || !fi.IsDir() || !strings.Contains(res.Stderr.Text, "busy") {
+					t.Errorf("%s: %+v", line, res)
+				}
+				continue
+			}
+			if res.Status != Failed || !strings.Contains(res.Reason, ".git (replaced") {
+				t.Errorf("%s: %+v", line, res)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
+				t.Errorf("%s: the replacement .git is still in place", line)
+			}
 		}
 	})
 }

@@ -22,8 +22,34 @@ import (
 
 const noFollow = syscall.O_NOFOLLOW
 
-// stateTemp is where runs keep their scratch directories and locks.
-func stateTemp() string { return os.TempDir() }
+// stateDir is the rein-owned directory runs keep their scratch
+// directories and locks in: under CacheDir, never a directory others can
+// write (a shared /tmp would let any user plant the state a later run
+// trusts), and refused unless it is a real directory of this user's that
+// nobody else may write.
+func stateDir(name string) (string, error) {
+	d := filepath.Join(CacheDir(), name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return "", refuse(Unavailable, "making rein's state directory: %v", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(d, &st); err != nil {
+		return "", refuse(Unavailable, "rein's state directory: %v", err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
+		return "", refuse(Denied, "rein's state directory %s is not a directory of this user's that only it may write", d)
+	}
+	return d, nil
+}
+
+// checkStateOutside refuses a workspace that holds rein's own state: the
+// command could then forge what a later run trusts.
+func checkStateOutside(ws string) error {
+	if c := CacheDir(); within(c, ws) {
+		return refuse(Denied, "rein's state directory %s is inside the workspace %s, where the command could forge it: set REIN_CACHE_DIR to a directory outside", c, ws)
+	}
+	return nil
+}
 
 // CacheDir is the directory rein keeps its host-side state in: preflight
 // results, the toolchain caches of each workspace. REIN_CACHE_DIR names
@@ -92,7 +118,7 @@ func privateSystemFiles() ([]string, error) {
 	defer privateMu.Unlock()
 	file := filepath.Join(CacheDir(), "etc-private.json")
 	var c privateEtc
-	if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &c) == nil && time.Since(c.At) < privateTTL && len(c.Dirs) > 0 {
+	if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &c) == nil && time.Since(c.At) < privateTTL && c.At.Before(time.Now()) && len(c.Dirs) > 0 {
 		fresh := true
 		for d, stamp := range c.Dirs {
 			if dirStamp(d) != stamp {
@@ -182,9 +208,9 @@ func around(dir string, excluded []string) []string {
 // workspace (where the command cannot remove it), waiting until it is
 // free or ctx ends.
 func lockWorkspace(ctx context.Context, ws string) (func(), error) {
-	dir := filepath.Join(stateTemp(), "rein-locks")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, refuse(Unavailable, "creating the lock directory: %v", err)
+	dir, err := stateDir("locks")
+	if err != nil {
+		return nil, err
 	}
 	f, err := os.OpenFile(filepath.Join(dir, workspaceKey(ws)+".lock"), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
@@ -216,7 +242,11 @@ func sweep() {
 	if h, err := cgroup.Find(); err == nil {
 		h.Sweep("rein-run")
 	}
-	dirs, _ := filepath.Glob(filepath.Join(stateTemp(), "rein-run-*"))
+	runs, err := stateDir("runs")
+	if err != nil {
+		return
+	}
+	dirs, _ := filepath.Glob(filepath.Join(runs, "rein-run-*"))
 	for _, d := range dirs {
 		var pid int
 		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), "rein-run-"), "%d-", &pid); err != nil || pid <= 0 {
