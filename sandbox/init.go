@@ -295,7 +295,7 @@ func (c *check) run(req request) []string {
 
 func envValue(env []string, k string) string {
 	for _, e := range env {
-		if n, v, _ := cutEnv(e); n == k {
+		if n, v, _ := strings.Cut(e, "="); n == k {
 			return v
 		}
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -138,7 +139,7 @@ func probeRung(ctx context.Context, rung, ws string) PreflightResult {
 		out, err := exec.CommandContext(ctx, path, "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput()
 		var ee *exec.ExitError
 		switch {
-		case err != nil && !asExit(err, &ee):
+		case err != nil && !errors.As(err, &ee):
 			return PreflightResult{Terminal: true, Problem: fmt.Sprintf("bubblewrap at %s cannot be executed (inexecutable): %v", path, err), Fix: "reinstall bubblewrap, or make it executable"}
 		case err != nil:
 			return PreflightResult{Terminal: true, Problem: "user namespaces are refused (refused): " + firstLine(string(out)),
@@ -168,14 +169,6 @@ func probeRung(ctx context.Context, rung, ws string) PreflightResult {
 		return PreflightResult{Problem: "a minimal sandbox broke its promises: " + res.Reason, Fix: "report this: the sandbox is not what rein expects here"}
 	}
 	return PreflightResult{OK: true}
-}
-
-func asExit(err error, ee **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*ee = e
-	}
-	return ok
 }
 
 func firstLine(s string) string {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/reinhq/rein/sandbox/bwrap"
@@ -167,10 +168,10 @@ func writeRequest(dir string, req request) error {
 func withDefaults(env []string, defs ...string) []string {
 	out := append([]string(nil), env...)
 	for _, d := range defs {
-		k, _, _ := cutEnv(d)
+		k, _, _ := strings.Cut(d, "=")
 		found := false
 		for _, e := range env {
-			if n, _, _ := cutEnv(e); n == k {
+			if n, _, _ := strings.Cut(e, "="); n == k {
 				found = true
 				break
 			}
@@ -180,13 +181,4 @@ func withDefaults(env []string, defs ...string) []string {
 		}
 	}
 	return out
-}
-
-func cutEnv(e string) (string, string, bool) {
-	for i := 0; i < len(e); i++ {
-		if e[i] == '=' {
-			return e[:i], e[i+1:], true
-		}
-	}
-	return e, "", false
 }
