@@ -45,6 +45,7 @@ type fileConfig struct {
 		CPUSeconds *int64 `toml:"cpu_seconds"`
 		OpenFiles  *int64 `toml:"open_files"`
 		FileSize   string `toml:"file_size"`
+		TmpSize    string `toml:"tmp_size"`
 	} `toml:"limits"`
 	Env struct {
 		Pass    []string `toml:"pass"`
@@ -152,6 +153,7 @@ type Limits struct {
 	CPUSeconds    int64
 	OpenFiles     int64
 	FileSizeBytes int64
+	TmpBytes      int64
 }
 
 // SandboxSettings are the execution settings of the policy file.
@@ -679,7 +681,7 @@ func (a *applier) limits(c *fileConfig) error {
 		key string
 		raw string
 		dst *int64
-	}{{"limits.memory", l.Memory, &p.Limits.MemoryBytes}, {"limits.file_size", l.FileSize, &p.Limits.FileSizeBytes}} {
+	}{{"limits.memory", l.Memory, &p.Limits.MemoryBytes}, {"limits.file_size", l.FileSize, &p.Limits.FileSizeBytes}, {"limits.tmp_size", l.TmpSize, &p.Limits.TmpBytes}} {
 		if s.raw == "" {
 			continue
 		}

@@ -41,6 +41,8 @@ type request struct {
 	Env  []string    `json:"env"`
 	// Confine is nil on the none rung.
 	Confine *confine.Spec `json:"confine,omitempty"`
+	// Rlimits are set on every rung, before the confinement.
+	Rlimits confine.Rlimits `json:"rlimits"`
 	// Subreaper makes the init the reaper of every orphan of its tree, so
 	// that it can kill them all: on the rungs without a pid namespace.
 	Subreaper bool `json:"subreaper,omitempty"`
@@ -65,6 +67,14 @@ type report struct {
 	// Swept: every process of the tree was dead when the init ended.
 	Swept    bool     `json:"swept"`
 	Problems []string `json:"problems,omitempty"`
+}
+
+// planStages are the stages of the report's plan, if it has one.
+func (r report) planStages() []runplan.StageResult {
+	if r.Plan == nil {
+		return nil
+	}
+	return r.Plan.Stages
 }
 
 // initMain is the init inside the sandbox: it confines itself for good,
@@ -122,6 +132,9 @@ func initMain(dir string) int {
 	// The command must not read the init's memory through /proc/PID/mem
 	// (the request, the environment it was built from).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail(err)
+	}
+	if err := confine.SetRlimits(req.Rlimits); err != nil {
 		return fail(err)
 	}
 	if req.Confine != nil {

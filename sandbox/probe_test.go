@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -35,6 +36,34 @@ func probeMain(args []string) int {
 
 func probeAction(action, arg string) error {
 	switch action {
+	case "alloc":
+		// Touch every page, so that the memory is really used.
+		n, _ := strconv.ParseInt(arg, 10, 64)
+		b := make([]byte, n)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		return nil
+	case "spin":
+		// Burn CPU until a limit ends the process.
+		x := uint64(1)
+		for x != 0 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		return nil
+	case "fork":
+		// Start up to n sleeping children; report how many started.
+		n, _ := strconv.Atoi(arg)
+		started := 0
+		defer func() { fmt.Println("started", started) }()
+		for range n {
+			c := exec.Command("/bin/sleep", "60")
+			if err := c.Start(); err != nil {
+				return err
+			}
+			started++
+		}
+		return nil
 	case "write":
 		return os.WriteFile(arg, []byte("pwned"), 0o644)
 	case "read":

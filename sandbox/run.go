@@ -37,7 +37,9 @@ type run struct {
 	p          Profile
 	start      time.Time
 	cmd        *exec.Cmd
-	group      *cgroup.Group
+	group      *cgroup.Group // groups.v2, when there is one
+	groups     *groups
+	applied    []Applied
 	lifeline   *os.File // write end; closing it tells the init to end
 	scratch    string
 	hostIO     string
@@ -58,8 +60,10 @@ type run struct {
 }
 
 // start prepares and starts one run on rung.
-func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (r *run, err error) {
-	r = &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
+func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (_ *run, err error) {
+	// Not the named result: the error paths return nil, and the deferred
+	// cleanup needs the run.
+	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
 	if err := checkStateOutside(p.Workspace); err != nil {
 		return nil, err
 	}
@@ -131,13 +135,20 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		closeExtra(cmd)
 		return nil, err
 	}
-	if h, herr := cgroup.Find(); herr == nil {
-		if g, gerr := h.New("rein-run"); gerr == nil {
-			r.group = g
-			cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.FD()
+	if r.groups, r.applied, err = newGroups(p.Limits); err != nil {
+		closeExtra(cmd)
+		for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
+			f.Close()
 		}
+		r.lifelineClose()
+		return nil, err
 	}
-	err = cmd.Start()
+	r.applied = append(r.applied, p.Limits.perProcess(rung)...)
+	if g := r.groups.v2; g != nil {
+		r.group = g
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.FD()
+	}
+	err = r.groups.start(cmd)
 	closeExtra(cmd)
 	for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
 		f.Close()
@@ -285,6 +296,11 @@ func (r *run) finish(waitErr error) {
 		if err := r.group.KillAndWait(confirmWait); err != nil {
 			res.Poisoned = err.Error()
 		}
+	case len(r.groups.v1) > 0:
+		res.Containment = "cgroup v1"
+		if err := r.groups.confirmV1(); err != nil {
+			res.Poisoned = err.Error()
+		}
 	case r.rung == RungBwrap:
 		// The kernel kills a pid namespace whole when its init dies, and
 		// bubblewrap's child is that init.
@@ -295,6 +311,15 @@ func (r *run) finish(waitErr error) {
 			res.Poisoned = "the init ended before it confirmed that its tree was dead, and no cgroup can confirm it: processes the command started may still run"
 		}
 	}
+	if res.Poisoned == "" && res.Containment != "cgroup v1" {
+		// The v1 groups must be empty before they can go; the tree is dead,
+		// so this only confirms it.
+		if err := r.groups.confirmV1(); err != nil {
+			res.Poisoned = err.Error()
+		}
+	}
+	res.Limits = r.applied
+	hit, hitReason := limitHit(r.p.Limits, r.groups.events(), rep.planStages())
 	r.lifelineClose()
 	// Read what is left in the pipes; a survivor could hold them open
 	// forever, so the wait is bounded once the tree is gone or lost.
@@ -340,8 +365,12 @@ func (r *run) finish(waitErr error) {
 	switch {
 	case killed == Timeout:
 		res.Status, res.ExitCode, res.Reason = Timeout, 124, fmt.Sprintf("killed with its whole process tree after %s", r.p.Timeout)
+		res.LimitHit = LimitTimeout
 	case killed != "":
 		res.Status, res.ExitCode, res.Reason = Cancelled, 130, "killed with its whole process tree: cancelled"
+	case !haveReport && hit == LimitMemory:
+		// memory.oom.group ends the init with the command.
+		res.Status, res.ExitCode, res.LimitHit, res.Reason = Failed, 137, hit, hitReason
 	case !haveReport:
 		res.Status, res.ExitCode = Unavailable, 125
 		res.Reason = "the sandbox did not run the plan: " + lastLine(res.Stderr.Text)
@@ -369,6 +398,14 @@ func (r *run) finish(waitErr error) {
 			}
 		}
 	}
+	// A limit that ended a process is named even when the line went on
+	// to succeed: a pipeline's status is its last stage's.
+	if hit != "" && res.LimitHit == "" && res.Status != Timeout && res.Status != Cancelled {
+		res.LimitHit = hit
+		if res.Reason == "" {
+			res.Reason = hitReason
+		}
+	}
 	if res.Poisoned != "" {
 		poison(r.rung, r.p.Workspace, res.Poisoned)
 	}
@@ -384,13 +421,8 @@ func (r *run) finish(waitErr error) {
 // workspace. Without a confirmed death the scratch directory is kept for
 // the next sweep, once this process is gone.
 func (r *run) cleanup() {
-	if r.group != nil {
-		if r.res == nil || r.res.Poisoned == "" {
-			if err := r.group.Remove(); err != nil {
-				r.group.KillAndWait(confirmWait)
-				r.group.Remove()
-			}
-		}
+	if r.res == nil || r.res.Poisoned == "" {
+		r.groups.remove()
 	}
 	r.lifelineClose()
 	if r.scratch != "" {

@@ -65,7 +65,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	if p.ReadOnly {
 		ro = append(ro, p.Workspace)
 	}
-	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Confine: &confine.Spec{
+	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: p.Limits.rlimits(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
 	}}
 	if r.preflight {
@@ -86,6 +86,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		Env:           env,
 		Chdir:         dir,
 		InitPath:      exe,
+		Tmp:           p.Limits.tmpBytes(),
 	}
 	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir})
 	if err != nil {
@@ -112,7 +113,10 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 		env = withDefaults(env, c.env+"="+c.host)
 		rw = append(rw, c.host)
 	}
-	req := request{Line: line, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true}
+	if p.Limits.TmpBytes > 0 {
+		return nil, refuse(Unavailable, "the %s limit needs the bwrap rung: on the %s rung the command's TMPDIR is a directory on the host's disk, which no size cap covers", LimitTmp, r.rung)
+	}
+	req := request{Line: line, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: p.Limits.rlimits()}
 	if r.rung == RungLandlock {
 		ro, err := landlockSystemRead()
 		if err != nil {

@@ -97,6 +97,9 @@ type Profile struct {
 	// files named stdout and stderr, whatever OutputBytes keeps in
 	// memory. It must exist and lie outside the workspace.
 	SpoolDir string
+	// Limits bound what the run may use; each one set is enforced or the
+	// run is refused.
+	Limits Limits
 }
 
 // Result is how a run ended.
@@ -117,6 +120,12 @@ type Result struct {
 	// Poisoned is set when the death of every process could not be
 	// confirmed: something the command started may still run.
 	Poisoned string `json:"poisoned,omitempty"`
+	// Limits are the limits enforced, each with its mechanism.
+	Limits []Applied `json:"limits"`
+	// LimitHit names the limit that ended the run or one of its
+	// processes: memory, processes (a fork refused), cpu_seconds,
+	// file_size or timeout. Reason then says how.
+	LimitHit string `json:"limit_hit,omitempty"`
 	// DurationMS is the wall time of the run in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 }
@@ -208,6 +217,9 @@ func (p *Profile) validate() error {
 		return refuse(Denied, "timeout %s is negative", p.Timeout)
 	case p.Timeout > MaxTimeout:
 		return refuse(Denied, "timeout %s is above the %s ceiling", p.Timeout, MaxTimeout)
+	}
+	if err := p.Limits.validate(); err != nil {
+		return err
 	}
 	switch p.Rung {
 	case "":

@@ -33,7 +33,9 @@ func TestMain(m *testing.M) {
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {
 		l, err := shell.Parse(os.Getenv("REIN_TEST_SANDBOX_LINE"))
 		if err == nil {
-			_, err = Run(context.Background(), l, Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}, nil, nil)
+			p := Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}
+			fmt.Sscanf(os.Getenv("REIN_TEST_SANDBOX_LIMITS"), "%d,%d", &p.Limits.MemoryBytes, &p.Limits.Processes)
+			_, err = Run(context.Background(), l, p, nil, nil)
 		}
 		if err != nil {
 			os.Exit(3)

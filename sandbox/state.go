@@ -242,6 +242,11 @@ func sweep() {
 	if h, err := cgroup.Find(); err == nil {
 		h.Sweep("rein-run")
 	}
+	for _, c := range []string{"memory", "pids"} {
+		if v, err := cgroup.FindV1(c); err == nil {
+			v.Sweep("rein-run")
+		}
+	}
 	runs, err := stateDir("runs")
 	if err != nil {
 		return

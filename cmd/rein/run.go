@@ -29,6 +29,7 @@ type runFlags struct {
 	timeout time.Duration
 	rung    string
 	asJSON  bool
+	limits  limitFlags
 }
 
 func newExecCmd(sf *scopeFlags) *cobra.Command {
@@ -85,6 +86,7 @@ func (rf *runFlags) register(cmd *cobra.Command) {
 	f.DurationVar(&rf.timeout, "timeout", 0, "kill the whole process tree after this long (default: the policy's sandbox.timeout)")
 	f.StringVar(&rf.rung, "rung", "", "the sandbox rung: auto, bwrap, landlock or none (default: the policy's sandbox.rung)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
+	rf.limits.register(f)
 }
 
 // runDecided is the life of a line from the command line: policy, approver,
@@ -118,9 +120,13 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if p.Sandbox.Network != "off" {
 		return &exitError{exitSandbox, fmt.Sprintf("network mode %q is not built yet: only \"off\" runs (set sandbox.network = \"off\")", p.Sandbox.Network)}
 	}
+	limits, err := rf.limits.limits(p.Limits, p.Settings)
+	if err != nil {
+		return err
+	}
 	prof := sandbox.Profile{
 		Workspace: p.Workspace, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
-		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p),
+		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p), Limits: limits,
 	}
 	if rf.rung != "" {
 		prof.Rung = rf.rung

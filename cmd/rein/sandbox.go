@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
 )
@@ -30,6 +31,7 @@ func newSandboxCmd() *cobra.Command {
 		timeout   time.Duration
 		rung      string
 		asJSON    bool
+		lf        limitFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags] -- PROGRAM ARG...",
@@ -64,7 +66,11 @@ sandbox could not run it (the reason is printed).`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ())}
+			limits, err := lf.limits(policy.Limits{}, nil)
+			if err != nil {
+				return err
+			}
+			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits}
 			res, err := runSandboxed(cmd, ctx, line, p, asJSON)
 			if err != nil {
 				return err
@@ -90,6 +96,7 @@ sandbox could not run it (the reason is printed).`,
 	f.DurationVar(&timeout, "timeout", sandbox.DefaultTimeout, "kill the whole process tree after this long (at most 10m)")
 	f.StringVar(&rung, "rung", "auto", "auto (the strongest that runs here), bwrap, landlock, or none (unconfined, only by name)")
 	f.BoolVar(&asJSON, "json", false, "print the result object instead of streaming the output")
+	lf.register(f)
 	return cmd
 }
 

@@ -116,3 +116,53 @@ func requireBwrap(t *testing.T) {
 		t.Skipf("the sandbox tests need bubblewrap (apt-get install bubblewrap): %v", err)
 	}
 }
+
+// TestLimitFlags: the limit flags reach the sandbox and its result, a bad
+// value is a usage error, and a flag cannot raise a limit the policy sets.
+func TestLimitFlags(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	code, out, errOut := rein(t, "sandbox", "--json", "--memory", "256MiB", "--processes", "64", "--open-files", "100", "--", "sh", "-c", "ulimit -n")
+	var res sandbox.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Stdout.Text != "100\n" {
+		t.Fatalf("exit %d %v\n%s\n%s", code, err, out, errOut)
+	}
+	got := map[string]int64{}
+	for _, a := range res.Limits {
+		got[a.Limit] = a.Value
+	}
+	want := map[string]int64{"memory": 256 << 20, "processes": 64, "open_files": 100, "core_size": 0, "tmp_size": 256 << 20}
+	if len(got) != len(want) {
+		t.Fatalf("limits %+v, want %v", res.Limits, want)
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Fatalf("limits %+v, want %v", res.Limits, want)
+		}
+	}
+	if code, _, errOut := rein(t, "sandbox", "--memory", "lots", "--", "true"); code != exitUsage || !strings.Contains(errOut, "--memory") {
+		t.Fatalf("bad size: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := rein(t, "sandbox", "--memory", "1MiB", "--", "true"); code != exitSandbox || !strings.Contains(errOut, "below the least accepted") {
+		t.Fatalf("tiny memory: exit %d %s", code, errOut)
+	}
+	code, _, errOut = rein(t, "sandbox", "--file-size", "1KiB", "--", "sh", "-c", "head -c 4096 /dev/zero > f")
+	if code != 128+25 || !strings.Contains(errOut, "file size limit of 1 KiB") {
+		t.Fatalf("file size: exit %d %s", code, errOut)
+	}
+	if fi, err := os.Stat(ws + "/f"); err != nil || fi.Size() != 1024 {
+		t.Fatalf("the file: %v %v", fi, err)
+	}
+	// The org policy sets a memory limit: a flag may lower it, not raise it.
+	if err := os.WriteFile(os.Getenv("REIN_ORG_POLICY"), []byte("[limits]\nmemory = \"256MiB\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := rein(t, "shell", "--memory", "1GiB", "true"); code != exitSandbox || !strings.Contains(errOut, "--memory 1073741824 is above the policy's limits.memory of 268435456 (org layer") {
+		t.Fatalf("raising the policy's limit: exit %d %s", code, errOut)
+	}
+	code, out, errOut = rein(t, "shell", "--json", "--memory", "128MiB", "true")
+	var v struct{ Result sandbox.Result }
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Result.Limits[0].Limit != "memory" || v.Result.Limits[0].Value != 128<<20 {
+		t.Fatalf("lowering: exit %d %v %s %s", code, err, out, errOut)
+	}
+}

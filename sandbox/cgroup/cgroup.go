@@ -19,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -101,12 +100,20 @@ func (h *Hierarchy) New(prefix string) (*Group, error) {
 		os.Remove(p)
 		return nil, fmt.Errorf("%w: the group has no cgroup.kill (Linux 5.14 or later is needed)", ErrUnavailable)
 	}
-	dir, err := os.OpenFile(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	g, err := Open(p)
 	if err != nil {
 		os.Remove(p)
+	}
+	return g, err
+}
+
+// Open opens the existing group at path.
+func Open(path string) (*Group, error) {
+	dir, err := os.OpenFile(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return &Group{Path: p, dir: dir}, nil
+	return &Group{Path: path, dir: dir}, nil
 }
 
 // FD is the group's directory descriptor, for SysProcAttr.CgroupFD with
@@ -176,16 +183,5 @@ func (g *Group) Remove() error {
 // Sweep kills and removes the groups under h.Parent named prefix-PID-*
 // whose maker PID is no longer running: runs whose rein was killed.
 func (h *Hierarchy) Sweep(prefix string) {
-	dirs, _ := filepath.Glob(filepath.Join(h.Parent, prefix+"-*"))
-	for _, d := range dirs {
-		var pid int
-		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), prefix+"-"), "%d-", &pid); err != nil || pid <= 0 {
-			continue
-		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			if killAndWait(d, time.Second) == nil {
-				os.Remove(d)
-			}
-		}
-	}
+	sweep(h.Parent, prefix, func(d string) error { return killAndWait(d, time.Second) })
 }

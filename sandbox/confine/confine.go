@@ -102,17 +102,27 @@ type Spec struct {
 }
 
 // Rlimits are per-process resource limits, set as both soft and hard limit
-// so that the command cannot raise them again. A zero field leaves the
-// inherited limit in place, except that core dumps are always disabled: a
-// core file would copy the command's memory, secrets included, to disk.
+// so that the command cannot raise them again, but for CPU time, whose
+// hard limit is one second above the soft one: at the soft limit the
+// kernel sends SIGXCPU, which names the cause when it kills the process,
+// and at the hard limit SIGKILL, for a process that caught the first. A
+// zero field leaves the inherited limit in place, except that core dumps
+// are always disabled: a core file would copy the command's memory,
+// secrets included, to disk.
 //
-// The limits apply to the calling process too, from the moment Apply
-// returns: CPU time the init has already used counts towards CPUSeconds.
+// The limits apply to the calling process too, from the moment they are
+// set: CPU time the init has already used counts towards CPUSeconds.
 // When a limit is already lower than asked, the lower one is kept.
 type Rlimits struct {
-	CPUSeconds uint64 // RLIMIT_CPU; the process is killed when it runs out
-	OpenFiles  uint64 // RLIMIT_NOFILE; open and socket fail with EMFILE beyond it
-	FileSize   uint64 // RLIMIT_FSIZE in bytes; writes beyond it fail with EFBIG
+	CPUSeconds uint64 `json:"cpu_seconds,omitempty"` // RLIMIT_CPU; SIGXCPU at the limit, SIGKILL a second later
+	OpenFiles  uint64 `json:"open_files,omitempty"`  // RLIMIT_NOFILE; open and socket fail with EMFILE beyond it
+	FileSize   uint64 `json:"file_size,omitempty"`   // RLIMIT_FSIZE in bytes; a write beyond it raises SIGXFSZ, or fails with EFBIG where that is caught
+}
+
+// SetRlimits sets r on the calling process, which its children inherit;
+// Apply does it too. It is for the rung with nothing else to apply.
+func SetRlimits(r Rlimits) error {
+	return setRlimits(r)
 }
 
 // RequiredABI reports the lowest Landlock ABI version that can enforce s.

@@ -144,10 +144,14 @@ func setRlimits(r Rlimits) error {
 			return fmt.Errorf("getrlimit(%d): %w", l.resource, err)
 		}
 		v := min(l.value, cur.Max)
+		hard := v
+		if l.resource == unix.RLIMIT_CPU && v < cur.Max {
+			hard = v + 1
+		}
 		// syscall.Setrlimit rather than unix.Setrlimit: for RLIMIT_NOFILE
 		// it also stops os/exec from restoring the soft limit the Go
 		// runtime found at startup in the command.
-		if err := syscall.Setrlimit(l.resource, &syscall.Rlimit{Cur: v, Max: v}); err != nil {
+		if err := syscall.Setrlimit(l.resource, &syscall.Rlimit{Cur: v, Max: hard}); err != nil {
 			return fmt.Errorf("setrlimit(%d, %d): %w", l.resource, v, err)
 		}
 	}

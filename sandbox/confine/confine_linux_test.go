@@ -246,7 +246,7 @@ var confineCases = []confineCase{
 		spec: func(w *world, s *Spec) { s.ReadOnly = append(s.ReadOnly, "/proc") }, want: "ok"},
 	{name: "rlimits", action: "rlimits",
 		spec: func(w *world, s *Spec) { s.Rlimits = Rlimits{CPUSeconds: 60, OpenFiles: 64, FileSize: 4096} },
-		want: "core=0/0 cpu=60/60 nofile=64/64 fsize=4096/4096"},
+		want: "core=0/0 cpu=60/61 nofile=64/64 fsize=4096/4096"},
 	{name: "file size limit", action: "write-big", arg: path("rw", "big"),
 		spec: func(w *world, s *Spec) { s.Rlimits.FileSize = 4096 }, want: "EFBIG"},
 	{name: "open files limit", action: "open-many", arg: path("rw", "file"),

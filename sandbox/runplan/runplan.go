@@ -56,6 +56,9 @@ type StageResult struct {
 	// or 128+signal when a signal killed it.
 	ExitCode int    `json:"exit_code"`
 	Signal   string `json:"signal,omitempty"`
+	// CPUMS is the CPU time, user and system, the stage and the children
+	// it waited for used, in milliseconds.
+	CPUMS int64 `json:"cpu_ms"`
 	// Error says why a stage did not run or could not start.
 	Error string `json:"error,omitempty"`
 }
@@ -244,6 +247,9 @@ func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline) []StageResult
 		}
 		err := c.Wait()
 		out[i].Status, out[i].ExitCode = OK, 0
+		if ps := c.ProcessState; ps != nil {
+			out[i].CPUMS = (ps.UserTime() + ps.SystemTime()).Milliseconds()
+		}
 		var ee *exec.ExitError
 		switch {
 		case errors.As(err, &ee):
