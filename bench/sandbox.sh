@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Times `rein sandbox -- true` against bare bubblewrap running /bin/true
 # with the same namespaces and a comparable view, `rein sandbox --rung
-# landlock -- true` against a bare /bin/true, and 1 GiB of output against a
+# landlock -- true` against a bare /bin/true, explicit limits against
+# none, and 1 GiB of output against a
 # bare pipe, in one run, and prints the ratios. Needs go, bwrap and hyperfine (Debian: bubblewrap hyperfine).
 #
 #   bench/sandbox.sh
@@ -38,6 +39,18 @@ import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 b, s = r["bare-true"]["median"], r["rein-landlock"]["median"]
 print(f"median: bare /bin/true {b*1000:.2f} ms, rein sandbox --rung landlock {s*1000:.2f} ms; added {(s-b)*1000:.2f} ms")
+PY
+
+# The cost of explicit limits (cgroup memory and pids, rlimits) on top of
+# a run with only the default ones.
+hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/lim.json" \
+  -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true" \
+  -n rein-limits "$work/rein sandbox --workspace $work/ws --memory 1GiB --processes 512 --cpu-seconds 60 --open-files 1024 --file-size 1GiB -- true"
+python3 - "$work/lim.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+b, s = r["rein-sandbox"]["median"], r["rein-limits"]["median"]
+print(f"median: rein sandbox {b*1000:.2f} ms, with five explicit limits {s*1000:.2f} ms; added {(s-b)*1000:.2f} ms")
 PY
 
 # Throughput: 1 GiB from inside the sandbox against the same bytes through a

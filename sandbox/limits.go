@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -14,9 +15,12 @@ import (
 	"github.com/reinhq/rein/sandbox/runplan"
 )
 
-// Limits bound what a run may use. A zero field sets no limit, but for
-// TmpBytes. Every limit set is enforced or the run is refused before it
-// starts, naming the missing mechanism.
+// Limits bound what a run may use. Every limit set is enforced or the run
+// is refused before it starts, naming the missing mechanism. A zero field
+// sets no limit, but for three: a zero MemoryBytes or Processes is the
+// default (half the host's memory, DefaultProcesses), applied where a
+// cgroup can enforce it and otherwise dropped; a zero TmpBytes is sized
+// as its comment says.
 type Limits struct {
 	// MemoryBytes bounds the memory of the whole tree, swap included
 	// (a cgroup: v2 memory.max, or v1 memory on a hybrid host). The init
@@ -59,6 +63,10 @@ const (
 	// init that cannot make a thread would die and take the report with
 	// it.
 	InitTasks = 16
+	// DefaultProcesses is the process limit of a run that sets none,
+	// applied where a cgroup can enforce it: enough for a parallel build,
+	// too few for a fork bomb to starve the host.
+	DefaultProcesses = 4096
 	// DefaultTmpBytes is the size of the bwrap rung's /tmp without a
 	// memory limit.
 	DefaultTmpBytes = 512 << 20
@@ -160,67 +168,99 @@ type groups struct {
 	v2Controllers map[string]bool
 }
 
-// newGroups makes the run's cgroups and sets l in them. A memory or
-// process limit that neither cgroup version can enforce refuses the run.
-// Without limits, a v2 group is made where one can be, for the kill.
-func newGroups(l Limits) (_ *groups, applied []Applied, err error) {
+// newGroups makes the run's cgroups and sets the memory and process
+// limits in them: those of l, which refuse the run where neither cgroup
+// version can enforce them, and in place of those l leaves unset, the
+// defaults (half the host's memory, DefaultProcesses), applied where a
+// cgroup can and dropped where none can. It returns the limits in force.
+// A v2 group is made where one can be, for the kill, limits or not.
+func newGroups(l Limits) (_ *groups, applied []Applied, eff Limits, err error) {
 	g := &groups{v2Controllers: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			g.remove()
 		}
 	}()
+	eff = l
 	h, herr := findCgroup()
 	if herr == nil {
 		if g.v2, herr = newCgroup(h); herr != nil {
 			g.v2 = nil
 		}
 	}
-	want := cgroup.Limits{MemoryBytes: l.MemoryBytes}
-	if l.Processes > 0 {
-		want.Processes = l.Processes + InitTasks
-	}
-	for _, c := range want.Controllers() {
-		name, value, v2files, v1files := LimitMemory, l.MemoryBytes, "memory.max, memory.swap.max 0, memory.oom.group 1", "memory.limit_in_bytes and memory.memsw.limit_in_bytes"
-		if c == "pids" {
-			name, value, v2files, v1files = LimitProcesses, l.Processes, fmt.Sprintf("pids.max %d", want.Processes), fmt.Sprintf("pids.max %d", want.Processes)
+	var v2set cgroup.Limits
+	for _, c := range []struct {
+		controller, name string
+		value, dflt      int64
+		dst              *int64
+	}{
+		{"memory", LimitMemory, l.MemoryBytes, defaultMemory(), &eff.MemoryBytes},
+		{"pids", LimitProcesses, l.Processes, DefaultProcesses, &eff.Processes},
+	} {
+		explicit, value := c.value > 0, c.value
+		if !explicit {
+			value = c.dflt
+		}
+		if value <= 0 {
+			continue
+		}
+		want, v2files, v1files := cgroup.Limits{MemoryBytes: value}, "memory.max, memory.swap.max 0, memory.oom.group 1", "memory.limit_in_bytes and memory.memsw.limit_in_bytes"
+		if c.controller == "pids" {
+			want = cgroup.Limits{Processes: value + InitTasks}
+			v2files = fmt.Sprintf("pids.max %d", want.Processes)
+			v1files = v2files
+		}
+		note := ""
+		if !explicit {
+			note = " (the default)"
 		}
 		v2err := herr
 		if g.v2 != nil {
-			if v2err = h.Enable(c); v2err == nil {
-				g.v2Controllers[c] = true
-				applied = append(applied, Applied{Limit: name, Value: value, Mechanism: "cgroup v2 " + v2files})
+			if v2err = h.Enable(c.controller); v2err == nil {
+				g.v2Controllers[c.controller] = true
+				v2set.MemoryBytes, v2set.Processes = max(v2set.MemoryBytes, want.MemoryBytes), max(v2set.Processes, want.Processes)
+				applied = append(applied, Applied{Limit: c.name, Value: value, Mechanism: "cgroup v2 " + v2files + note})
+				*c.dst = value
 				continue
 			}
 		}
-		v, v1err := findCgroupV1(c)
-		var vg *cgroup.V1Group
+		v, v1err := findCgroupV1(c.controller)
 		if v1err == nil {
+			var vg *cgroup.V1Group
 			if vg, v1err = v.New("rein-run"); v1err == nil {
-				g.v1 = append(g.v1, vg)
-				v1err = vg.SetLimits(want)
+				if v1err = vg.SetLimits(want); v1err == nil {
+					g.v1 = append(g.v1, vg)
+				} else {
+					vg.Remove()
+				}
 			}
 		}
-		if v1err != nil {
-			return nil, nil, refuse(Unavailable, "the %s limit cannot be enforced here: it needs the cgroup %s controller, and cgroup v2 cannot give it (%v) nor can cgroup v1 (%v). "+
-				"Run rein as root, or in a cgroup v2 group delegated to it (a systemd unit with Delegate=yes) with the %s controller enabled, or drop the limit",
-				name, c, unwrapUnavailable(v2err), unwrapUnavailable(v1err), c)
+		if v1err == nil {
+			applied = append(applied, Applied{Limit: c.name, Value: value, Mechanism: "cgroup v1 " + v1files + note})
+			*c.dst = value
+			continue
 		}
-		applied = append(applied, Applied{Limit: name, Value: value, Mechanism: "cgroup v1 " + v1files})
+		if explicit {
+			return nil, nil, eff, refuse(Unavailable, "the %s limit cannot be enforced here: it needs the cgroup %s controller, and cgroup v2 cannot give it (%v) nor can cgroup v1 (%v). "+
+				"Run rein as root, or in a cgroup v2 group delegated to it (a systemd unit with Delegate=yes) with the %s controller enabled, or drop the limit",
+				c.name, c.controller, unwrapUnavailable(v2err), unwrapUnavailable(v1err), c.controller)
+		}
 	}
 	if len(g.v2Controllers) > 0 {
-		var set cgroup.Limits
-		if g.v2Controllers["memory"] {
-			set.MemoryBytes = want.MemoryBytes
-		}
-		if g.v2Controllers["pids"] {
-			set.Processes = want.Processes
-		}
-		if err := g.v2.SetLimits(set); err != nil {
-			return nil, nil, refuse(Unavailable, "setting the run's limits: %v", err)
+		if err := g.v2.SetLimits(v2set); err != nil {
+			return nil, nil, eff, refuse(Unavailable, "setting the run's limits: %v", err)
 		}
 	}
-	return g, applied, nil
+	return g, applied, eff, nil
+}
+
+// defaultMemory is the default memory limit: half the host's memory.
+func defaultMemory() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit) / 2
 }
 
 func unwrapUnavailable(err error) string {
@@ -370,4 +410,48 @@ func sizeString(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// LimitSupport is how this host would enforce one limit, or why it
+// cannot.
+type LimitSupport struct {
+	Limit     string
+	Mechanism string
+	// Problem says why the limit cannot be enforced here, with the fix;
+	// a run that asks for it is refused.
+	Problem string
+}
+
+// ProbeLimits reports how each limit would be enforced here. It makes a
+// group for each cgroup limit and removes it again.
+func ProbeLimits() []LimitSupport {
+	var out []LimitSupport
+	for _, l := range []Limits{{MemoryBytes: 1 << 30}, {Processes: DefaultProcesses}} {
+		name := LimitMemory
+		if l.Processes > 0 {
+			name = LimitProcesses
+		}
+		g, applied, _, err := newGroups(l)
+		if err != nil {
+			var se *Error
+			reason := err.Error()
+			if errors.As(err, &se) {
+				reason = se.Reason
+			}
+			out = append(out, LimitSupport{Limit: name, Problem: reason})
+			continue
+		}
+		g.remove()
+		for _, a := range applied {
+			if a.Limit == name {
+				out = append(out, LimitSupport{Limit: name, Mechanism: a.Mechanism})
+			}
+		}
+	}
+	return append(out,
+		LimitSupport{Limit: LimitCPU, Mechanism: "rlimit RLIMIT_CPU, on every rung"},
+		LimitSupport{Limit: LimitOpenFiles, Mechanism: "rlimit RLIMIT_NOFILE, on every rung"},
+		LimitSupport{Limit: LimitFileSize, Mechanism: "rlimit RLIMIT_FSIZE, on every rung"},
+		LimitSupport{Limit: LimitTmp, Mechanism: "tmpfs size, on the bwrap rung only"},
+	)
 }

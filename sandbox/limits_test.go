@@ -21,7 +21,7 @@ import (
 // enforce memory and process limits, and skips elsewhere.
 func requireLimits(t *testing.T) {
 	t.Helper()
-	g, _, err := newGroups(Limits{MemoryBytes: 64 << 20, Processes: 10})
+	g, _, _, err := newGroups(Limits{MemoryBytes: 64 << 20, Processes: 10})
 	if err != nil {
 		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)
@@ -207,9 +207,10 @@ func TestLimitsFailClosed(t *testing.T) {
 			t.Fatal("the command ran although its limit could not be enforced")
 		}
 	}
-	// The rlimits need no cgroup.
+	// The rlimits need no cgroup, and the default cgroup limits are
+	// dropped where no cgroup can enforce them.
 	res := runLine(t, ws, "touch "+marker, Profile{Rung: RungBwrap, Limits: Limits{CPUSeconds: 10, FileSizeBytes: 1 << 20}})
-	if res.Status != OK || res.Containment != "pid namespace" {
+	if res.Status != OK || res.Containment != "pid namespace" || applied(res, LimitMemory) != nil || applied(res, LimitProcesses) != nil || applied(res, LimitCPU) == nil {
 		t.Fatalf("%+v", res)
 	}
 }
@@ -345,7 +346,7 @@ func TestV2Delegated(t *testing.T) {
 	findCgroup = func() (*cgroup.Hierarchy, error) { return &cgroup.Hierarchy{Mount: root, Parent: root}, nil }
 	findCgroupV1 = func(c string) (*cgroup.V1, error) { t.Fatalf("v1 consulted for %s", c); return nil, nil }
 	newCgroup = func(h *cgroup.Hierarchy) (*cgroup.Group, error) { return cgroup.Open(root) }
-	g, got, err := newGroups(Limits{MemoryBytes: 512 << 20, Processes: 100})
+	g, got, _, err := newGroups(Limits{MemoryBytes: 512 << 20, Processes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,7 @@ type run struct {
 	group      *cgroup.Group // groups.v2, when there is one
 	groups     *groups
 	applied    []Applied
+	limits     Limits // in force: p.Limits with the defaults applied
 	lifeline   *os.File // write end; closing it tells the init to end
 	scratch    string
 	hostIO     string
@@ -135,7 +136,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		closeExtra(cmd)
 		return nil, err
 	}
-	if r.groups, r.applied, err = newGroups(p.Limits); err != nil {
+	if r.groups, r.applied, r.limits, err = newGroups(p.Limits); err != nil {
 		closeExtra(cmd)
 		for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
 			f.Close()
@@ -319,7 +320,7 @@ func (r *run) finish(waitErr error) {
 		}
 	}
 	res.Limits = r.applied
-	hit, hitReason := limitHit(r.p.Limits, r.groups.events(), rep.planStages())
+	hit, hitReason := limitHit(r.limits, r.groups.events(), rep.planStages())
 	r.lifelineClose()
 	// Read what is left in the pipes; a survivor could hold them open
 	// forever, so the wait is bounded once the tree is gone or lost.

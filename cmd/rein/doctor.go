@@ -85,6 +85,16 @@ when no confining rung can run.`,
 			} else {
 				fmt.Fprintf(out, "\ntree kill: %v; bwrap relies on its pid namespace, landlock on its init as subreaper (a run whose init is killed cannot be confirmed dead and poisons the sandbox)\n", err)
 			}
+			fmt.Fprintln(out, "\nlimits:")
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			for _, l := range sandbox.ProbeLimits() {
+				if l.Problem != "" {
+					fmt.Fprintf(tw, "  %s	cannot be enforced here: a run that asks for it is refused: %s\n", l.Limit, l.Problem)
+				} else {
+					fmt.Fprintf(tw, "  %s	%s\n", l.Limit, l.Mechanism)
+				}
+			}
+			tw.Flush()
 			if !usable {
 				return &exitError{code: 1}
 			}

@@ -103,6 +103,12 @@ func TestDoctor(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  ok") || !strings.Contains(out, "none      by name") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
+	// Every limit has a line: how it is enforced here, or why not.
+	for _, l := range []string{"memory       cgroup v", "processes    cgroup v", "cpu_seconds  rlimit", "open_files   rlimit", "file_size    rlimit", "tmp_size     tmpfs"} {
+		if !strings.Contains(out, "\n  "+l) {
+			t.Fatalf("no line %q:\n%s", l, out)
+		}
+	}
 }
 
 // requireBwrap skips a test that needs bubblewrap where it is missing,
