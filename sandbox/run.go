@@ -40,7 +40,7 @@ type run struct {
 	group      *cgroup.Group // groups.v2, when there is one
 	groups     *groups
 	applied    []Applied
-	limits     Limits // in force: p.Limits with the defaults applied
+	limits     Limits   // in force: p.Limits with the defaults applied
 	lifeline   *os.File // write end; closing it tells the init to end
 	scratch    string
 	hostIO     string
