@@ -49,6 +49,8 @@ type request struct {
 	// Lifeline: descriptor 3 is a pipe whose end means rein is gone (or
 	// wants the run ended): the init then kills its tree and exits.
 	Lifeline bool `json:"lifeline,omitempty"`
+	// ReportFD is the pipe the init writes its report to.
+	ReportFD int `json:"report_fd"`
 	// Check, when set, makes this run a preflight.
 	Check *check `json:"check,omitempty"`
 }
@@ -81,6 +83,9 @@ func (r report) planStages() []runplan.StageResult {
 // runs the plan, kills what the plan left running, and leaves the report
 // for the outer process.
 func initMain(dir string) int {
+	// One P: the init does little, and each thread it makes is a task
+	// that a process limit counts.
+	runtime.GOMAXPROCS(1)
 	fail := func(err error) int {
 		fmt.Fprintf(os.Stderr, "rein init: %v\n", err)
 		return 125
@@ -120,13 +125,14 @@ func initMain(dir string) int {
 	if err := bwrap.CloseOnExecFrom(3); err != nil {
 		return fail(err)
 	}
-	// The result file is opened before the confinement, which then leaves
-	// the io directory out of reach: the command can neither read the
-	// request nor forge the result.
-	resultFile, err := os.OpenFile(filepath.Join(dir, "result.json"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fail(err)
+	// The report goes back through a pipe, which the command cannot reach
+	// (close-on-exec, and the init is not dumpable) and which no
+	// RLIMIT_FSIZE bounds; the confinement leaves the io directory out of
+	// reach, so the command cannot read the request either.
+	if req.ReportFD < 3 {
+		return fail(fmt.Errorf("no report descriptor in the request"))
 	}
+	resultFile := os.NewFile(uintptr(req.ReportFD), "report")
 	defer resultFile.Close()
 	runtime.LockOSThread()
 	// The command must not read the init's memory through /proc/PID/mem

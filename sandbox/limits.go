@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/reinhq/rein/sandbox/cgroup"
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/sandbox/runplan"
+	"github.com/reinhq/rein/shell"
 )
 
 // Limits bound what a run may use. Every limit set is enforced or the run
@@ -59,9 +61,10 @@ const (
 
 const (
 	// InitTasks is what pids.max allows beyond Limits.Processes, for
-	// bubblewrap and the threads of rein's init, which count as tasks: an
-	// init that cannot make a thread would die and take the report with
-	// it.
+	// bubblewrap and the threads of rein's init, which count as tasks,
+	// with one more per stage of the line (the init waits for each on a
+	// thread of its own): an init that cannot make a thread would die and
+	// take the report with it.
 	InitTasks = 16
 	// DefaultProcesses is the process limit of a run that sets none,
 	// applied where a cgroup can enforce it: enough for a parallel build,
@@ -129,6 +132,16 @@ func (l Limits) rlimits() confine.Rlimits {
 	return confine.Rlimits{CPUSeconds: uint64(l.CPUSeconds), OpenFiles: uint64(l.OpenFiles), FileSize: uint64(l.FileSizeBytes)}
 }
 
+// initReserve is the pids.max allowance of line: InitTasks and one per
+// stage.
+func initReserve(line *shell.Line) int64 {
+	n := int64(InitTasks)
+	for _, p := range line.Pipelines {
+		n += int64(len(p.Stages))
+	}
+	return n
+}
+
 // perProcess lists the limits the init sets and, on the bwrap rung, the
 // size of /tmp.
 func (l Limits) perProcess(rung string) []Applied {
@@ -166,6 +179,9 @@ type groups struct {
 	v1 []*cgroup.V1Group
 	// v2Controllers are the controllers the v2 group enforces.
 	v2Controllers map[string]bool
+	v1ByMount     map[string]*cgroup.V1Group
+	// forkedFrom is the thread the sandbox was forked from.
+	forkedFrom int
 }
 
 // newGroups makes the run's cgroups and sets the memory and process
@@ -174,8 +190,8 @@ type groups struct {
 // defaults (half the host's memory, DefaultProcesses), applied where a
 // cgroup can and dropped where none can. It returns the limits in force.
 // A v2 group is made where one can be, for the kill, limits or not.
-func newGroups(l Limits) (_ *groups, applied []Applied, eff Limits, err error) {
-	g := &groups{v2Controllers: map[string]bool{}}
+func newGroups(l Limits, reserve int64, defaults bool) (_ *groups, applied []Applied, eff Limits, err error) {
+	g := &groups{v2Controllers: map[string]bool{}, v1ByMount: map[string]*cgroup.V1Group{}}
 	defer func() {
 		if err != nil {
 			g.remove()
@@ -198,7 +214,7 @@ func newGroups(l Limits) (_ *groups, applied []Applied, eff Limits, err error) {
 		{"pids", LimitProcesses, l.Processes, DefaultProcesses, &eff.Processes},
 	} {
 		explicit, value := c.value > 0, c.value
-		if !explicit {
+		if !explicit && defaults {
 			value = c.dflt
 		}
 		if value <= 0 {
@@ -206,7 +222,7 @@ func newGroups(l Limits) (_ *groups, applied []Applied, eff Limits, err error) {
 		}
 		want, v2files, v1files := cgroup.Limits{MemoryBytes: value}, "memory.max, memory.swap.max 0, memory.oom.group 1", "memory.limit_in_bytes and memory.memsw.limit_in_bytes"
 		if c.controller == "pids" {
-			want = cgroup.Limits{Processes: value + InitTasks}
+			want = cgroup.Limits{Processes: value + reserve}
 			v2files = fmt.Sprintf("pids.max %d", want.Processes)
 			v1files = v2files
 		}
@@ -226,13 +242,20 @@ func newGroups(l Limits) (_ *groups, applied []Applied, eff Limits, err error) {
 		}
 		v, v1err := findCgroupV1(c.controller)
 		if v1err == nil {
-			var vg *cgroup.V1Group
-			if vg, v1err = v.New("rein-run"); v1err == nil {
-				if v1err = vg.SetLimits(want); v1err == nil {
+			// One group per hierarchy: a thread is in one group of each,
+			// and a host may mount memory and pids together.
+			vg := g.v1ByMount[v.Mount]
+			if vg == nil {
+				if vg, v1err = v.New("rein-run"); v1err == nil {
 					g.v1 = append(g.v1, vg)
-				} else {
-					vg.Remove()
+					g.v1ByMount[v.Mount] = vg
 				}
+			}
+			if v1err == nil {
+				v1err = vg.SetLimits(want)
+			}
+			if v1err == nil && c.controller == "memory" && !vg.SwapBounded() {
+				v1files = "memory.limit_in_bytes (this kernel does not account swap: swap is not bounded)"
 			}
 		}
 		if v1err == nil {
@@ -272,52 +295,102 @@ func unwrapUnavailable(err error) string {
 
 // start starts cmd inside the groups: born in the v2 group (the caller
 // set CgroupFD), and forked from a thread that joined the v1 groups first
-// and leaves them as soon as the child exists. The thread must live on:
-// the parent-death signal of the child (Pdeathsig) is bound to the thread
-// that forked it, not to the process. Were it to stay in the groups,
-// their out-of-memory killer could pick rein, and their tree kill would
-// list it. If it cannot leave, the child is killed and the thread, locked,
-// ends with its goroutine.
-func (g *groups) start(cmd *exec.Cmd) error {
-	if len(g.v1) == 0 {
-		return cmd.Start()
-	}
+// and leaves them as soon as the child exists; the child is then checked
+// to be in every group. The forking thread is never the main thread: in
+// cgroup v1 a process's memory is charged to its main thread's group, so
+// rein's own memory would count against the run and its out-of-memory
+// killer could pick rein. It stays locked until done closes, because the
+// child's parent-death signal (Pdeathsig) is bound to the thread that
+// forked it, and a thread can end under a goroutine that exits locked.
+func (g *groups) start(cmd *exec.Cmd, done <-chan struct{}) error {
 	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		tid := unix.Gettid()
-		var joined []*cgroup.V1Group
-		leave := func() error {
-			for _, v := range joined {
-				if err := v.Leave(tid); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		for _, v := range g.v1 {
-			if err := v.AddThread(tid); err != nil {
-				if leave() == nil {
-					runtime.UnlockOSThread()
-				}
-				errc <- err
-				return
-			}
-			joined = append(joined, v)
-		}
-		err := cmd.Start()
-		if lerr := leave(); lerr != nil {
-			if err == nil {
-				cmd.Process.Kill()
-				cmd.Wait()
-			}
-			errc <- lerr
-			return
-		}
+	go g.fork(cmd, done, errc)
+	return <-errc
+}
+
+func (g *groups) fork(cmd *exec.Cmd, done <-chan struct{}, errc chan<- error) {
+	runtime.LockOSThread()
+	if unix.Gettid() == unix.Getpid() {
+		// While this goroutine holds the main thread, another one cannot
+		// run on it.
+		inner := make(chan error, 1)
+		go g.fork(cmd, done, inner)
+		err := <-inner
 		runtime.UnlockOSThread()
 		errc <- err
-	}()
-	return <-errc
+		return
+	}
+	tid := unix.Gettid()
+	g.forkedFrom = tid
+	var joined []*cgroup.V1Group
+	leave := func() error {
+		for _, v := range joined {
+			if err := v.Leave(tid); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, v := range g.v1 {
+		if err := v.AddThread(tid); err != nil {
+			if leave() == nil {
+				runtime.UnlockOSThread()
+			}
+			// Otherwise the goroutine ends locked, and the thread with it,
+			// leaving the groups.
+			errc <- err
+			return
+		}
+		joined = append(joined, v)
+	}
+	err := cmd.Start()
+	if lerr := leave(); lerr != nil {
+		if err == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		errc <- lerr
+		return
+	}
+	if err == nil {
+		err = g.check(cmd)
+	}
+	errc <- err
+	if err != nil {
+		runtime.UnlockOSThread()
+		return
+	}
+	<-done
+	runtime.UnlockOSThread()
+}
+
+// check confirms that the started child is in every v1 group, and kills
+// it when it is not: a limit reported applied must be.
+func (g *groups) check(cmd *exec.Cmd) error {
+	pid := cmd.Process.Pid
+	for _, v := range g.v1 {
+		in, err := v.Holds(pid)
+		if err == nil && !in && exited(pid) {
+			continue
+		}
+		if err != nil || !in {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return refuse(Unavailable, "the sandbox did not start in its cgroup %s (%v): its limits would not apply", v.Path, err)
+		}
+	}
+	return nil
+}
+
+// exited reports whether pid is a zombie (it has left every group).
+func exited(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
 // events sums what the kernel counted in the groups that enforce limits.
@@ -386,10 +459,13 @@ func limitHit(l Limits, ev cgroup.Events, stages []runplan.StageResult) (name, r
 			}
 			continue
 		}
+		// The signal alone could be sent by the command itself: the limit
+		// must be set and, for CPU time, mostly used. rusage samples CPU
+		// time by ticks, so the bound is loose.
 		switch {
-		case sig == syscall.SIGXCPU, sig == syscall.SIGKILL && l.CPUSeconds > 0 && st.CPUMS >= l.CPUSeconds*1000:
+		case (sig == syscall.SIGXCPU || sig == syscall.SIGKILL) && l.CPUSeconds > 0 && st.CPUMS >= l.CPUSeconds*1000/2:
 			return LimitCPU, fmt.Sprintf("%s was killed at the CPU time limit of %d s (it used %.1f s)", prog, l.CPUSeconds, float64(st.CPUMS)/1000)
-		case sig == syscall.SIGXFSZ:
+		case sig == syscall.SIGXFSZ && l.FileSizeBytes > 0:
 			return LimitFileSize, fmt.Sprintf("%s was killed writing beyond the file size limit of %s", prog, sizeString(l.FileSizeBytes))
 		}
 	}
@@ -431,7 +507,7 @@ func ProbeLimits() []LimitSupport {
 		if l.Processes > 0 {
 			name = LimitProcesses
 		}
-		g, applied, _, err := newGroups(l)
+		g, applied, _, err := newGroups(l, InitTasks, false)
 		if err != nil {
 			var se *Error
 			reason := err.Error()

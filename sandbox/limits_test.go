@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/reinhq/rein/sandbox/cgroup"
 	"github.com/reinhq/rein/sandbox/runplan"
@@ -21,7 +24,7 @@ import (
 // enforce memory and process limits, and skips elsewhere.
 func requireLimits(t *testing.T) {
 	t.Helper()
-	g, _, _, err := newGroups(Limits{MemoryBytes: 64 << 20, Processes: 10})
+	g, _, _, err := newGroups(Limits{MemoryBytes: 64 << 20, Processes: 10}, InitTasks, false)
 	if err != nil {
 		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
 			t.Fatal(err)
@@ -77,10 +80,10 @@ func TestProcessLimit(t *testing.T) {
 			t.Fatalf("%+v", res)
 		}
 		// The probe's own threads count too; the init's are the allowance.
-		if started < 50 || started > 100+InitTasks {
-			t.Fatalf("%d children started under a limit of %d (+%d for the init): %+v", started, 100, InitTasks, res)
+		if started < 50 || started > 100+InitTasks+1 {
+			t.Fatalf("%d children started under a limit of %d (+%d for the init): %+v", started, 100, InitTasks+1, res)
 		}
-		if a := applied(res, LimitProcesses); a == nil || a.Value != 100 || !strings.Contains(a.Mechanism, fmt.Sprintf("pids.max %d", 100+InitTasks)) {
+		if a := applied(res, LimitProcesses); a == nil || a.Value != 100 || !strings.Contains(a.Mechanism, fmt.Sprintf("pids.max %d", 100+InitTasks+1)) {
 			t.Fatalf("applied: %+v", res.Limits)
 		}
 		if res.Poisoned != "" {
@@ -142,17 +145,27 @@ func TestFileSizeLimit(t *testing.T) {
 }
 
 // TestRlimitsReachTheCommand: the open-files limit and the disabled core
-// dumps are what the command sees, on every rung, none included.
+// dumps are what the command sees, on both confining rungs; the none rung,
+// which cannot hold the command to them, refuses them, but still disables
+// core dumps.
 func TestRlimitsReachTheCommand(t *testing.T) {
-	for _, rung := range append(rungs, RungNone) {
-		t.Run(rung, func(t *testing.T) {
-			requireRung(t, rung)
-			ws := workspaceDir(t)
-			res := runLine(t, ws, `sh -c 'ulimit -n; ulimit -c; ulimit -t'`, Profile{Rung: rung, Limits: Limits{OpenFiles: 64, CPUSeconds: 30}})
-			if res.Status != OK || res.Stdout.Text != "64\n0\n30\n" {
-				t.Fatalf("%+v", res)
-			}
-		})
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, `sh -c 'ulimit -n; ulimit -c; ulimit -t'`, Profile{Rung: rung, Limits: Limits{OpenFiles: 64, CPUSeconds: 30}})
+		if res.Status != OK || res.Stdout.Text != "64\n0\n30\n" {
+			t.Fatalf("%+v", res)
+		}
+	})
+	ws := workspaceDir(t)
+	l, _ := shell.Parse("true")
+	_, err := Run(context.Background(), l, Profile{Workspace: ws, Rung: RungNone, Limits: Limits{OpenFiles: 64}}, nil, nil)
+	var se *Error
+	if !errors.As(err, &se) || se.Status != Unavailable || !strings.Contains(se.Reason, "the none rung cannot hold a command to a limit") {
+		t.Fatalf("a limit on the none rung: %v", err)
+	}
+	res := runLine(t, ws, `sh -c 'ulimit -c'`, Profile{Rung: RungNone})
+	if res.Status != OK || res.Stdout.Text != "0\n" || applied(res, LimitMemory) != nil || applied(res, LimitProcesses) != nil {
+		t.Fatalf("%+v", res)
 	}
 }
 
@@ -348,7 +361,7 @@ func TestV2Delegated(t *testing.T) {
 	findCgroup = func() (*cgroup.Hierarchy, error) { return &cgroup.Hierarchy{Mount: root, Parent: root}, nil }
 	findCgroupV1 = func(c string) (*cgroup.V1, error) { t.Fatalf("v1 consulted for %s", c); return nil, nil }
 	newCgroup = func(h *cgroup.Hierarchy) (*cgroup.Group, error) { return cgroup.Open(root) }
-	g, got, _, err := newGroups(Limits{MemoryBytes: 512 << 20, Processes: 100})
+	g, got, _, err := newGroups(Limits{MemoryBytes: 512 << 20, Processes: 100}, InitTasks, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,4 +412,51 @@ func TestLimitHit(t *testing.T) {
 	if got, _ := limitHit(Limits{}, cgroup.Events{}, st(153, "", 0)); got != "" {
 		t.Errorf("153 without a file size limit: %q", got)
 	}
+}
+
+// The main goroutine stays on the main thread, for forkFromMain.
+func init() { runtime.LockOSThread() }
+
+func forkFromMain() int {
+	if unix.Gettid() != os.Getpid() {
+		fmt.Println("not on the main thread")
+		return 4
+	}
+	g, _, _, err := newGroups(Limits{MemoryBytes: 64 << 20}, InitTasks, false)
+	if err != nil {
+		fmt.Println(err)
+		return 3
+	}
+	defer g.remove()
+	cmd := exec.Command("/bin/true")
+	done := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() { cmd.Wait(); close(done) }()
+	g.fork(cmd, done, errc)
+	if err := <-errc; err != nil {
+		fmt.Println(err)
+		return 3
+	}
+	<-done
+	if g.forkedFrom == os.Getpid() || g.forkedFrom == 0 {
+		fmt.Println("forked from the main thread", g.forkedFrom)
+		return 1
+	}
+	fmt.Println("forked from thread", g.forkedFrom)
+	return 0
+}
+
+// TestNotFromMainThread: an embedding program that starts runs from its
+// main thread never has that thread join a run's cgroup v1 groups, where
+// the whole process's memory would be charged to the run (and rein could
+// be the run's out-of-memory victim).
+func TestNotFromMainThread(t *testing.T) {
+	requireLimits(t)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "REIN_TEST_FORK_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("%s", out)
 }

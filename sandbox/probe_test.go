@@ -36,6 +36,13 @@ func probeMain(args []string) int {
 
 func probeAction(action, arg string) error {
 	switch action {
+	case "prlimit":
+		// A CPU limit of one second would kill the host process.
+		pid, _ := strconv.Atoi(arg)
+		return unix.Prlimit(pid, unix.RLIMIT_CPU, &unix.Rlimit{Cur: 1, Max: 1}, nil)
+	case "renice":
+		pid, _ := strconv.Atoi(arg)
+		return unix.Setpriority(unix.PRIO_PROCESS, pid, 19)
 	case "alloc":
 		// Touch every page, so that the memory is really used.
 		n, _ := strconv.ParseInt(arg, 10, 64)

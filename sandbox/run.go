@@ -40,8 +40,10 @@ type run struct {
 	group      *cgroup.Group // groups.v2, when there is one
 	groups     *groups
 	applied    []Applied
-	limits     Limits   // in force: p.Limits with the defaults applied
-	lifeline   *os.File // write end; closing it tells the init to end
+	limits     Limits        // in force: p.Limits with the defaults applied
+	lifeline   *os.File      // write end; closing it tells the init to end
+	reportDone chan struct{} // closed when the init's report is read
+	reportData []byte
 	scratch    string
 	hostIO     string
 	guard      *guard
@@ -67,6 +69,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
 	if err := checkStateOutside(p.Workspace); err != nil {
 		return nil, err
+	}
+	if rung == RungNone && p.Limits != (Limits{}) {
+		return nil, refuse(Unavailable, "the none rung cannot hold a command to a limit: unconfined, it can raise its own rlimits (as root) and leave its cgroup; run it on the bwrap or landlock rung")
 	}
 	// One run at a time per workspace: a command still running could swap
 	// a protected path for a link while the next run's view is built.
@@ -136,7 +141,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		closeExtra(cmd)
 		return nil, err
 	}
-	if r.groups, r.applied, r.limits, err = newGroups(p.Limits); err != nil {
+	if r.groups, r.applied, r.limits, err = newGroups(p.Limits, initReserve(line), rung != RungNone); err != nil {
 		closeExtra(cmd)
 		for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
 			f.Close()
@@ -149,7 +154,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		r.group = g
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.FD()
 	}
-	err = r.groups.start(cmd)
+	err = r.groups.start(cmd, r.done)
 	closeExtra(cmd)
 	for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
 		f.Close()
@@ -287,8 +292,14 @@ func (r *run) finish(waitErr error) {
 	res := &Result{Rung: r.rung}
 	var rep report
 	haveReport := false
-	if data, err := os.ReadFile(filepath.Join(r.hostIO, "result.json")); err == nil && json.Unmarshal(data, &rep) == nil && rep.Plan != nil {
-		haveReport = true
+	// The init and bubblewrap, the only holders of the report pipe's write
+	// end, are gone: the read ends now, but is bounded all the same.
+	select {
+	case <-r.reportDone:
+		if json.Unmarshal(r.reportData, &rep) == nil && rep.Plan != nil {
+			haveReport = true
+		}
+	case <-time.After(drainWait):
 	}
 	// Confirm that nothing of the run is left.
 	switch {

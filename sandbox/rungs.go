@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,9 +72,6 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	if r.preflight {
 		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: bwrap.SandboxHome, Tmp: "/tmp"}
 	}
-	if err := writeRequest(r.hostIO, req); err != nil {
-		return nil, err
-	}
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
@@ -93,6 +91,14 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		return nil, refuse(Denied, "%v", err)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := r.reportPipe(cmd, &req); err != nil {
+		closeExtra(cmd)
+		return nil, err
+	}
+	if err := writeRequest(r.hostIO, req); err != nil {
+		closeExtra(cmd)
+		return nil, err
+	}
 	return cmd, nil
 }
 
@@ -140,9 +146,6 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 	if r.preflight {
 		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: home, Tmp: tmp}
 	}
-	if err := writeRequest(r.hostIO, req); err != nil {
-		return nil, err
-	}
 	if err := bwrap.CloseOnExecFrom(3); err != nil {
 		return nil, refuse(Unavailable, "marking inherited descriptors close-on-exec: %v", err)
 	}
@@ -154,7 +157,36 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 	cmd := exec.Command(exe, initFlag, r.hostIO)
 	cmd.Env, cmd.Dir, cmd.ExtraFiles = env, dir, []*os.File{rd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := r.reportPipe(cmd, &req); err != nil {
+		closeExtra(cmd)
+		return nil, err
+	}
+	if err := writeRequest(r.hostIO, req); err != nil {
+		closeExtra(cmd)
+		return nil, err
+	}
 	return cmd, nil
+}
+
+// maxReport bounds what rein reads of the init's report.
+const maxReport = 16 << 20
+
+// reportPipe adds the pipe the init reports through as cmd's last extra
+// descriptor and starts reading it.
+func (r *run) reportPipe(cmd *exec.Cmd, req *request) error {
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return refuse(Unavailable, "making the init's report pipe: %v", err)
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, wr)
+	req.ReportFD = 2 + len(cmd.ExtraFiles)
+	r.reportDone = make(chan struct{})
+	go func() {
+		defer close(r.reportDone)
+		defer rd.Close()
+		r.reportData, _ = io.ReadAll(io.LimitReader(rd, maxReport))
+	}()
+	return nil
 }
 
 func writeRequest(dir string, req request) error {

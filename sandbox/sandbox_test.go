@@ -28,6 +28,12 @@ func TestMain(m *testing.M) {
 	if filepath.Base(os.Args[0]) == "probe" {
 		os.Exit(probeMain(os.Args[1:]))
 	}
+	// As a helper process on the main thread (locked to it by init): fork
+	// a child through the cgroup start path, which must not fork it from
+	// the main thread.
+	if os.Getenv("REIN_TEST_FORK_MAIN") == "1" {
+		os.Exit(forkFromMain())
+	}
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {
@@ -231,6 +237,8 @@ func TestEscapes(t *testing.T) {
 			"udp to the host's loopback":    "./probe send-udp " + udp.LocalAddr().String(),
 			"host unix socket":              "./probe dial-unix " + sock,
 			"signal a host process":         "./probe signal " + pid,
+			"prlimit a host process":        "./probe prlimit " + pid,
+			"renice a host process":         "./probe renice " + pid,
 			"environ of a host process":     "./probe environ " + pid,
 			"the host's System V IPC":       "./probe msgget " + strconv.Itoa(key),
 			"TIOCSTI":                       "./probe tiocsti",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,7 +125,7 @@ func TestFindV1(t *testing.T) {
 	os.WriteFile(self, []byte("9:name=systemd:/\n8:pids:/outer\n4:memory:/process_api/abc\n1:cpu,cpuacct:/x\n0::/\n"), 0o644)
 	for c, want := range map[string]string{"memory": mnt + "/memory/process_api/abc", "pids": mnt + "/pids", "cpuacct": mnt + "/cpu,cpuacct/x"} {
 		v, err := findV1(c, mountinfo, self)
-		if err != nil || v.Parent != want || v.Controller != c {
+		if err != nil || v.Parent != want || v.Controller != c || !slices.Contains(v.Controllers, c) {
 			t.Errorf("%s: %+v, %v; want parent %s", c, v, err, want)
 		}
 	}

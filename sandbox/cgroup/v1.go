@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,9 @@ import (
 // outside.
 type V1 struct {
 	Controller string
+	// Controllers are all the controllers mounted in the hierarchy, which
+	// a host may mount together ("cpu,cpuacct", or every one in one).
+	Controllers []string
 	// Mount is where the controller's hierarchy is mounted.
 	Mount string
 	// Parent is the absolute directory new groups are made in.
@@ -49,6 +53,7 @@ func findV1(controller, mountinfo, cgroupFile string) (*V1, error) {
 		return fail("%v", err)
 	}
 	var mount, root string
+	var controllers []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
@@ -60,9 +65,10 @@ func findV1(controller, mountinfo, cgroupFile string) (*V1, error) {
 		if len(f) < 5 || len(g) < 3 || g[0] != "cgroup" {
 			continue
 		}
-		for _, o := range strings.Split(g[2], ",") {
+		opts := strings.Split(g[2], ",")
+		for _, o := range opts {
 			if o == controller {
-				mount, root = unescape(f[4]), unescape(f[3])
+				mount, root, controllers = unescape(f[4]), unescape(f[3]), opts
 			}
 		}
 		if mount != "" {
@@ -98,7 +104,7 @@ func findV1(controller, mountinfo, cgroupFile string) (*V1, error) {
 	if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
 		return fail("the process's %s group %s lies outside the mounted part %s of the hierarchy", controller, path, root)
 	}
-	v := &V1{Controller: controller, Mount: mount, Parent: filepath.Join(mount, rel)}
+	v := &V1{Controller: controller, Controllers: controllers, Mount: mount, Parent: filepath.Join(mount, rel)}
 	if err := unix.Access(v.Parent, unix.W_OK); err != nil {
 		return fail("%s is not writable by this user (run as root)", v.Parent)
 	}
@@ -126,8 +132,9 @@ func unescape(s string) string {
 
 // V1Group is one run's group in one v1 hierarchy.
 type V1Group struct {
-	Controller string
-	Path       string
+	// Controllers are the controllers of the group's hierarchy.
+	Controllers []string
+	Path        string
 	// parent is the group the calling process is in, where a thread
 	// that joined goes back.
 	parent string
@@ -141,16 +148,15 @@ func (v *V1) New(prefix string) (*V1Group, error) {
 	if err := os.Mkdir(p, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return &V1Group{Controller: v.Controller, Path: p, parent: v.Parent}, nil
+	return &V1Group{Controllers: v.Controllers, Path: p, parent: v.Parent}, nil
 }
 
-// SetLimits writes the part of l that the group's controller enforces:
+// SetLimits writes the part of l that the group's controllers enforce:
 // memory.limit_in_bytes and, where swap is accounted, the same value as
 // memory.memsw.limit_in_bytes, so that nothing is swapped out beyond it;
-// or pids.max.
+// pids.max.
 func (g *V1Group) SetLimits(l Limits) error {
-	switch {
-	case g.Controller == "memory" && l.MemoryBytes > 0:
+	if g.has("memory") && l.MemoryBytes > 0 {
 		v := strconv.FormatInt(l.MemoryBytes, 10)
 		if err := write(filepath.Join(g.Path, "memory.limit_in_bytes"), v); err != nil {
 			return fmt.Errorf("%w: setting memory.limit_in_bytes: %v", ErrUnavailable, err)
@@ -158,12 +164,36 @@ func (g *V1Group) SetLimits(l Limits) error {
 		if err := write(filepath.Join(g.Path, "memory.memsw.limit_in_bytes"), v); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%w: setting memory.memsw.limit_in_bytes: %v", ErrUnavailable, err)
 		}
-	case g.Controller == "pids" && l.Processes > 0:
+	}
+	if g.has("pids") && l.Processes > 0 {
 		if err := write(filepath.Join(g.Path, "pids.max"), strconv.FormatInt(l.Processes, 10)); err != nil {
 			return fmt.Errorf("%w: setting pids.max: %v", ErrUnavailable, err)
 		}
 	}
 	return nil
+}
+
+// SwapBounded reports whether the group's memory limit bounds swap too:
+// whether the kernel accounts swap (memory.memsw.*).
+func (g *V1Group) SwapBounded() bool {
+	_, err := os.Stat(filepath.Join(g.Path, "memory.memsw.limit_in_bytes"))
+	return err == nil
+}
+
+func (g *V1Group) has(c string) bool { return slices.Contains(g.Controllers, c) }
+
+// Holds reports whether pid is in the group (a zombie is in none).
+func (g *V1Group) Holds(pid int) (bool, error) {
+	pids, err := g.procs()
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pids {
+		if p == pid {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // AddThread moves the thread tid (of the calling process) into the group.
@@ -185,10 +215,10 @@ func (g *V1Group) Leave(tid int) error {
 // Events reads what the kernel counted in the group.
 func (g *V1Group) Events() Events {
 	var e Events
-	switch g.Controller {
-	case "memory":
+	if g.has("memory") {
 		e.OOMKills = keyed(filepath.Join(g.Path, "memory.oom_control"), "oom_kill")
-	case "pids":
+	}
+	if g.has("pids") {
 		e.ForksRefused = keyed(filepath.Join(g.Path, "pids.events"), "max")
 	}
 	return e
@@ -220,17 +250,36 @@ func (g *V1Group) KillAndWait(timeout time.Duration) error {
 
 func v1KillAndWait(p string, timeout time.Duration) error {
 	g := &V1Group{Path: p}
+	self := os.Getpid()
 	deadline := time.Now().Add(timeout)
 	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
 		pids, err := g.procs()
 		if err != nil {
 			return err
 		}
+		// A thread of this process in the group lists it too; it is
+		// never killed (it leaves, or ends, on its own).
+		pids = slices.DeleteFunc(pids, func(pid int) bool { return pid == self || pid <= 0 })
 		if len(pids) == 0 {
 			return nil
 		}
+		// By pidfd, and only what is still in the group once its pidfd is
+		// open: a pid that ended and was reused between the listing and
+		// the kill is not in the group.
+		fds := map[int]int{}
 		for _, pid := range pids {
-			syscall.Kill(pid, syscall.SIGKILL)
+			if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+				fds[pid] = fd
+			}
+		}
+		still, _ := g.procs()
+		for _, pid := range still {
+			if fd, ok := fds[pid]; ok {
+				unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+			}
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes are still in %s %s after they were killed", p, timeout)

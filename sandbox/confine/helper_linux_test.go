@@ -198,6 +198,23 @@ var actions = map[string]func(arg string) string{
 	"open_by_handle_at": func(string) string {
 		return rawOutcome(unix.RawSyscall(unix.SYS_OPEN_BY_HANDLE_AT, ^uintptr(0), 0, 0))
 	},
+	// The parent's limits and priority: calls on another process.
+	"prlimit-other": func(string) string {
+		var old unix.Rlimit
+		return outcome(unix.Prlimit(os.Getppid(), unix.RLIMIT_NOFILE, nil, &old))
+	},
+	"prlimit-self": func(string) string {
+		var old unix.Rlimit
+		return outcome(unix.Prlimit(0, unix.RLIMIT_NOFILE, nil, &old))
+	},
+	"setpriority-other": func(string) string { return outcome(unix.Setpriority(unix.PRIO_PROCESS, os.Getppid(), 0)) },
+	"setpriority-user":  func(string) string { return outcome(unix.Setpriority(unix.PRIO_USER, 0, 19)) },
+	"setpriority-self":  func(string) string { return outcome(unix.Setpriority(unix.PRIO_PROCESS, 0, 1)) },
+	"setaffinity-other": func(string) string {
+		var set unix.CPUSet
+		set.Set(0)
+		return outcome(unix.SchedSetaffinity(os.Getppid(), &set))
+	},
 	"tiocsti":      func(string) string { return ioctlOnPipe(unix.TIOCSTI) },
 	"tiocsti-high": func(string) string { return ioctlOnPipe(1<<32 | unix.TIOCSTI) },
 	"tioclinux":    func(string) string { return ioctlOnPipe(unix.TIOCLINUX) },

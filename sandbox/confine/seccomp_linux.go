@@ -154,9 +154,13 @@ var personalityAllowed = []uint32{0xffffffff, perLinux}
 
 const perLinux = 0
 
+// ioprioWhoProcess is IOPRIO_WHO_PROCESS of ioprio_set(2).
+const ioprioWhoProcess = 1
+
 // argumentFilter refuses, with EPERM, TIOCSTI and TIOCLINUX (pushing
 // keystrokes into a terminal), clone with namespace flags, personality
-// other than the default, and sockets of any family but unix and netlink
+// other than the default, prlimit, setpriority, ioprio_set and the
+// scheduler and page-migration calls on any process but the caller, and sockets of any family but unix and netlink
 // (and inet and inet6 unless noInet, unix unless noUnix): packet, vsock and
 // the rest always.
 func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, error) {
@@ -194,6 +198,17 @@ func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, er
 		}
 		return append(b, deny, allow)
 	}
+	// equal returns to allow only when the low half of each argument
+	// equals its value, and to deny otherwise.
+	equal := func(conds ...[2]uint32) []bpf.Instruction {
+		var b []bpf.Instruction
+		for i, c := range conds {
+			rest := len(conds) - 1 - i
+			b = append(b, bpf.LoadAbsolute{Off: lo(c[0]), Size: 4},
+				bpf.JumpIf{Cond: bpf.JumpEqual, Val: c[1], SkipFalse: uint8(2*rest + 1)})
+		}
+		return append(b, allow, deny)
+	}
 	families := []uint32{unix.AF_NETLINK}
 	if !noUnix {
 		families = append(families, unix.AF_UNIX)
@@ -209,6 +224,20 @@ func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, er
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaces, SkipTrue: 1},
 			allow, deny,
 		}},
+		// Calls that act on another process by pid and that no LSM hook
+		// of Landlock covers: without a pid namespace (the landlock rung)
+		// they would reach every host process of the same user, to set a
+		// CPU limit that kills it, or to starve it. Each is allowed on the
+		// caller only (pid 0).
+		{unix.SYS_PRLIMIT64, equal([2]uint32{0, 0})},
+		{unix.SYS_SETPRIORITY, equal([2]uint32{0, unix.PRIO_PROCESS}, [2]uint32{1, 0})},
+		{unix.SYS_IOPRIO_SET, equal([2]uint32{0, ioprioWhoProcess}, [2]uint32{1, 0})},
+		{unix.SYS_SCHED_SETAFFINITY, equal([2]uint32{0, 0})},
+		{unix.SYS_SCHED_SETSCHEDULER, equal([2]uint32{0, 0})},
+		{unix.SYS_SCHED_SETPARAM, equal([2]uint32{0, 0})},
+		{unix.SYS_SCHED_SETATTR, equal([2]uint32{0, 0})},
+		{unix.SYS_MIGRATE_PAGES, equal([2]uint32{0, 0})},
+		{unix.SYS_MOVE_PAGES, equal([2]uint32{0, 0})},
 		{unix.SYS_PERSONALITY, func() []bpf.Instruction {
 			b := []bpf.Instruction{bpf.LoadAbsolute{Off: lo(0), Size: 4}}
 			for i, v := range personalityAllowed {
