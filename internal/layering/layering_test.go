@@ -22,6 +22,7 @@ var allowed = map[string][]string{
 	"sandbox/confine":       {},
 	"sandbox/cgroup":        {},
 	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan"},
+	"trace":                 {},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"cmd/rein":              {"*"},

@@ -1,0 +1,154 @@
+package trace
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Redacted is what a secret becomes.
+const Redacted = "[redacted]"
+
+// Redactor is the one chokepoint secrets pass before anything is
+// persisted or printed: the values of the secret environment variables it
+// was given, the value of every KEY=value (or KEY: value) pair whose key
+// looks secret, and the common token formats (cloud keys, GitHub, Slack and
+// API tokens, private key blocks, JWTs, bearer credentials) become
+// "[redacted]". The zero Redactor redacts the patterns only.
+type Redactor struct {
+	values []string
+}
+
+// minSecretLen is the shortest secret value redacted by value: a shorter
+// one ("1", "true") would blank out ordinary text.
+const minSecretLen = 6
+
+// NewRedactor returns a redactor that also redacts each of values, the
+// values of secret environment variables. Values shorter than six bytes
+// are left to the patterns.
+func NewRedactor(values ...string) *Redactor {
+	r := &Redactor{}
+	for _, v := range values {
+		if len(v) >= minSecretLen {
+			r.values = append(r.values, v)
+		}
+	}
+	// Longest first, so that a value containing another is replaced whole.
+	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	return r
+}
+
+// SecretValues picks, from an environment in KEY=value form, the values of
+// the variables whose names look secret, plus those named in extra.
+func SecretValues(env []string, extra ...string) []string {
+	var out []string
+	for _, e := range env {
+		k, v, ok := strings.Cut(e, "=")
+		if ok && v != "" && (secretKey.MatchString(k) || contains(extra, k)) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKey matches names that look like they hold a credential.
+var secretKey = regexp.MustCompile(`(?i)(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential|session_?key|signing_?key|client_?key|(^|_)auth(_|$))`)
+
+// pattern is a regular expression and the literals one of which any match
+// contains: the expression runs only where one is found, which keeps the
+// common case (no secret at all) to a few substring searches. lower
+// matches the literals against the text in lower case.
+type pattern struct {
+	re       *regexp.Regexp
+	literals []string
+	lower    bool
+	// repl is the replacement, with ${n} for kept groups.
+	repl string
+}
+
+// patterns are the token formats redacted wherever they appear, then the
+// KEY=value, KEY: value and "key": "value" pairs with a secret-looking key
+// (the value is redacted, the key kept), bearer credentials and passwords
+// in URLs.
+var patterns = []pattern{
+	// Private key blocks, whole.
+	{re: regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----`), literals: []string{"PRIVATE KEY"}},
+	// AWS access key ids.
+	{re: regexp.MustCompile(`\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), literals: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
+	// Google API keys.
+	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), literals: []string{"AIza"}},
+	// GitHub tokens, classic and fine-grained; GitLab's.
+	{re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`), literals: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
+	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), literals: []string{"github_pat_"}},
+	{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"glpat-"}},
+	// Slack tokens and webhooks.
+	{re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}\b`), literals: []string{"xox"}},
+	{re: regexp.MustCompile(`https://hooks\.slack\.com/services/[A-Za-z0-9/]+`), literals: []string{"hooks.slack.com"}},
+	// Stripe, OpenAI and Anthropic style secret keys.
+	{re: regexp.MustCompile(`\b(sk|rk)_(live|test)_[0-9A-Za-z]{16,}\b`), literals: []string{"_live_", "_test_"}},
+	{re: regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"sk-"}},
+	// JWTs: three base64url parts, the first two JSON objects.
+	{re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}`), literals: []string{"eyJ"}},
+
+	{re: regexp.MustCompile(`(?i)("[A-Za-z0-9_.\-]*(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*"\s*:\s*")(?:[^"\\]|\\.)+(")`),
+		literals: secretWords, lower: true, repl: "${1}" + Redacted + "${4}"},
+	{re: regexp.MustCompile(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\s*[=:]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)`),
+		literals: secretWords, lower: true, repl: "${1}" + Redacted},
+	// Authorization headers and bearer credentials.
+	{re: regexp.MustCompile(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
+	{re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), literals: []string{"bearer"}, lower: true, repl: "${1}" + Redacted},
+	// Credentials in URLs: scheme://user:password@host.
+	{re: regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+(@)`), literals: []string{"://"}, repl: "${1}" + Redacted + "${2}"},
+}
+
+// secretWords are the literals of the pair patterns, in lower case.
+var secretWords = []string{"secret", "token", "passw", "passphrase", "apikey", "api_key", "accesskey", "access_key", "privatekey", "private_key", "credential"}
+
+// Redact returns s with every secret replaced.
+func (r *Redactor) Redact(s string) string {
+	if s == "" {
+		return s
+	}
+	if r != nil {
+		for _, v := range r.values {
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	lower := ""
+	for _, p := range patterns {
+		text := s
+		if p.lower {
+			if lower == "" {
+				lower = strings.ToLower(s)
+			}
+			text = lower
+		}
+		found := false
+		for _, l := range p.literals {
+			if strings.Contains(text, l) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			continue
+		}
+		repl := p.repl
+		if repl == "" {
+			repl = Redacted
+		}
+		if out := p.re.ReplaceAllString(s, repl); out != s {
+			s, lower = out, ""
+		}
+	}
+	return s
+}

@@ -1,0 +1,504 @@
+package trace
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+)
+
+// SQLite is the Store in one SQLite file, in WAL mode, with a busy
+// timeout and immediate transactions so that several processes can append
+// to it at once.
+type SQLite struct {
+	db     *sql.DB
+	redact *Redactor
+	path   string
+
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// appendOnly is what an UPDATE or DELETE on the trace fails with.
+const appendOnly = "the trace is append-only"
+
+// migrations are applied in order, each once; a store records the ones it
+// has in schema_migrations. A migration is never edited once released:
+// changes are new migrations.
+var migrations = []string{
+	// 1: the tables, the hash chain, and the triggers that make every
+	// table append-only.
+	`CREATE TABLE runs (id TEXT NOT NULL UNIQUE, started_at TEXT NOT NULL, workspace TEXT NOT NULL, surface TEXT NOT NULL,
+		mode TEXT NOT NULL, source TEXT NOT NULL, pid INTEGER NOT NULL);
+	CREATE TABLE run_ends (run_id TEXT NOT NULL, ended_at TEXT NOT NULL, status TEXT NOT NULL);
+	CREATE TABLE steps (run_id TEXT NOT NULL, "index" INTEGER NOT NULL, tool TEXT NOT NULL, args TEXT NOT NULL,
+		status TEXT NOT NULL, reason TEXT NOT NULL, result_id TEXT NOT NULL, observation TEXT NOT NULL,
+		started_at TEXT NOT NULL, duration_ms REAL NOT NULL);
+	CREATE INDEX steps_run ON steps (run_id);
+	CREATE TABLE policy_events (run_id TEXT NOT NULL, step_id INTEGER NOT NULL, kind TEXT NOT NULL, decision TEXT NOT NULL,
+		rule TEXT NOT NULL, layer TEXT NOT NULL, file TEXT NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX policy_events_run ON policy_events (run_id);
+	CREATE TABLE process_handles (run_id TEXT NOT NULL, step_id INTEGER NOT NULL, handle TEXT NOT NULL, line TEXT NOT NULL,
+		rung TEXT NOT NULL, capture TEXT NOT NULL, started_at TEXT NOT NULL);
+	CREATE INDEX process_handles_run ON process_handles (run_id);
+	CREATE TABLE handle_output (run_id TEXT NOT NULL, handle TEXT NOT NULL, offset INTEGER NOT NULL, skipped INTEGER NOT NULL,
+		data TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX handle_output_run ON handle_output (run_id, handle);
+	CREATE TABLE sandbox_events (run_id TEXT NOT NULL, step_id INTEGER NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX sandbox_events_run ON sandbox_events (run_id);
+	CREATE TABLE edits (run_id TEXT NOT NULL, step_id INTEGER NOT NULL, path TEXT NOT NULL, diff TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX edits_run ON edits (run_id);
+	CREATE TABLE audit (run_id TEXT NOT NULL, kind TEXT NOT NULL, meta TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE TABLE chain (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row INTEGER NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL,
+		UNIQUE (tbl, row));`,
+}
+
+// chained are the tables whose every row is in the chain.
+var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit"}
+
+// Open opens (creating it and its directory where missing) the store at
+// path and brings its schema up to date. Every text is redacted by r
+// (nil: the patterns only) before it is written.
+func Open(path string, r *Redactor) (*SQLite, error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("trace: the store path %q may not contain ? or #", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	// WAL with synchronous NORMAL survives a crash of any process (not a
+	// power loss of the last transactions); the busy timeout and
+	// immediate transactions let concurrent writers wait for each other
+	// instead of failing.
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("trace: opening %s: %w", path, err)
+	}
+	s := &SQLite{db: db, redact: r, path: path, stmts: map[string]*sql.Stmt{}}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is where the store is.
+func (s *SQLite) Path() string { return s.path }
+
+func (s *SQLite) migrate() error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return fmt.Errorf("trace: %s: %w", s.path, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)`); err != nil {
+		return fmt.Errorf("trace: %s: %w", s.path, err)
+	}
+	var have int
+	if err := tx.QueryRow(`SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("trace: %s: %w", s.path, err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("trace: %s has schema version %d, newer than this rein knows (%d)", s.path, have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if _, err := tx.Exec(migrations[v-1]); err != nil {
+			return fmt.Errorf("trace: migration %d: %w", v, err)
+		}
+		if v == 1 {
+			for _, t := range append(chained, "chain", "schema_migrations") {
+				for _, op := range []string{"UPDATE", "DELETE"} {
+					q := fmt.Sprintf(`CREATE TRIGGER %s_no_%s BEFORE %s ON %s BEGIN SELECT RAISE(ABORT, '%s'); END`, t, strings.ToLower(op), op, t, appendOnly)
+					if _, err := tx.Exec(q); err != nil {
+						return fmt.Errorf("trace: migration %d: %w", v, err)
+					}
+				}
+			}
+		}
+		if _, err := tx.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+			return fmt.Errorf("trace: migration %d: %w", v, err)
+		}
+	}
+	return tx.Commit()
+}
+
+// Close closes the store.
+func (s *SQLite) Close() error {
+	s.mu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.mu.Unlock()
+	return s.db.Close()
+}
+
+// column is one field of a record and its column.
+type column struct {
+	name  string
+	index int
+}
+
+var columnsCache sync.Map // reflect.Type -> []column
+
+// columns lists a record type's stored fields: every field with a JSON
+// name but the ID, which is the row's rowid.
+func columns(t reflect.Type) []column {
+	if c, ok := columnsCache.Load(t); ok {
+		return c.([]column)
+	}
+	var out []column
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || name == "id" && t.Name() != "Run" {
+			continue
+		}
+		out = append(out, column{name: name, index: i})
+	}
+	columnsCache.Store(t, out)
+	return out
+}
+
+func (s *SQLite) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
+	s.mu.Lock()
+	st, ok := s.stmts[q]
+	s.mu.Unlock()
+	if !ok {
+		var err error
+		if st, err = s.db.PrepareContext(ctx, q); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		if old, ok := s.stmts[q]; ok {
+			st.Close()
+			st = old
+		} else {
+			s.stmts[q] = st
+		}
+		s.mu.Unlock()
+	}
+	return tx.StmtContext(ctx, st), nil
+}
+
+// Append redacts r, writes it and links it into the hash chain, in one
+// transaction; it returns the record's id.
+func (s *SQLite) Append(ctx context.Context, r Record) (int64, error) {
+	v := reflect.ValueOf(r)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	rec := reflect.New(v.Type()).Elem()
+	rec.Set(v)
+	s.redactFields(rec)
+	cols := columns(rec.Type())
+	names, marks, args := make([]string, len(cols)), make([]string, len(cols)), make([]any, len(cols))
+	for i, c := range cols {
+		names[i], marks[i], args[i] = `"`+c.name+`"`, "?", toSQL(rec.Field(c.index))
+	}
+	tbl := r.table()
+	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, tbl, strings.Join(names, ", "), strings.Join(marks, ", "))
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	defer tx.Rollback()
+	st, err := s.stmt(ctx, tx, insert)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, fmt.Errorf("trace: appending to %s: %w", tbl, err)
+	}
+	row, err := res.LastInsertId()
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	if f := rec.FieldByName("ID"); f.IsValid() && f.Kind() == reflect.Int64 {
+		f.SetInt(row)
+	}
+	head, err := s.stmt(ctx, tx, `SELECT hash FROM chain ORDER BY seq DESC LIMIT 1`)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	var prev string
+	if err := head.QueryRowContext(ctx).Scan(&prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("trace: reading the chain's head: %w", err)
+	}
+	link, err := s.stmt(ctx, tx, `INSERT INTO chain (tbl, row, prev, hash) VALUES (?, ?, ?, ?)`)
+	if err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	if _, err := link.ExecContext(ctx, tbl, row, prev, chainHash(prev, tbl, row, rec.Interface())); err != nil {
+		return 0, fmt.Errorf("trace: linking the chain: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("trace: %w", err)
+	}
+	return row, nil
+}
+
+// chainHash is the link of one record: the previous link, where the
+// record is, and its canonical JSON.
+func chainHash(prev, tbl string, row int64, rec any) string {
+	data, _ := json.Marshal(rec)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%d\n", prev, tbl, row)
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// redactFields redacts every text of rec and puts its times in UTC, the
+// form they are stored and hashed in.
+func (s *SQLite) redactFields(rec reflect.Value) {
+	for i := 0; i < rec.NumField(); i++ {
+		f := rec.Field(i)
+		switch {
+		case f.Kind() == reflect.String:
+			f.SetString(s.redact.Redact(f.String()))
+		case f.Type() == reflect.TypeOf(time.Time{}):
+			f.Set(reflect.ValueOf(f.Interface().(time.Time).UTC().Round(0)))
+		}
+	}
+}
+
+func toSQL(f reflect.Value) any {
+	if t, ok := f.Interface().(time.Time); ok {
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return f.Interface()
+}
+
+// query reads the rows of tbl matching where into records like proto.
+func query[T Record](ctx context.Context, s *SQLite, where string, args ...any) ([]T, error) {
+	var zero T
+	t := reflect.TypeOf(zero)
+	cols := columns(t)
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = `"` + c.name + `"`
+	}
+	q := fmt.Sprintf(`SELECT rowid, %s FROM %s %s`, strings.Join(names, ", "), zero.table(), where)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		rec, err := scan(rows, t, cols)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec.Interface().(T))
+	}
+	return out, rows.Err()
+}
+
+// scan reads one row (rowid first) into a new record of type t.
+func scan(rows *sql.Rows, t reflect.Type, cols []column) (reflect.Value, error) {
+	rec := reflect.New(t).Elem()
+	var rowid int64
+	dst := []any{&rowid}
+	times := map[int]*string{}
+	for _, c := range cols {
+		f := rec.Field(c.index)
+		if f.Type() == reflect.TypeOf(time.Time{}) {
+			var s string
+			times[c.index] = &s
+			dst = append(dst, &s)
+			continue
+		}
+		dst = append(dst, f.Addr().Interface())
+	}
+	if err := rows.Scan(dst...); err != nil {
+		return rec, fmt.Errorf("trace: %w", err)
+	}
+	for i, s := range times {
+		tm, err := time.Parse(time.RFC3339Nano, *s)
+		if err != nil {
+			return rec, fmt.Errorf("trace: a malformed time %q: %w", *s, err)
+		}
+		rec.Field(i).Set(reflect.ValueOf(tm))
+	}
+	if f := rec.FieldByName("ID"); f.IsValid() && f.Kind() == reflect.Int64 {
+		f.SetInt(rowid)
+	}
+	return rec, nil
+}
+
+// Steps lists a run's steps in order.
+func (s *SQLite) Steps(ctx context.Context, runID string) ([]Step, error) {
+	return query[Step](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// PolicyEvents lists a run's refusals and approvals; an empty runID lists
+// every run's.
+func (s *SQLite) PolicyEvents(ctx context.Context, runID string) ([]PolicyEvent, error) {
+	if runID == "" {
+		return query[PolicyEvent](ctx, s, `ORDER BY rowid`)
+	}
+	return query[PolicyEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// Handles lists a run's background handles.
+func (s *SQLite) Handles(ctx context.Context, runID string) ([]Handle, error) {
+	return query[Handle](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// HandleOutput lists what was read from one handle, in order.
+func (s *SQLite) HandleOutput(ctx context.Context, runID, handle string) ([]HandleOutput, error) {
+	return query[HandleOutput](ctx, s, `WHERE run_id = ? AND handle = ? ORDER BY rowid`, runID, handle)
+}
+
+// SandboxEvents lists a run's sandbox events.
+func (s *SQLite) SandboxEvents(ctx context.Context, runID string) ([]SandboxEvent, error) {
+	return query[SandboxEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// Edits lists a run's writes.
+func (s *SQLite) Edits(ctx context.Context, runID string) ([]Edit, error) {
+	return query[Edit](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// Runs lists the newest runs first, at most limit (0: all).
+func (s *SQLite) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
+	q := `WHERE 1 ORDER BY rowid DESC`
+	if limit > 0 {
+		q += " LIMIT " + strconv.Itoa(limit)
+	}
+	runs, err := query[Run](ctx, s, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunSummary, len(runs))
+	for i, r := range runs {
+		out[i].Run = r
+		var ended, status sql.NullString
+		err := s.db.QueryRowContext(ctx, `SELECT
+			(SELECT ended_at FROM run_ends WHERE run_id = ?1 ORDER BY rowid DESC LIMIT 1),
+			(SELECT status FROM run_ends WHERE run_id = ?1 ORDER BY rowid DESC LIMIT 1),
+			(SELECT COUNT(*) FROM steps WHERE run_id = ?1),
+			(SELECT COUNT(*) FROM policy_events WHERE run_id = ?1 AND kind = 'refusal'),
+			(SELECT COUNT(*) FROM process_handles WHERE run_id = ?1)`, r.ID).Scan(&ended, &status, &out[i].Steps, &out[i].Refusals, &out[i].Handles)
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		if ended.Valid {
+			if t, err := time.Parse(time.RFC3339Nano, ended.String); err == nil {
+				out[i].EndedAt = &t
+			}
+			out[i].Status = status.String
+		}
+	}
+	return out, nil
+}
+
+// recordTypes maps a chained table to its record type.
+var recordTypes = map[string]reflect.Type{
+	"runs": reflect.TypeOf(Run{}), "run_ends": reflect.TypeOf(RunEnd{}), "steps": reflect.TypeOf(Step{}),
+	"policy_events": reflect.TypeOf(PolicyEvent{}), "process_handles": reflect.TypeOf(Handle{}),
+	"handle_output": reflect.TypeOf(HandleOutput{}), "sandbox_events": reflect.TypeOf(SandboxEvent{}),
+	"edits": reflect.TypeOf(Edit{}), "audit": reflect.TypeOf(Audit{}),
+}
+
+// VerifyError is a record that does not match the chain.
+type VerifyError struct {
+	Seq    int64
+	Table  string
+	Row    int64
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("trace: chain link %d (%s row %d): %s", e.Seq, e.Table, e.Row, e.Reason)
+}
+
+// Verify recomputes every link of the chain from the records it names and
+// checks that every record is linked: an edited, deleted or inserted row,
+// or an edited link, is reported. Removing the newest records together
+// with their links is not detectable from the file alone.
+func (s *SQLite) Verify(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, tbl, row, prev, hash FROM chain ORDER BY seq`)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	type link struct {
+		seq, row        int64
+		tbl, prev, hash string
+	}
+	var links []link
+	for rows.Next() {
+		var l link
+		if err := rows.Scan(&l.seq, &l.tbl, &l.row, &l.prev, &l.hash); err != nil {
+			rows.Close()
+			return fmt.Errorf("trace: %w", err)
+		}
+		links = append(links, l)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	prev := ""
+	linked := map[string]int64{}
+	for _, l := range links {
+		fail := func(format string, args ...any) error {
+			return &VerifyError{Seq: l.seq, Table: l.tbl, Row: l.row, Reason: fmt.Sprintf(format, args...)}
+		}
+		if l.prev != prev {
+			return fail("links to %.12s, but the link before it is %.12s", l.prev, prev)
+		}
+		t, ok := recordTypes[l.tbl]
+		if !ok {
+			return fail("names no table of the trace")
+		}
+		cols := columns(t)
+		names := make([]string, len(cols))
+		for i, c := range cols {
+			names[i] = `"` + c.name + `"`
+		}
+		r, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, %s FROM %s WHERE rowid = ?`, strings.Join(names, ", "), l.tbl), l.row)
+		if err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		if !r.Next() {
+			r.Close()
+			return fail("the record is missing")
+		}
+		rec, err := scan(r, t, cols)
+		r.Close()
+		if err != nil {
+			return fail("%v", err)
+		}
+		if got := chainHash(prev, l.tbl, l.row, rec.Interface()); got != l.hash {
+			return fail("the record was changed")
+		}
+		prev = l.hash
+		linked[l.tbl]++
+	}
+	for _, t := range chained {
+		var n int64
+		if err := s.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %s`, t)).Scan(&n); err != nil {
+			return fmt.Errorf("trace: %w", err)
+		}
+		if n != linked[t] {
+			return &VerifyError{Table: t, Reason: fmt.Sprintf("%d records but %d links: a record was added outside the chain", n, linked[t])}
+		}
+	}
+	return nil
+}

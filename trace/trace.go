@@ -1,0 +1,169 @@
+// Package trace owns the record of what rein did: runs, the steps of a run
+// (each tool call and its observation), every policy refusal and approver
+// decision with its rule and layer, background handles and every byte read
+// from them, sandbox events, every write as a diff, and an audit of
+// metadata. A Store keeps them; SQLite is the implementation, append-only
+// (enforced by triggers, not promised) and hash-chained, so that an edited
+// or deleted row is detected by Verify. Every text passes the Redactor
+// before it is persisted.
+//
+// trace imports nothing of rein: callers hand it plain records, and it
+// must not learn how a decision was made or a command confined.
+package trace
+
+import (
+	"context"
+	"time"
+)
+
+// Run is one session of tool calls: a `rein tool` invocation, an MCP
+// session.
+type Run struct {
+	ID        string    `json:"id"`
+	StartedAt time.Time `json:"started_at"`
+	Workspace string    `json:"workspace"`
+	Surface   string    `json:"surface"`
+	Mode      string    `json:"mode"`
+	// Source says what started the run: "cli", "mcp", "hook".
+	Source string `json:"source"`
+	// PID is the process that ran it: a handle of a run whose process is
+	// gone is orphaned.
+	PID int `json:"pid"`
+}
+
+// RunEnd is how a run ended.
+type RunEnd struct {
+	RunID   string    `json:"run_id"`
+	EndedAt time.Time `json:"ended_at"`
+	Status  string    `json:"status"`
+}
+
+// Step is one tool call and its observation.
+type Step struct {
+	ID       int64  `json:"id"`
+	RunID    string `json:"run_id"`
+	Index    int    `json:"index"`
+	Tool     string `json:"tool"`
+	Args     string `json:"args"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	ResultID string `json:"result_id,omitempty"`
+	// Observation is what the model was shown: the envelope.
+	Observation string    `json:"observation"`
+	StartedAt   time.Time `json:"started_at"`
+	DurationMS  float64   `json:"duration_ms"`
+}
+
+// PolicyEvent is a refusal, or an approver's answer, with its attribution.
+type PolicyEvent struct {
+	ID     int64  `json:"id"`
+	RunID  string `json:"run_id"`
+	StepID int64  `json:"step_id"`
+	// Kind is "refusal" (the policy, the grammar or a gate said no) or
+	// "approval" (the approver answered an ask).
+	Kind     string    `json:"kind"`
+	Decision string    `json:"decision"`
+	Rule     string    `json:"rule,omitempty"`
+	Layer    string    `json:"layer,omitempty"`
+	File     string    `json:"file,omitempty"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// Handle is a background process started by shell_start.
+type Handle struct {
+	ID        int64     `json:"id"`
+	RunID     string    `json:"run_id"`
+	StepID    int64     `json:"step_id"`
+	Handle    string    `json:"handle"`
+	Line      string    `json:"line"`
+	Rung      string    `json:"rung"`
+	Capture   string    `json:"capture"`
+	StartedAt time.Time `json:"started_at"`
+}
+
+// HandleOutput is what one poll read from a handle: the bytes shown, from
+// offset Offset of the capture, after Skipped bytes that were not shown.
+type HandleOutput struct {
+	ID      int64     `json:"id"`
+	RunID   string    `json:"run_id"`
+	Handle  string    `json:"handle"`
+	Offset  int64     `json:"offset"`
+	Skipped int64     `json:"skipped"`
+	Data    string    `json:"data"`
+	At      time.Time `json:"at"`
+}
+
+// SandboxEvent is something the execution layer did: the rung taken, a
+// preflight, poisoning, the limits applied, a handle's end.
+type SandboxEvent struct {
+	ID     int64  `json:"id"`
+	RunID  string `json:"run_id"`
+	StepID int64  `json:"step_id"`
+	Kind   string `json:"kind"`
+	// Detail is a JSON object.
+	Detail string    `json:"detail"`
+	At     time.Time `json:"at"`
+}
+
+// Edit is one write, as a diff.
+type Edit struct {
+	ID     int64     `json:"id"`
+	RunID  string    `json:"run_id"`
+	StepID int64     `json:"step_id"`
+	Path   string    `json:"path"`
+	Diff   string    `json:"diff"`
+	At     time.Time `json:"at"`
+}
+
+// Audit is metadata only: who ran what, where, never content.
+type Audit struct {
+	ID    int64  `json:"id"`
+	RunID string `json:"run_id"`
+	Kind  string `json:"kind"`
+	// Meta is a JSON object.
+	Meta string    `json:"meta"`
+	At   time.Time `json:"at"`
+}
+
+// Record is one of the record types above.
+type Record interface {
+	table() string
+}
+
+func (Run) table() string          { return "runs" }
+func (RunEnd) table() string       { return "run_ends" }
+func (Step) table() string         { return "steps" }
+func (PolicyEvent) table() string  { return "policy_events" }
+func (Handle) table() string       { return "process_handles" }
+func (HandleOutput) table() string { return "handle_output" }
+func (SandboxEvent) table() string { return "sandbox_events" }
+func (Edit) table() string         { return "edits" }
+func (Audit) table() string        { return "audit" }
+
+// RunSummary is a run as listed.
+type RunSummary struct {
+	Run
+	EndedAt   *time.Time `json:"ended_at,omitempty"`
+	Status    string     `json:"status,omitempty"`
+	Steps     int        `json:"steps"`
+	Refusals  int        `json:"refusals"`
+	Handles   int        `json:"handles"`
+}
+
+// Store keeps the trace. Append returns the record's id. Every method is
+// safe for concurrent use, also by several processes on one store.
+type Store interface {
+	Append(ctx context.Context, r Record) (int64, error)
+	Runs(ctx context.Context, limit int) ([]RunSummary, error)
+	Steps(ctx context.Context, runID string) ([]Step, error)
+	PolicyEvents(ctx context.Context, runID string) ([]PolicyEvent, error)
+	Handles(ctx context.Context, runID string) ([]Handle, error)
+	HandleOutput(ctx context.Context, runID, handle string) ([]HandleOutput, error)
+	SandboxEvents(ctx context.Context, runID string) ([]SandboxEvent, error)
+	Edits(ctx context.Context, runID string) ([]Edit, error)
+	// Verify walks the hash chain and reports the first record that does
+	// not match it, or nil.
+	Verify(ctx context.Context) error
+	Close() error
+}
