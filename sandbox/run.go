@@ -31,6 +31,9 @@ const (
 	drainWait = 2 * time.Second
 )
 
+// errRunTimeout is the cause of a run's context ending at its timeout.
+var errRunTimeout = errors.New("the run's timeout")
+
 // run is one run in progress.
 type run struct {
 	rung, note string
@@ -47,6 +50,8 @@ type run struct {
 	scratch    string
 	hostIO     string
 	guard      *guard
+	session    *session
+	changesAt  int
 	unlock     func()
 	outBuf     *headTail
 	errBuf     *headTail
@@ -73,11 +78,14 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if rung == RungNone && p.Limits != (Limits{}) {
 		return nil, refuse(Unavailable, "the none rung cannot hold a command to a limit: unconfined, it can raise its own rlimits (as root) and leave its cgroup; run it on the bwrap or landlock rung")
 	}
-	// One run at a time per workspace: a command still running could swap
-	// a protected path for a link while the next run's view is built.
-	if r.unlock, err = lockWorkspace(ctx, p.Workspace); err != nil {
+	// The runs of one workspace in this process share a session: the
+	// workspace lock (so runs of other processes wait) and the baseline of
+	// the protected files.
+	if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap); err != nil {
 		return nil, err
 	}
+	r.unlock = r.session.leave
+	r.changesAt = r.session.mark()
 	defer func() {
 		if err != nil {
 			r.cleanup()
@@ -87,7 +95,6 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if err != nil {
 		return nil, refuse(Unavailable, "cannot find this program's binary to run as the sandbox's init: %v", err)
 	}
-	sweep()
 	runs, err := stateDir("runs")
 	if err != nil {
 		return nil, err
@@ -105,23 +112,10 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if err != nil {
 		return nil, err
 	}
-	// A repository without a hooks directory would let the command create
-	// one and plant a hook the host runs at the next commit: protection
-	// binds only what exists, so the directory is made first.
-	if fi, err := os.Lstat(filepath.Join(p.Workspace, ".git")); err == nil && fi.IsDir() && !p.ReadOnly {
-		if err := os.Mkdir(filepath.Join(p.Workspace, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
-		}
-	}
 	if !p.ReadOnly {
-		// On the bwrap rung the protected paths are bind mounts and only
-		// git's redirections need guarding; on the others the whole
-		// protected set is kept and put back after the run.
-		if r.guard, err = newGuard(p.Workspace, rung != RungBwrap); err != nil {
-			return nil, err
-		}
 		// Kept on disk too: if rein is killed mid-run, the next run's
 		// sweep puts the protected files back from it.
+		r.guard = r.session.baseline
 		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
 			return nil, refuse(Unavailable, "saving the protected files: %v", err)
 		}
@@ -167,9 +161,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	for i, f := range r.readers {
 		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], []io.Writer{stdout, stderr}[i], r.spools[i])
 	}
-	ctx, r.cancel = context.WithTimeout(ctx, p.Timeout)
+	// The run's own timeout, told apart from a deadline of the caller's
+	// context, which is a cancellation.
+	ctx, r.cancel = context.WithTimeoutCause(ctx, p.Timeout, errRunTimeout)
 	stop := context.AfterFunc(ctx, func() {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if errors.Is(context.Cause(ctx), errRunTimeout) {
 			r.kill(Timeout)
 		} else {
 			r.kill(Cancelled)
@@ -358,7 +354,7 @@ func (r *run) finish(waitErr error) {
 	}
 	var planted []string
 	if r.guard != nil {
-		planted = r.guard.restore()
+		planted = r.session.restore(r.changesAt)
 	}
 	if haveReport {
 		res.Stages, res.ExitCode = rep.Plan.Stages, rep.Plan.ExitCode
@@ -399,7 +395,10 @@ func (r *run) finish(waitErr error) {
 		}
 	case len(planted) > 0:
 		res.Status = Failed
-		res.Reason = "the command changed protected files, which the host would obey; rein put them back: " + strings.Join(planted, ", ")
+		res.Reason = "protected files were changed while the command ran, which the host would obey; rein put them back: " + strings.Join(planted, ", ")
+		if r.session.shared() {
+			res.Reason += " (other runs shared the workspace meanwhile, so the change may be theirs)"
+		}
 	case res.ExitCode == 0:
 		res.Status = OK
 	default:

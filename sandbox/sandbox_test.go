@@ -624,25 +624,55 @@ func TestInitCannotBeKilledFromInside(t *testing.T) {
 	})
 }
 
-// TestOneRunPerWorkspace: a second run waits for the first, so a command
-// still running cannot swap paths under the next run's view.
-func TestOneRunPerWorkspace(t *testing.T) {
+// TestRunsOfAWorkspace: runs of one process in a workspace share it and
+// may overlap (background handles need that), while a run of another
+// process waits for all of them; a protected file planted while another
+// run goes on is put back, the run started meanwhile does not take the
+// plant for the original, and both runs report it.
+func TestRunsOfAWorkspace(t *testing.T) {
 	requireRung(t, RungBwrap)
 	ws := workspaceDir(t)
 	done := make(chan *Result)
+	go func() {
+		l, _ := shell.Parse("sh -c 'echo a > order; echo ../evil > .git/commondir; sleep 1; echo a2 >> order'")
+		res, _ := Run(context.Background(), l, Profile{Workspace: ws}, nil, nil)
+		done <- res
+	}()
+	time.Sleep(400 * time.Millisecond)
+	res := runLine(t, ws, "sh -c 'echo b >> order'", Profile{})
+	first := <-done
+	// Side by side, the runs cannot tell whose change it was: both fail,
+	// and say so.
+	for _, r := range []*Result{res, first} {
+		if r == nil || r.Status != Failed || !strings.Contains(r.Reason, ".git/commondir") {
+			t.Fatalf("second %+v\nfirst %+v", res, first)
+		}
+	}
+	if !strings.Contains(res.Reason, "may be theirs") {
+		t.Fatalf("%s", res.Reason)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "order")); string(data) != "a\nb\na2\n" {
+		t.Fatalf("the runs of one process did not overlap: %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "commondir")); err == nil {
+		t.Fatal("the planted .git/commondir is still there")
+	}
+	// Another process's run waits for this one.
+	os.Remove(filepath.Join(ws, "order"))
 	go func() {
 		l, _ := shell.Parse("sh -c 'echo a > order; sleep 1; echo a2 >> order'")
 		res, _ := Run(context.Background(), l, Profile{Workspace: ws}, nil, nil)
 		done <- res
 	}()
-	time.Sleep(300 * time.Millisecond)
-	res := runLine(t, ws, "sh -c 'echo b >> order'", Profile{})
-	first := <-done
-	if res.Status != OK || first == nil || first.Status != OK {
-		t.Fatalf("%+v %+v", res, first)
+	time.Sleep(400 * time.Millisecond)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG=bwrap", "REIN_TEST_SANDBOX_LINE=sh -c 'echo b >> order'")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
 	}
+	<-done
 	if data, _ := os.ReadFile(filepath.Join(ws, "order")); string(data) != "a\na2\nb\n" {
-		t.Fatalf("runs overlapped: %q", data)
+		t.Fatalf("a run of another process did not wait: %q", data)
 	}
 }
 

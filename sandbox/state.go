@@ -27,6 +27,16 @@ const noFollow = syscall.O_NOFOLLOW
 // write (a shared /tmp would let any user plant the state a later run
 // trusts), and refused unless it is a real directory of this user's that
 // nobody else may write.
+// StateDir is rein's state directory name (under CacheDir), made if
+// missing and checked as runs check theirs: for callers that keep run
+// artefacts (spooled output, result stores) outside the workspace.
+func StateDir(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+		return "", refuse(InvalidPath, "state directory name %q", name)
+	}
+	return stateDir(name)
+}
+
 func stateDir(name string) (string, error) {
 	d := filepath.Join(CacheDir(), name)
 	if err := os.MkdirAll(d, 0o700); err != nil {
@@ -202,6 +212,121 @@ func around(dir string, excluded []string) []string {
 		}
 	}
 	return out
+}
+
+// session is the runs of one workspace in this process. They share the
+// workspace lock, taken by the first and released by the last, so that
+// runs of other processes wait for all of them; and the baseline of the
+// protected files, taken when the first started: every run's end puts the
+// protected files back to it, so a run that starts while another has
+// changed them never takes the change for the original.
+//
+// Runs of one session build their views while others run: every bind the
+// view takes from the workspace is opened without following links and
+// bound by descriptor (sandbox/bwrap), so a running command cannot swap a
+// path for a link under the next run's mount.
+type session struct {
+	ws string
+	mu sync.Mutex
+	// refs counts the runs in the session; unlock releases the lock.
+	refs     int
+	unlock   func()
+	baseline *guard
+	whole    bool
+	// changed are the protected paths put back in the session so far:
+	// a run reports every one put back while it ran, whichever run's end
+	// found it, since runs side by side cannot tell whose it was.
+	changed []string
+}
+
+var sessions = struct {
+	sync.Mutex
+	m map[string]*session
+}{m: map[string]*session{}}
+
+// joinSession joins the workspace's session, starting one when none is
+// running: it waits for the lock, makes .git/hooks where a repository has
+// none (protection covers only what exists), and takes the baseline.
+// whole is whether the run's rung guards the whole protected set (it
+// cannot bind it read-only); a run that needs that cannot join a session
+// whose baseline lacks it.
+func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
+	sessions.Lock()
+	s := sessions.m[ws]
+	if s == nil {
+		s = &session{ws: ws}
+		sessions.m[ws] = s
+	}
+	sessions.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refs > 0 {
+		if whole && !s.whole {
+			return nil, refuse(Unavailable, "a run on the bwrap rung holds the workspace, and a run on a rung that must copy the protected files cannot join it: wait for it to end")
+		}
+		s.refs++
+		return s, nil
+	}
+	unlock, err := lockWorkspace(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	// What runs of a rein that died left behind is put back before the
+	// baseline is taken, or the baseline would hold their plants.
+	sweep()
+	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
+		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			unlock()
+			return nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
+		}
+	}
+	// On the bwrap rung the protected paths are bind mounts and only git's
+	// redirections need guarding; on the others the whole protected set
+	// is kept and put back.
+	g, err := newGuard(ws, whole)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	s.refs, s.unlock, s.baseline, s.whole = 1, unlock, g, whole
+	return s, nil
+}
+
+// mark is where a run starts in the session's list of changes.
+func (s *session) mark() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.changed)
+}
+
+// restore puts the protected files back to the baseline and names what
+// was put back since mark: by this run's end or another's.
+func (s *session) restore(mark int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.changed = append(s.changed, s.baseline.restore()...)
+	return dedupe(s.changed[mark:])
+}
+
+// shared reports whether other runs are in the session.
+func (s *session) shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refs > 1
+}
+
+// leave ends a run's part in the session; the last one out releases the
+// lock.
+func (s *session) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refs == 0 {
+		return
+	}
+	if s.refs--; s.refs == 0 {
+		s.unlock()
+		s.unlock, s.baseline, s.changed = nil, nil, nil
+	}
 }
 
 // lockWorkspace takes the workspace's run lock, a file outside the

@@ -144,11 +144,11 @@ func (Audit) table() string        { return "audit" }
 // RunSummary is a run as listed.
 type RunSummary struct {
 	Run
-	EndedAt   *time.Time `json:"ended_at,omitempty"`
-	Status    string     `json:"status,omitempty"`
-	Steps     int        `json:"steps"`
-	Refusals  int        `json:"refusals"`
-	Handles   int        `json:"handles"`
+	EndedAt  *time.Time `json:"ended_at,omitempty"`
+	Status   string     `json:"status,omitempty"`
+	Steps    int        `json:"steps"`
+	Refusals int        `json:"refusals"`
+	Handles  int        `json:"handles"`
 }
 
 // Store keeps the trace. Append returns the record's id. Every method is

@@ -18,6 +18,7 @@ package bwrap
 
 import (
 	"fmt"
+	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -199,22 +200,39 @@ var mountedByView = []string{"/proc", "/dev", "/tmp", "/run/rein"}
 // the kernel kills every process left in the namespace, daemons included.
 // As pid 1 it must reap its own children, which rein's init does.
 func Args(v View, argv []string) ([]string, error) {
-	a, _, err := build(v, argv)
+	a, files, err := build(v, argv)
+	closeAll(files)
 	return a, err
 }
 
 type builder struct {
-	args  []string
-	nData int // descriptors consumed by --ro-bind-data
+	args []string
+	// files are the descriptors 3, 4, … the arguments name: nil for an
+	// empty file (--ro-bind-data), or an O_PATH descriptor a bind takes
+	// its source from.
+	files []*os.File
 }
 
 func (b *builder) add(s ...string) { b.args = append(b.args, s...) }
 
+// fd returns the descriptor number f will have in bubblewrap.
+func (b *builder) fd(f *os.File) string {
+	b.files = append(b.files, f)
+	return strconv.Itoa(2 + len(b.files))
+}
+
 // emptyFile covers path with an empty read-only file read from the next
 // descriptor.
 func (b *builder) emptyFile(path string) {
-	b.add("--perms", "0444", "--ro-bind-data", strconv.Itoa(3+b.nData), path)
-	b.nData++
+	b.add("--perms", "0444", "--ro-bind-data", b.fd(nil), path)
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 // mask hides path, which exists on the host with the given mode.
@@ -226,29 +244,40 @@ func (b *builder) mask(path string, mode fs.FileMode) {
 	b.emptyFile(path)
 }
 
-func build(v View, argv []string) ([]string, int, error) {
+func build(v View, argv []string) (args []string, files []*os.File, err error) {
+	var b builder
+	defer func() {
+		if err != nil {
+			closeAll(b.files)
+		}
+	}()
+	args, err = b.build(v, argv)
+	return args, b.files, err
+}
+
+func (b *builder) build(v View, argv []string) ([]string, error) {
 	if len(argv) == 0 || argv[0] == "" {
-		return nil, 0, &ViewError{Field: "argv", Reason: "no command to run"}
+		return nil, &ViewError{Field: "argv", Reason: "no command to run"}
 	}
 	ws, err := absPath("Workspace", v.Workspace)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if coversView(ws) {
-		return nil, 0, &ViewError{Field: "Workspace", Value: ws, Reason: "covers a path the sandbox mounts itself"}
+		return nil, &ViewError{Field: "Workspace", Value: ws, Reason: "covers a path the sandbox mounts itself"}
 	}
 	if err := isDir("Workspace", ws); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := checkEnv(v.Env); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	tmp := v.Tmp
 	switch {
 	case tmp == 0:
 		tmp = DefaultTmpSize
 	case tmp < 0:
-		return nil, 0, &ViewError{Field: "Tmp", Value: strconv.FormatInt(tmp, 10), Reason: "size must not be negative"}
+		return nil, &ViewError{Field: "Tmp", Value: strconv.FormatInt(tmp, 10), Reason: "size must not be negative"}
 	}
 	hostname := v.Hostname
 	if hostname == "" {
@@ -259,10 +288,9 @@ func build(v View, argv []string) ([]string, int, error) {
 		chdir = ws
 	}
 	if chdir, err = absPath("Chdir", chdir); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 
-	var b builder
 	// --unshare-all only tries a user namespace; asking for one makes its
 	// absence an error rather than a sandbox without it, and
 	// --disable-userns requires it.
@@ -272,7 +300,7 @@ func build(v View, argv []string) ([]string, int, error) {
 	case NetworkFull:
 		b.add("--share-net")
 	default:
-		return nil, 0, &ViewError{Field: "Network", Value: string(v.Network), Reason: `must be "off" or "full"`}
+		return nil, &ViewError{Field: "Network", Value: string(v.Network), Reason: `must be "off" or "full"`}
 	}
 	b.add("--disable-userns", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1", "--hostname", hostname)
 
@@ -287,17 +315,17 @@ func build(v View, argv []string) ([]string, int, error) {
 	b.add("--dev", "/dev")
 	b.add("--size", strconv.FormatInt(tmp, 10), "--tmpfs", "/tmp")
 
-	if err := systemDirs(&b, v.SystemDirs, v.SystemMasked); err != nil {
-		return nil, 0, err
+	if err := systemDirs(b, v.SystemDirs, v.SystemMasked); err != nil {
+		return nil, err
 	}
 
 	if v.Home != "" {
 		home, err := absPath("Home", v.Home)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if err := isDir("Home", home); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		b.add("--bind", home, SandboxHome)
 	}
@@ -307,17 +335,17 @@ func build(v View, argv []string) ([]string, int, error) {
 	for host, dest := range v.Caches {
 		h, err := absPath("Caches", host)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		d, err := absPath("Caches", dest)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if coversView(d) {
-			return nil, 0, &ViewError{Field: "Caches", Value: d, Reason: "covers a path the sandbox mounts itself"}
+			return nil, &ViewError{Field: "Caches", Value: d, Reason: "covers a path the sandbox mounts itself"}
 		}
 		if err := isDir("Caches", h); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		dests = append(dests, d)
 		byDest[d] = h
@@ -330,13 +358,13 @@ func build(v View, argv []string) ([]string, int, error) {
 	for _, p := range v.HostReadPaths {
 		p, err := absPath("HostReadPaths", p)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if coversView(p) || within(p, ws) {
-			return nil, 0, &ViewError{Field: "HostReadPaths", Value: p, Reason: "covers the workspace or a path the sandbox mounts itself"}
+			return nil, &ViewError{Field: "HostReadPaths", Value: p, Reason: "covers the workspace or a path the sandbox mounts itself"}
 		}
 		if _, err := os.Stat(p); err != nil {
-			return nil, 0, &ViewError{Field: "HostReadPaths", Value: p, Reason: err.Error()}
+			return nil, &ViewError{Field: "HostReadPaths", Value: p, Reason: err.Error()}
 		}
 		b.add("--ro-bind", p, p)
 	}
@@ -346,13 +374,13 @@ func build(v View, argv []string) ([]string, int, error) {
 	} else {
 		b.add("--bind", ws, ws)
 	}
-	if err := protect(&b, ws, v.Protected, v.ReadOnlyWorkspace); err != nil {
-		return nil, 0, err
+	if err := protect(b, ws, v.Protected, v.ReadOnlyWorkspace); err != nil {
+		return nil, err
 	}
 	for _, rel := range v.Masked {
 		p, fi, err := inWorkspace("Masked", ws, rel)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if fi != nil {
 			b.mask(p, fi.Mode())
@@ -363,10 +391,10 @@ func build(v View, argv []string) ([]string, int, error) {
 	if v.InitPath != "" {
 		init, err := absPath("InitPath", v.InitPath)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if fi, err := os.Stat(init); err != nil || !fi.Mode().IsRegular() {
-			return nil, 0, &ViewError{Field: "InitPath", Value: init, Reason: "not a regular file"}
+			return nil, &ViewError{Field: "InitPath", Value: init, Reason: "not a regular file"}
 		}
 		b.add("--ro-bind", init, SandboxInit)
 		cmd = append([]string{SandboxInit}, argv...)
@@ -376,7 +404,7 @@ func build(v View, argv []string) ([]string, int, error) {
 	// read-only leaves nothing outside the named mounts to write to.
 	b.add("--remount-ro", "/", "--chdir", chdir, "--")
 	b.add(cmd...)
-	return b.args, b.nData, nil
+	return b.args, nil
 }
 
 func systemDirs(b *builder, dirs, masked []string) error {
@@ -475,12 +503,34 @@ func protect(b *builder, ws string, protected []string, readOnly bool) error {
 		}
 		return strings.Compare(x, y)
 	})
+	// The sources are opened beneath the workspace without following any
+	// link, and bound by descriptor: a command of another run in the same
+	// workspace cannot swap a directory for a link between the check
+	// above and the mount.
+	root, err := os.OpenFile(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &ViewError{Field: "Workspace", Value: ws, Reason: err.Error()}
+	}
+	defer root.Close()
+	bind := func(kind, p string) error {
+		rel, _ := filepath.Rel(ws, p)
+		fd, err := unix.Openat2(int(root.Fd()), rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if err != nil {
+			return &ViewError{Field: "Protected", Value: rel, Reason: "cannot be opened without following a link: " + err.Error()}
+		}
+		b.add(kind+"-fd", b.fd(os.NewFile(uintptr(fd), p)), p)
+		return nil
+	}
 	for _, d := range dirs {
-		p := filepath.Join(ws, d)
-		b.add(guard, p, p)
+		if err := bind(guard, filepath.Join(ws, d)); err != nil {
+			return err
+		}
 	}
 	for _, p := range compactSorted(ro) {
-		b.add("--ro-bind", p, p)
+		if err := bind("--ro-bind", p); err != nil {
+			return err
+		}
 	}
 	return nil
 }

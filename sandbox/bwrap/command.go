@@ -21,7 +21,7 @@ import (
 // The caller must close the returned cmd's ExtraFiles once it has started
 // (or failed to start); CloseFiles does.
 func Command(bwrapPath string, v View, argv []string) (*exec.Cmd, error) {
-	args, nData, err := build(v, argv)
+	args, files, err := build(v, argv)
 	if err != nil {
 		return nil, err
 	}
@@ -30,11 +30,13 @@ func Command(bwrapPath string, v View, argv []string) (*exec.Cmd, error) {
 	}
 	cmd := exec.Command(bwrapPath, args...)
 	cmd.Env = append([]string{}, v.Env...)
-	for range nData {
-		f, err := os.Open(os.DevNull)
-		if err != nil {
-			CloseFiles(cmd)
-			return nil, fmt.Errorf("bwrap: opening an empty file for a masked path: %w", err)
+	for i, f := range files {
+		if f == nil {
+			if f, err = os.Open(os.DevNull); err != nil {
+				closeAll(files[i:])
+				CloseFiles(cmd)
+				return nil, fmt.Errorf("bwrap: opening an empty file for a masked path: %w", err)
+			}
 		}
 		cmd.ExtraFiles = append(cmd.ExtraFiles, f)
 	}

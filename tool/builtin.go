@@ -1,0 +1,423 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/files"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/workspace"
+)
+
+// The built-in surfaces.
+const (
+	SurfaceCoding   = "coding"
+	SurfaceReadOnly = "read-only"
+)
+
+var writeModes = []policy.Mode{policy.ModeAsk, policy.ModeAuto}
+
+// ExecArgs are exec's arguments.
+type ExecArgs struct {
+	Argv    []string `json:"argv" jsonschema:"the program and its arguments, used verbatim (no shell)"`
+	Timeout string   `json:"timeout,omitempty" jsonschema:"how long the command may run, such as 30s or 5m; at most the policy's ceiling"`
+}
+
+// ShellArgs are shell's arguments.
+type ShellArgs struct {
+	Line    string `json:"line" jsonschema:"a command line in rein's shell grammar: pipes, redirects, && || ; and cd, never a shell"`
+	Timeout string `json:"timeout,omitempty" jsonschema:"how long the line may run, such as 30s or 5m; at most the policy's ceiling"`
+}
+
+// ReadResultArgs are read_result's arguments.
+type ReadResultArgs struct {
+	ID     string `json:"id" jsonschema:"the result id an envelope named"`
+	Offset int64  `json:"offset,omitempty" jsonschema:"the byte offset to read from"`
+	Limit  int64  `json:"limit,omitempty" jsonschema:"how many bytes to read, at most 50000 (the default)"`
+}
+
+// Builtin returns a registry with rein's tools and the coding and
+// read-only surfaces.
+func Builtin() (*Registry, error) {
+	reg := NewRegistry()
+	var specs []*Spec
+	add := func(s *Spec, err error) {
+		if err == nil {
+			specs = append(specs, s)
+		} else {
+			panic(err)
+		}
+	}
+	add(Define("read_file", "Read a text file of the workspace, whole or a range of its lines.", true, nil,
+		func(ctx context.Context, c *Call, a files.ReadFileArgs) *Result {
+			return c.fileTool(policy.ActRead, a.Path, func(t *files.Tools) (any, string, error) {
+				r, err := t.ReadFile(ctx, a)
+				if err != nil {
+					return nil, "", err
+				}
+				return r, r.Content, nil
+			})
+		}))
+	add(Define("list_dir", "List a directory of the workspace: every entry with its type and size.", true, nil,
+		func(ctx context.Context, c *Call, a files.ListDirArgs) *Result {
+			return c.fileTool(policy.ActRead, a.Path, func(t *files.Tools) (any, string, error) {
+				r, err := t.ListDir(ctx, a)
+				return r, jsonText(r), err
+			})
+		}))
+	add(Define("find_files", "Find the workspace's files whose path matches a glob, as git would track them.", true, nil,
+		func(ctx context.Context, c *Call, a files.FindFilesArgs) *Result {
+			return c.fileTool(policy.ActRead, a.Path, func(t *files.Tools) (any, string, error) {
+				r, err := t.FindFiles(ctx, a)
+				return r, jsonText(r), err
+			})
+		}))
+	add(Define("search_files", "Search the workspace's files for lines matching a regular expression.", true, nil,
+		func(ctx context.Context, c *Call, a files.SearchFilesArgs) *Result {
+			return c.fileTool(policy.ActRead, a.Path, func(t *files.Tools) (any, string, error) {
+				r, err := t.SearchFiles(ctx, a)
+				return r, jsonText(r), err
+			})
+		}))
+	add(Define("write_file", "Create or replace a file of the workspace, atomically.", false, writeModes,
+		func(ctx context.Context, c *Call, a files.WriteFileArgs) *Result {
+			return c.fileChange(policy.ActWrite, a.Path, func(t *files.Tools) (*files.Change, error) { return t.WriteFile(ctx, a) })
+		}))
+	add(Define("edit_file", "Replace exact text in a file of the workspace.", false, writeModes,
+		func(ctx context.Context, c *Call, a files.EditFileArgs) *Result {
+			return c.fileChange(policy.ActWrite, a.Path, func(t *files.Tools) (*files.Change, error) { return t.EditFile(ctx, a) })
+		}))
+	add(Define("apply_patch", "Apply a unified diff to the workspace, all of it or nothing.", false, writeModes,
+		func(ctx context.Context, c *Call, a files.ApplyPatchArgs) *Result {
+			return c.fileChange(policy.ActWrite, "", func(t *files.Tools) (*files.Change, error) { return t.ApplyPatch(ctx, a) })
+		}))
+	add(Define("delete_file", "Delete a file (or, with recursive, a directory) of the workspace.", false, writeModes,
+		func(ctx context.Context, c *Call, a files.DeleteFileArgs) *Result {
+			return c.fileChange(policy.ActDelete, a.Path, func(t *files.Tools) (*files.Change, error) { return t.DeleteFile(ctx, a) })
+		}))
+	add(Define("exec", "Run a program with its arguments (no shell) in the sandbox, after the policy allows it.", false, nil,
+		func(ctx context.Context, c *Call, a ExecArgs) *Result {
+			if len(a.Argv) == 0 {
+				return &Result{Status: Denied, Reason: "argv is empty"}
+			}
+			line, err := shell.FromArgv(a.Argv)
+			if err != nil {
+				return &Result{Status: Denied, Reason: err.Error()}
+			}
+			return c.command(ctx, line, a.Timeout)
+		}))
+	add(Define("shell", "Run a command line (rein's grammar: pipes, redirects, && || ; cd; never a shell) in the sandbox, after the policy allows every stage.", false, nil,
+		func(ctx context.Context, c *Call, a ShellArgs) *Result {
+			line, res := parseLine(a.Line)
+			if res != nil {
+				return res
+			}
+			return c.command(ctx, line, a.Timeout)
+		}))
+	add(Define("read_result", "Read a range of a whole result whose envelope elided part of it.", true, nil,
+		func(ctx context.Context, c *Call, a ReadResultArgs) *Result {
+			limit := a.Limit
+			if limit <= 0 || limit > DefaultPreviewChars {
+				limit = DefaultPreviewChars
+			}
+			text, size, err := c.Router.cfg.Results.Read(a.ID, a.Offset, limit)
+			if err != nil {
+				return &Result{Status: NotFound, Reason: err.Error()}
+			}
+			end := a.Offset + int64(len(text))
+			out := text
+			if end < size {
+				out += fmt.Sprintf("\n[bytes %d to %d of %d; read on from offset %d]", a.Offset, end, size, end)
+			}
+			return &Result{Status: OK, Output: out, Data: map[string]any{"offset": a.Offset, "bytes": len(text), "size": size}}
+		}))
+	specs = append(specs, handleSpecs()...)
+	if err := reg.Add(specs...); err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, s := range specs {
+		all = append(all, s.Name)
+	}
+	if err := reg.DefineSurface(SurfaceCoding, all...); err != nil {
+		return nil, err
+	}
+	if err := reg.DefineSurface(SurfaceReadOnly, "read_file", "list_dir", "find_files", "search_files", "read_result"); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+func jsonText(v any) string {
+	data, _ := json.MarshalIndent(v, "", "  ")
+	return string(data)
+}
+
+// parseLine parses a line with rein's grammar; a refusal names the
+// construct.
+func parseLine(text string) (*shell.Line, *Result) {
+	line, err := shell.Parser{Home: bwrapHome}.Parse(text)
+	if err != nil {
+		var ref *shell.Refusal
+		if errors.As(err, &ref) {
+			return nil, &Result{Status: Denied, Reason: "refused by the grammar: " + ref.Error()}
+		}
+		return nil, &Result{Status: Denied, Reason: err.Error()}
+	}
+	return line, nil
+}
+
+// bwrapHome is the sandbox's HOME, where ~ in a line goes.
+const bwrapHome = "/run/rein/home"
+
+// decide takes a verdict through the approver and records what was
+// decided.
+func (c *Call) decide(res *Result, v *policy.Verdict, recheck func() *policy.Verdict) *policy.Verdict {
+	r := c.Router
+	asked := v.Decision == policy.Ask
+	out := policy.Resolve(c.ctx, r.cfg.Approver, v, recheck)
+	if asked {
+		res.note("approval", out)
+	}
+	if out.Decision != policy.Allow {
+		res.note("refusal", out)
+	}
+	return out
+}
+
+// guard is the files Guard of one call: the policy's path rules and its
+// protected set, with asks going to the approver.
+func (c *Call) guard(res *Result) files.Guard {
+	p := c.Router.cfg.Policy
+	return func(access files.Access, written string, t *workspace.Target) error {
+		if !filepath.IsAbs(written) {
+			written = filepath.Join(t.Root.Path, written)
+		}
+		act := policy.Act(access)
+		if a := p.Protection(act, filepath.Clean(written), t.Path); a != nil {
+			v := &policy.Verdict{Decision: policy.Deny, Reason: "protected by " + a.String(), Rule: a}
+			res.note("refusal", v)
+			return &workspace.PathError{Kind: workspace.Protected, Path: written, Component: t.Rel, Reason: v.Reason}
+		}
+		v := c.decide(res, p.CheckPath(act, t.Path), func() *policy.Verdict { return p.CheckPath(act, t.Path) })
+		if v.Decision != policy.Allow {
+			res.Rule = v.Rule
+			return &denyError{v}
+		}
+		return nil
+	}
+}
+
+// fileTool runs a read-only file tool.
+func (c *Call) fileTool(act policy.Act, path string, run func(t *files.Tools) (any, string, error)) *Result {
+	res := &Result{}
+	t := *c.Router.files
+	t.Guard = c.guard(res)
+	data, text, err := run(&t)
+	if err != nil {
+		return fileError(res, err)
+	}
+	res.Status, res.Output, res.Data = OK, text, data
+	return res
+}
+
+// fileChange runs a mutating file tool; the change comes back as a diff.
+func (c *Call) fileChange(act policy.Act, path string, run func(t *files.Tools) (*files.Change, error)) *Result {
+	res := &Result{}
+	if !policy.ForMode(c.Router.cfg.Policy.Mode).WorkspaceWrite {
+		return &Result{Status: Denied, Reason: fmt.Sprintf("%s mode does not write the workspace", c.Router.cfg.Policy.Mode)}
+	}
+	t := *c.Router.files
+	t.Guard = c.guard(res)
+	ch, err := run(&t)
+	if err != nil {
+		return fileError(res, err)
+	}
+	res.Status, res.Output, res.Changed, res.Diff, res.Data = OK, ch.Diff, ch.Paths, ch.Diff, ch
+	return res
+}
+
+// denyError is a path the policy refused (or an ask nobody approved).
+type denyError struct{ v *policy.Verdict }
+
+func (e *denyError) Error() string { return e.v.Reason }
+
+func fileError(res *Result, err error) *Result {
+	var pe *workspace.PathError
+	var fe *files.Error
+	var de *denyError
+	res.Reason = err.Error()
+	switch {
+	case errors.As(err, &de):
+		res.Status, res.Reason, res.Rule = Denied, de.v.Reason, de.v.Rule
+	case errors.As(err, &pe):
+		switch pe.Kind {
+		case workspace.NotFound:
+			res.Status = NotFound
+		case workspace.Protected:
+			res.Status = Denied
+		default:
+			res.Status = InvalidPath
+		}
+	case errors.As(err, &fe):
+		res.Status = Failed
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		res.Status = Cancelled
+	default:
+		res.Status = Failed
+	}
+	return res
+}
+
+// timeout reads a call's timeout against the policy's default and
+// ceiling.
+func (c *Call) timeout(s string) (time.Duration, *Result) {
+	p := c.Router.cfg.Policy
+	if s == "" {
+		return p.Sandbox.Timeout, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, &Result{Status: Denied, Reason: fmt.Sprintf("timeout %q is not a positive duration such as 30s", s)}
+	}
+	if d > p.Sandbox.MaxTimeout {
+		return 0, &Result{Status: Denied, Reason: fmt.Sprintf("timeout %s is above the policy's %s ceiling (sandbox.max_timeout)", d, p.Sandbox.MaxTimeout)}
+	}
+	return d, nil
+}
+
+// profile is the execution profile of one command.
+func (c *Call) profile(timeout time.Duration) sandbox.Profile {
+	p := c.Router.cfg.Policy
+	prof := c.Router.cfg.Profile
+	prof.Workspace = p.Workspace
+	prof.ReadOnly = prof.ReadOnly || p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite
+	prof.Timeout = timeout
+	if prof.Rung == "" {
+		prof.Rung = p.Sandbox.Rung
+	}
+	if prof.Env == nil {
+		prof.Env = Env(os.Environ(), p)
+	}
+	return prof
+}
+
+// command decides a line and runs it in the sandbox.
+func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string) *Result {
+	res := &Result{}
+	p := c.Router.cfg.Policy
+	timeout, bad := c.timeout(timeoutArg)
+	if bad != nil {
+		return bad
+	}
+	if p.Sandbox.Network != "off" {
+		return &Result{Status: Unavailable, Reason: fmt.Sprintf("network mode %q is not built yet: only \"off\" runs", p.Sandbox.Network)}
+	}
+	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
+	if v.Decision != policy.Allow {
+		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
+		return res
+	}
+	dir, err := c.resultDir()
+	if err != nil {
+		return &Result{Status: Unavailable, Reason: err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	prof := c.profile(timeout)
+	prof.SpoolDir = dir
+	sr, err := sandbox.Run(ctx, line, prof, nil, nil)
+	if err != nil {
+		var se *sandbox.Error
+		if errors.As(err, &se) {
+			res.Status, res.Reason = Status(se.Status), se.Reason
+			if se.Status == sandbox.Unavailable {
+				c.Router.markDown(se.Reason)
+			}
+			return res
+		}
+		return &Result{Status: Unavailable, Reason: err.Error()}
+	}
+	return c.Router.fromSandbox(res, sr)
+}
+
+// fromSandbox turns a sandbox result into the tool result.
+func (r *Router) fromSandbox(res *Result, sr *sandbox.Result) *Result {
+	code := sr.ExitCode
+	res.Status, res.Reason, res.ExitCode = Status(sr.Status), sr.Reason, &code
+	res.Rung, res.Limits, res.LimitHit, res.Poisoned = sr.Rung, sr.Limits, sr.LimitHit, sr.Poisoned
+	res.Output = streams(sr.Stdout, sr.Stderr)
+	res.Data = sr
+	if sr.Poisoned != "" {
+		r.markDown(sr.Poisoned)
+	}
+	return res
+}
+
+// streams is a command's output as one text: stdout, then stderr under a
+// heading when there is any.
+func streams(out, errOut sandbox.Output) string {
+	text := readWhole(out)
+	if e := readWhole(errOut); e != "" {
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		text += "[stderr]\n" + e
+	}
+	return text
+}
+
+// readWhole is a stream's full bytes from its spool file (bounded by the
+// result store's ceiling), or what the sandbox kept of it.
+func readWhole(o sandbox.Output) string {
+	if o.File != "" {
+		if f, err := os.Open(o.File); err == nil {
+			defer f.Close()
+			buf := make([]byte, min(o.Bytes, MaxStoredBytes+1))
+			n, _ := f.ReadAt(buf, 0)
+			return string(buf[:n])
+		}
+	}
+	return o.Text
+}
+
+func (r *Router) markDown(why string) {
+	r.mu.Lock()
+	if r.sandboxDown == "" {
+		r.sandboxDown = why
+	}
+	r.mu.Unlock()
+}
+
+// resultDir makes a directory for one command's spooled output, outside
+// the workspace.
+func (c *Call) resultDir() (string, error) {
+	base, err := sandbox.StateDir("spool")
+	if err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(base, c.Router.runID+"-")
+}
+
+// Env is the environment a decided command runs with: the locale, the
+// terminal type, and what the policy passes by name ([env] pass and
+// secrets). Nothing else of the caller's environment goes in.
+func Env(env []string, p *policy.Policy) []string {
+	var out []string
+	names := append(slices.Clone(p.EnvPass), p.EnvSecrets...)
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if k == "LANG" || k == "TERM" || strings.HasPrefix(k, "LC_") || slices.Contains(names, k) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,330 @@
+package tool
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reinhq/rein/files"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/workspace"
+)
+
+// Config is what a router runs with.
+type Config struct {
+	Policy   *policy.Policy
+	Approver policy.Approver
+	// Surface is the tool set this run sees.
+	Surface string
+	// Store records the run; Results keeps whole results.
+	Store   trace.Store
+	Results *Results
+	// Redactor is the chokepoint for everything printed and stored.
+	Redactor *trace.Redactor
+	// Profile is the template of every command's execution profile: the
+	// router sets the workspace, read-only and the timeout per call.
+	Profile sandbox.Profile
+	// PreviewChars bounds what the model sees of a result; zero is
+	// DefaultPreviewChars.
+	PreviewChars int
+	// Source says what runs the router: "cli", "mcp".
+	Source string
+}
+
+// Envelope is what the model is shown of a result: a bounded preview with
+// the elided size stated, and the id to read the rest.
+type Envelope struct {
+	Tool     string `json:"tool"`
+	Status   Status `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	Rule     string `json:"rule,omitempty"`
+	Layer    string `json:"layer,omitempty"`
+	File     string `json:"file,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Rung     string `json:"rung,omitempty"`
+	LimitHit string `json:"limit_hit,omitempty"`
+	Preview  string `json:"preview"`
+	// Chars is the whole result's length, ElidedChars what the preview
+	// leaves out; ResultID reads the whole of it with read_result.
+	Chars       int    `json:"chars"`
+	ElidedChars int    `json:"elided_chars"`
+	ResultID    string `json:"result_id,omitempty"`
+	// Result is the whole result, redacted, for callers that are not a
+	// model (rein tool --json).
+	Result *Result `json:"-"`
+}
+
+// Text is the envelope as a model reads it.
+func (e *Envelope) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", e.Tool, e.Status)
+	if e.ExitCode != nil {
+		fmt.Fprintf(&b, " (exit %d)", *e.ExitCode)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, ": %s", e.Reason)
+	}
+	b.WriteString("\n")
+	b.WriteString(e.Preview)
+	if e.ElidedChars > 0 {
+		fmt.Fprintf(&b, "\n[%d of %d characters elided; read_result {\"id\": %q, \"offset\": 0} reads the whole result]\n", e.ElidedChars, e.Chars, e.ResultID)
+	}
+	return b.String()
+}
+
+// Event is what observers see of each call.
+type Event struct {
+	Step     trace.Step
+	Envelope *Envelope
+}
+
+// Router takes every call of one run through its life.
+type Router struct {
+	reg   *Registry
+	cfg   Config
+	runID string
+	files *files.Tools
+	ws    *workspace.Workspace
+
+	mu          sync.Mutex
+	index       int
+	stopped     string // why the run was stopped, if it was
+	sandboxDown string // why the sandbox is down in this run
+	repeats     policy.RepeatTracker
+	observers   []func(Event)
+	handles     *handleTable
+	closed      bool
+}
+
+// NewRouter starts a run: it opens the workspace and records the run.
+func NewRouter(reg *Registry, cfg Config) (*Router, error) {
+	if cfg.Policy == nil {
+		return nil, fmt.Errorf("tool: a router needs a policy")
+	}
+	if _, err := reg.Surface(cfg.Surface); err != nil {
+		return nil, err
+	}
+	if cfg.PreviewChars <= 0 {
+		cfg.PreviewChars = DefaultPreviewChars
+	}
+	if cfg.Redactor == nil {
+		cfg.Redactor = trace.NewRedactor()
+	}
+	ws, err := workspace.Open(cfg.Policy.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("tool: opening the workspace: %w", err)
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	r := &Router{reg: reg, cfg: cfg, ws: ws, runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:4])}
+	r.repeats.Limit = cfg.Policy.RepeatedRefusals
+	r.files = &files.Tools{WS: ws}
+	r.handles = newHandleTable(r)
+	if cfg.Results == nil {
+		dir, err := sandbox.StateDir("results")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Results = &Results{Dir: filepath.Join(dir, r.runID)}
+		r.cfg.Results = cfg.Results
+	}
+	if cfg.Store != nil {
+		if _, err := cfg.Store.Append(context.Background(), trace.Run{ID: r.runID, StartedAt: time.Now(), Workspace: cfg.Policy.Workspace,
+			Surface: cfg.Surface, Mode: cfg.Policy.Mode.String(), Source: cfg.Source, PID: os.Getpid()}); err != nil {
+			return nil, fmt.Errorf("tool: recording the run: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// RunID is the run's id in the trace.
+func (r *Router) RunID() string { return r.runID }
+
+// Observe adds an observer of every call.
+func (r *Router) Observe(f func(Event)) {
+	r.mu.Lock()
+	r.observers = append(r.observers, f)
+	r.mu.Unlock()
+}
+
+// Specs are the tools this run's surface sees.
+func (r *Router) Specs() []*Spec {
+	s, _ := r.reg.Surface(r.cfg.Surface)
+	return s
+}
+
+// Close ends the run however it ended: every live handle is killed, and
+// the end is recorded.
+func (r *Router) Close(status string) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.handles.killAll()
+	if r.cfg.Store != nil {
+		r.cfg.Store.Append(context.Background(), trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status})
+	}
+}
+
+// Call is one call on its way through the router, as a tool sees it.
+type Call struct {
+	Router *Router
+	Spec   *Spec
+	StepID int64
+	ctx    context.Context
+}
+
+// Call takes one call through its life and returns what the model sees.
+func (r *Router) Call(ctx context.Context, name string, args json.RawMessage) *Envelope {
+	start := time.Now()
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	res, spec := r.call(ctx, name, args)
+	env := r.envelope(name, res)
+	r.mu.Lock()
+	idx := r.index
+	r.index++
+	observers := slices.Clone(r.observers)
+	r.mu.Unlock()
+	step := trace.Step{RunID: r.runID, Index: idx, Tool: name, Args: string(args), Status: string(res.Status), Reason: res.Reason,
+		ResultID: env.ResultID, Observation: env.Text(), StartedAt: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+	if r.cfg.Store != nil {
+		id, err := r.cfg.Store.Append(ctx, step)
+		if err == nil {
+			step.ID = id
+			r.record(ctx, id, spec, res)
+		}
+	}
+	for _, f := range observers {
+		f(Event{Step: step, Envelope: env})
+	}
+	return env
+}
+
+func (r *Router) call(ctx context.Context, name string, args json.RawMessage) (*Result, *Spec) {
+	spec, err := r.reg.lookup(r.cfg.Surface, name)
+	if err != nil {
+		return &Result{Status: NotFound, Reason: err.Error()}, nil
+	}
+	if err := spec.validate(args); err != nil {
+		return &Result{Status: Denied, Reason: "the arguments do not match the schema: " + err.Error()}, spec
+	}
+	// Hard gates.
+	r.mu.Lock()
+	stopped, down, closed := r.stopped, r.sandboxDown, r.closed
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return &Result{Status: Cancelled, Reason: "the run has ended"}, spec
+	case stopped != "":
+		return &Result{Status: Denied, Reason: "the run was stopped: " + stopped}, spec
+	case !slices.Contains(spec.Modes, r.cfg.Policy.Mode):
+		return &Result{Status: Denied, Reason: fmt.Sprintf("%s does not run in %s mode", name, r.cfg.Policy.Mode)}, spec
+	case !spec.ReadOnly && down != "":
+		return &Result{Status: Denied, Reason: "the sandbox is down in this run, so no more writes are made: " + down}, spec
+	}
+	if v := r.cfg.Policy.CheckTool(name); v.Decision == policy.Deny {
+		res := &Result{Status: Denied, Reason: v.Reason, Rule: v.Rule}
+		res.note("refusal", v)
+		return r.refused(name, string(args), res), spec
+	}
+	res := spec.run(ctx, &Call{Router: r, Spec: spec, ctx: ctx}, args)
+	if res.Status == Denied {
+		res = r.refused(name, string(args), res)
+	}
+	return res, spec
+}
+
+// refused counts a refusal; the same one coming back too often stops the
+// run.
+func (r *Router) refused(name, target string, res *Result) *Result {
+	if stop := r.repeats.Note(name, target, res.Reason); stop != nil {
+		r.mu.Lock()
+		r.stopped = stop.Error()
+		r.mu.Unlock()
+		res.Reason = stop.Error()
+	}
+	return res
+}
+
+// envelope bounds the result for the model and keeps the whole of it.
+func (r *Router) envelope(name string, res *Result) *Envelope {
+	red := r.cfg.Redactor
+	res.Output, res.Reason = red.Redact(res.Output), red.Redact(res.Reason)
+	env := &Envelope{Tool: name, Status: res.Status, Reason: res.Reason, ExitCode: res.ExitCode, Rung: res.Rung, LimitHit: res.LimitHit, Result: res}
+	if res.Rule != nil {
+		env.Rule, env.Layer, env.File = res.Rule.Rule, res.Rule.Layer.String(), res.Rule.File
+	}
+	env.Preview, env.ElidedChars = preview(res.Output, r.cfg.PreviewChars)
+	env.Chars = len([]rune(res.Output))
+	if env.ElidedChars > 0 && r.cfg.Results != nil {
+		if id, err := r.cfg.Results.Put(res.Output); err == nil {
+			env.ResultID = id
+		} else {
+			env.Preview += "\n[rein: the whole result could not be kept: " + err.Error() + "]"
+		}
+	}
+	return env
+}
+
+// record writes what the call decided and did to the trace.
+func (r *Router) record(ctx context.Context, step int64, spec *Spec, res *Result) {
+	st := r.cfg.Store
+	for _, e := range res.events {
+		ev := trace.PolicyEvent{RunID: r.runID, StepID: step, Kind: e.kind, Decision: e.verdict.Decision.String(), Reason: e.verdict.Reason, At: time.Now()}
+		if a := e.verdict.Rule; a != nil {
+			ev.Rule, ev.Layer, ev.File = a.Rule, a.Layer.String(), a.File
+		}
+		st.Append(ctx, ev)
+	}
+	if res.Status == Denied && len(res.events) == 0 {
+		// A refusal by a gate or the grammar, with no policy verdict.
+		st.Append(ctx, trace.PolicyEvent{RunID: r.runID, StepID: step, Kind: "refusal", Decision: "deny", Reason: res.Reason, At: time.Now()})
+	}
+	if res.Rung != "" {
+		detail, _ := json.Marshal(map[string]any{"rung": res.Rung, "limits": res.Limits, "limit_hit": res.LimitHit, "poisoned": res.Poisoned})
+		st.Append(ctx, trace.SandboxEvent{RunID: r.runID, StepID: step, Kind: "run", Detail: string(detail), At: time.Now()})
+	}
+	if res.Poisoned != "" {
+		st.Append(ctx, trace.SandboxEvent{RunID: r.runID, StepID: step, Kind: "poisoned", Detail: mustJSON(map[string]string{"reason": res.Poisoned}), At: time.Now()})
+	}
+	if res.Diff != "" {
+		st.Append(ctx, trace.Edit{RunID: r.runID, StepID: step, Path: strings.Join(res.Changed, ", "), Diff: res.Diff, At: time.Now()})
+	}
+	for _, rec := range res.records {
+		switch v := rec.(type) {
+		case trace.Handle:
+			v.StepID = step
+			st.Append(ctx, v)
+		case trace.SandboxEvent:
+			v.StepID = step
+			st.Append(ctx, v)
+		default:
+			st.Append(ctx, rec)
+		}
+	}
+	tool := ""
+	if spec != nil {
+		tool = spec.Name
+	}
+	st.Append(ctx, trace.Audit{RunID: r.runID, Kind: "call", Meta: mustJSON(map[string]any{"tool": tool, "status": res.Status, "pid": os.Getpid()}), At: time.Now()})
+}
+
+func mustJSON(v any) string {
+	data, _ := json.Marshal(v)
+	return string(data)
+}

@@ -1,0 +1,315 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/trace"
+)
+
+// The test binary serves as the sandbox's init.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	if ws := os.Getenv("REIN_TEST_HANDLE_WS"); ws != "" {
+		handleHelper(ws, os.Getenv("REIN_TEST_HANDLE_LINE"))
+	}
+	os.Exit(m.Run())
+}
+
+// helperRouter is a router over the workspace's trace store, as rein tool
+// makes one.
+func helperRouter(ws string, p *policy.Policy) (*Router, error) {
+	store, err := trace.Open(filepath.Join(ws, ".rein", "trace.db"), nil)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := Builtin()
+	if err != nil {
+		return nil, err
+	}
+	return NewRouter(reg, Config{Policy: p, Approver: policy.AllowAll{}, Surface: SurfaceCoding, Store: store,
+		Profile: sandbox.Profile{Rung: sandbox.RungBwrap}, Source: "test"})
+}
+
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("bubblewrap is missing")
+		}
+		t.Skip("bubblewrap is missing")
+	}
+}
+
+type fixture struct {
+	ws    string
+	store *trace.SQLite
+	r     *Router
+}
+
+// newFixture makes a workspace with a project policy and a router over it.
+func newFixture(t *testing.T, mode policy.Mode, rules []policy.Rule, approver policy.Approver) *fixture {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	for _, d := range []string{".git/hooks", "src"} {
+		os.MkdirAll(filepath.Join(ws, d), 0o755)
+	}
+	os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644)
+	empty := filepath.Join(root, "empty.toml")
+	os.WriteFile(empty, nil, 0o644)
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), OrgFile: empty, UserFile: empty, ProjectFile: empty, Mode: &mode, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := trace.Open(filepath.Join(ws, ".rein", "trace.db"), trace.NewRedactor("sekrit-value-123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	reg, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRouter(reg, Config{Policy: p, Approver: approver, Surface: SurfaceCoding, Store: store,
+		Results: &Results{Dir: filepath.Join(root, "results")}, Redactor: trace.NewRedactor("sekrit-value-123"),
+		Profile: sandbox.Profile{Rung: sandbox.RungBwrap, Env: []string{"SEKRIT=sekrit-value-123"}}, PreviewChars: 200, Source: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close("ok") })
+	return &fixture{ws: ws, store: store, r: r}
+}
+
+func (f *fixture) call(t *testing.T, name string, args any) *Envelope {
+	t.Helper()
+	data, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f.r.Call(context.Background(), name, data)
+}
+
+type obj = map[string]any
+
+// TestLifeOfACall takes a call to every status through the whole router.
+func TestLifeOfACall(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAsk, []policy.Rule{{Act: policy.ActExec, Effect: policy.Deny, Pattern: "rm *"}}, policy.DenyAll{})
+	for _, c := range []struct {
+		tool   string
+		args   any
+		status Status
+		want   string // in the reason or the preview
+	}{
+		{"read_file", obj{"path": "src/main.go"}, OK, "func main()"},
+		{"read_file", obj{"path": "missing.go"}, NotFound, "missing.go"},
+		{"read_file", obj{"path": "../../etc/passwd"}, InvalidPath, "outside"},
+		{"read_file", obj{"path": 7}, Denied, "do not match the schema"},
+		{"read_file", obj{"path": "a", "bogus": 1}, Denied, "do not match the schema"},
+		{"no_such_tool", obj{}, NotFound, "no tool \"no_such_tool\" in the coding surface"},
+		{"write_file", obj{"path": ".git/config", "content": "x"}, Denied, "protected"},
+		{"write_file", obj{"path": "new.txt", "content": "x"}, OK, "+x"},
+		{"shell", obj{"line": "rm -rf src"}, Denied, `"rm *"`},
+		{"shell", obj{"line": "ls *.go"}, Denied, "refused by the grammar"},
+		{"shell", obj{"line": "cat src/main.go"}, OK, "package main"},
+		{"shell", obj{"line": "sh -c 'exit 3'"}, Denied, "deny-all approver"},
+		{"exec", obj{"argv": []string{"ls", "src"}}, OK, "main.go"},
+		{"exec", obj{"argv": []string{"git", "status", "--no-such-flag"}}, Failed, ""},
+		{"exec", obj{"argv": []string{"ls"}, "timeout": "1h"}, Denied, "ceiling"},
+		{"read_result", obj{"id": "r-0000000000000000"}, NotFound, "no result"},
+	} {
+		env := f.call(t, c.tool, c.args)
+		if env.Status != c.status || !strings.Contains(env.Reason+env.Preview, c.want) {
+			t.Errorf("%s %v: %s %q %q, want %s containing %q", c.tool, c.args, env.Status, env.Reason, env.Preview, c.status, c.want)
+		}
+	}
+	// The refusal by rule names it, with its layer, in the envelope and
+	// in the trace.
+	env := f.call(t, "shell", obj{"line": "rm -rf src"})
+	if env.Rule != "rm *" || env.Layer != "flags" {
+		t.Fatalf("%+v", env)
+	}
+	ev, _ := f.store.PolicyEvents(context.Background(), f.r.RunID())
+	found := false
+	for _, e := range ev {
+		if e.Kind == "refusal" && e.Rule == "rm *" && e.Layer == "flags" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no refusal with its rule in the trace: %+v", ev)
+	}
+	if err := f.store.Verify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimeoutAndCancel: the sandbox's timeout and the caller's cancel
+// reach the result.
+func TestTimeoutAndCancel(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	env := f.call(t, "shell", obj{"line": "sleep 30", "timeout": "1s"})
+	if env.Status != Timeout || env.ExitCode == nil || *env.ExitCode != 124 {
+		t.Fatalf("%+v", env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	e := f.r.Call(ctx, "shell", json.RawMessage(`{"line":"sleep 30"}`))
+	if e.Status != Cancelled {
+		t.Fatalf("%+v", e)
+	}
+	e = f.call(t, "exec", obj{"argv": []string{"no-such-program-rein"}})
+	if e.Status != Unavailable || e.ExitCode == nil || *e.ExitCode != 127 {
+		t.Fatalf("%+v", e)
+	}
+}
+
+// TestEnvelopeAndReadResult: a large output is shown bounded, head and
+// tail, with the elided size, and read_result reads the whole of it.
+func TestEnvelopeAndReadResult(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	env := f.call(t, "shell", obj{"line": "seq 1 2000"})
+	if env.Status != OK || env.ElidedChars == 0 || env.ResultID == "" || !strings.HasPrefix(env.Preview, "1\n2\n") || !strings.HasSuffix(env.Preview, "1999\n2000\n") {
+		t.Fatalf("%+v", env)
+	}
+	want := ""
+	for i := 1; i <= 2000; i++ {
+		want += fmt.Sprintf("%d\n", i)
+	}
+	if env.Chars != len(want) || env.ElidedChars != len(want)-200 {
+		t.Fatalf("chars %d elided %d, want %d and %d", env.Chars, env.ElidedChars, len(want), len(want)-200)
+	}
+	if !strings.Contains(env.Text(), `read_result {"id": "`+env.ResultID) {
+		t.Fatalf("the envelope does not say how to read the rest: %s", env.Text())
+	}
+	var got strings.Builder
+	for off := 0; off < len(want); {
+		e := f.call(t, "read_result", obj{"id": env.ResultID, "offset": off, "limit": 3000})
+		d := e.Result.Data.(map[string]any)
+		if e.Status != OK {
+			t.Fatalf("%+v", e)
+		}
+		n := d["bytes"].(int)
+		got.WriteString(e.Result.Output[:n])
+		off += n
+	}
+	if got.String() != want {
+		t.Fatalf("read_result gave back %d bytes, not the %d of the result", got.Len(), len(want))
+	}
+}
+
+// TestSecretsRedacted: a command that prints a secret shows and records
+// [redacted] in its place.
+func TestSecretsRedacted(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	f.r.cfg.Profile.Env = []string{"SEKRIT=sekrit-value-123", "PATH=/usr/bin:/bin"}
+	env := f.call(t, "shell", obj{"line": "sh -c 'echo $SEKRIT; echo GITHUB_TOKEN=ghp_" + strings.Repeat("x", 36) + "'"})
+	if env.Status != OK || strings.Contains(env.Preview, "sekrit-value-123") || strings.Contains(env.Preview, "ghp_") || !strings.Contains(env.Preview, "[redacted]") {
+		t.Fatalf("%+v", env)
+	}
+	steps, _ := f.store.Steps(context.Background(), f.r.RunID())
+	for _, s := range steps {
+		if strings.Contains(s.Observation+s.Args, "sekrit-value-123") {
+			t.Fatalf("the trace holds the secret: %+v", s)
+		}
+	}
+}
+
+// TestRepeatedRefusalStops: the same refusal five times stops the run.
+func TestRepeatedRefusalStops(t *testing.T) {
+	f := newFixture(t, policy.ModeAsk, []policy.Rule{{Act: policy.ActExec, Effect: policy.Deny, Pattern: "curl *"}}, nil)
+	var env *Envelope
+	for range 5 {
+		env = f.call(t, "exec", obj{"argv": []string{"curl", "http://x"}})
+	}
+	if env.Status != Denied || !strings.Contains(env.Reason, "refused 5 times") {
+		t.Fatalf("%+v", env)
+	}
+	env = f.call(t, "read_file", obj{"path": "src/main.go"})
+	if env.Status != Denied || !strings.Contains(env.Reason, "the run was stopped") {
+		t.Fatalf("after the stop: %+v", env)
+	}
+}
+
+// TestGates: a tool outside the mode's set, and writes after the sandbox
+// went down in the run, are refused before anything runs.
+func TestGates(t *testing.T) {
+	f := newFixture(t, policy.ModeSafe, nil, policy.AllowAll{})
+	env := f.call(t, "write_file", obj{"path": "x.txt", "content": "x"})
+	if env.Status != Denied || !strings.Contains(env.Reason, "write_file does not run in safe mode") {
+		t.Fatalf("%+v", env)
+	}
+	g := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	g.r.markDown("preflight failed (test)")
+	env = g.call(t, "write_file", obj{"path": "x.txt", "content": "x"})
+	if env.Status != Denied || !strings.Contains(env.Reason, "the sandbox is down in this run") {
+		t.Fatalf("%+v", env)
+	}
+	if _, err := os.Stat(filepath.Join(g.ws, "x.txt")); err == nil {
+		t.Fatal("the write happened")
+	}
+	if env := g.call(t, "read_file", obj{"path": "src/main.go"}); env.Status != OK {
+		t.Fatalf("reads go on: %+v", env)
+	}
+	// A write that lands is recorded as a diff.
+	h := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	if env := h.call(t, "write_file", obj{"path": "x.txt", "content": "hello\n"}); env.Status != OK || !strings.Contains(env.Preview, "+hello") {
+		t.Fatalf("%+v", env)
+	}
+	edits, _ := h.store.Edits(context.Background(), h.r.RunID())
+	if len(edits) != 1 || edits[0].Path != "x.txt" || !strings.Contains(edits[0].Diff, "+hello") {
+		t.Fatalf("%+v", edits)
+	}
+}
+
+func TestSurfaces(t *testing.T) {
+	reg, err := Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := reg.Surface(SurfaceReadOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ro {
+		if !s.ReadOnly {
+			t.Errorf("%s is in the read-only surface but mutates", s.Name)
+		}
+	}
+	coding, _ := reg.Surface(SurfaceCoding)
+	names := map[string]bool{}
+	for _, s := range coding {
+		names[s.Name] = true
+		if s.Schema == nil || s.Schema.Type != "object" {
+			t.Errorf("%s has no object schema", s.Name)
+		}
+	}
+	for _, n := range []string{"read_file", "write_file", "exec", "shell", "read_result"} {
+		if !names[n] {
+			t.Errorf("the coding surface lacks %s", n)
+		}
+	}
+	if err := reg.DefineSurface("mine", "read_file", "nope"); err == nil {
+		t.Fatal("a surface naming an unknown tool was accepted")
+	}
+	if _, err := reg.Surface("nope"); err == nil || !strings.Contains(err.Error(), "coding") {
+		t.Fatalf("%v", err)
+	}
+}
