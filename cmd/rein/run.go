@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
 )
 
 // runFlags are the flags of rein exec and rein shell.
@@ -167,17 +167,8 @@ func chooseApprover(flag string, prompt io.Writer) (policy.Approver, error) {
 	return nil, &exitError{exitUsage, fmt.Sprintf("--approve %q: use all or none", flag)}
 }
 
-// runEnv is the environment a decided line runs with: the locale, the
-// terminal type, and what the policy passes by name ([env] pass and
-// secrets). Nothing else of the caller's environment goes in.
+// runEnv is the environment a decided line runs with, as the router
+// builds it.
 func runEnv(env []string, p *policy.Policy) []string {
-	out := sandboxEnv(env)
-	names := append(slices.Clone(p.EnvPass), p.EnvSecrets...)
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if slices.Contains(names, k) {
-			out = append(out, e)
-		}
-	}
-	return out
+	return tool.Env(env, p)
 }

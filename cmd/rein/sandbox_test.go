@@ -172,3 +172,61 @@ func TestLimitFlags(t *testing.T) {
 		t.Fatalf("lowering: exit %d %v %s %s", code, err, out, errOut)
 	}
 }
+
+// TestToolAndTrace: one call through the router from the command line,
+// the schemas a model sees, and the trace of it all, verified.
+func TestToolAndTrace(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	code, out, errOut := rein(t, "tool", "read_file", `{"path":"main.go"}`)
+	if code != 0 || !strings.HasPrefix(out, "read_file: ok\n") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = rein(t, "tool", "--deny", "git push*", "shell", `{"line":"git push origin main"}`)
+	if code != 1 || !strings.Contains(out, `denied by deny rule "git push*" (flags layer)`) {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	code, out, _ = rein(t, "tool", "--json", "--approve", "all", "shell", `{"line":"echo hi"}`)
+	var v struct {
+		Run      string
+		Envelope struct{ Status, Preview string }
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Envelope.Status != "ok" || v.Envelope.Preview != "hi\n" || v.Run == "" {
+		t.Fatalf("exit %d %v\n%s", code, err, out)
+	}
+	if code, _, errOut := rein(t, "tool", "nope", `{}`); code != 1 {
+		t.Fatalf("unknown tool: %d %s", code, errOut)
+	}
+	code, out, _ = rein(t, "tools", "--json")
+	var specs []struct {
+		Name        string
+		InputSchema map[string]any `json:"input_schema"`
+	}
+	if err := json.Unmarshal([]byte(out), &specs); err != nil || code != 0 || len(specs) < 10 || specs[0].InputSchema["type"] != "object" {
+		t.Fatalf("tools: %v\n%s", err, out)
+	}
+	code, out, _ = rein(t, "trace", "runs")
+	if code != 0 || strings.Count(out, "\n") != 5 {
+		t.Fatalf("trace runs: exit %d\n%s", code, out)
+	}
+	code, out, _ = rein(t, "trace", "refusals")
+	if code != 0 || !strings.Contains(out, `rule "git push*" (flags layer)`) {
+		t.Fatalf("trace refusals: exit %d\n%s", code, out)
+	}
+	code, out, _ = rein(t, "trace", "show", v.Run)
+	if code != 0 || !strings.Contains(out, `shell {"line":"echo hi"} -> ok`) || !strings.Contains(out, "sandbox run:") {
+		t.Fatalf("trace show: exit %d\n%s", code, out)
+	}
+	if code, out, _ := rein(t, "trace", "verify"); code != 0 || !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("verify: %d %s", code, out)
+	}
+	// The store can be named elsewhere.
+	other := ws + "/../elsewhere.db"
+	t.Setenv("REIN_TRACE", other)
+	if code, _, _ := rein(t, "tool", "list_dir", `{"path":"."}`); code != 0 {
+		t.Fatal("REIN_TRACE")
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("REIN_TRACE was not used: %v", err)
+	}
+}

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// traceFlag names the trace store; REIN_TRACE does too.
+type traceFlag struct{ path string }
+
+func (t *traceFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default WORKSPACE/.rein/trace.db; env REIN_TRACE)")
+}
+
+// open opens the store: the flag, else REIN_TRACE, else the workspace's.
+func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, error) {
+	path := t.path
+	if path == "" {
+		path = os.Getenv("REIN_TRACE")
+	}
+	if path == "" {
+		path = filepath.Join(workspace, ".rein", "trace.db")
+	}
+	s, err := trace.Open(path, r)
+	if err != nil {
+		return nil, &exitError{exitUsage, err.Error()}
+	}
+	return s, nil
+}
+
+func newToolCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf      commonFlags
+		tf      traceFlag
+		lf      limitFlags
+		surface string
+		approve string
+		rung    string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tool [flags] NAME 'JSON'",
+		Short: "Make one tool call through the whole router, recorded as a run",
+		Long: `Call the tool NAME with the JSON arguments through rein's router: the
+schema, the gates, the policy (asks go to the terminal, or are denied with
+no terminal; --approve all|none for scripts), the sandbox, the envelope the
+model would see (printed), and the trace. The exit status is 0 for ok, 1
+for any other status.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			raw := json.RawMessage("{}")
+			if len(args) == 2 {
+				raw = json.RawMessage(args[1])
+			}
+			approver, err := chooseApprover(approve, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			limits, err := lf.limits(p.Limits, p.Settings)
+			if err != nil {
+				return err
+			}
+			red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
+			store, err := tf.open(p.Workspace, red)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			reg, err := tool.Builtin()
+			if err != nil {
+				return err
+			}
+			prof := sandbox.Profile{Rung: rung, Limits: limits}
+			r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Surface: surface, Store: store,
+				Redactor: red, Profile: prof, Source: "cli"})
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			env := r.Call(ctx, args[0], raw)
+			status := "ok"
+			if env.Status != tool.OK {
+				status = string(env.Status)
+			}
+			r.Close(status)
+			if asJSON {
+				out := map[string]any{"run": r.RunID(), "envelope": env, "result": env.Result}
+				if err := writeJSON(cmd.OutOrStdout(), out, 0); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprint(cmd.OutOrStdout(), env.Text())
+				if !strings.HasSuffix(env.Text(), "\n") {
+					fmt.Fprintln(cmd.OutOrStdout())
+				}
+			}
+			if env.Status != tool.OK {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	f := cmd.Flags()
+	lf.register(f)
+	f.StringVar(&surface, "surface", tool.SurfaceCoding, "the tool set the call sees: "+tool.SurfaceCoding+" or "+tool.SurfaceReadOnly)
+	f.StringVar(&approve, "approve", "", "answer for asked actions without a terminal: all or none")
+	f.StringVar(&rung, "rung", "", "the sandbox rung for commands (default: the policy's sandbox.rung)")
+	f.BoolVar(&asJSON, "json", false, "print the envelope and the whole result object")
+	return cmd
+}
+
+func newToolsCmd() *cobra.Command {
+	var (
+		surface string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tools [--surface S] [--json]",
+		Short: "List the tools a surface shows a model, with their schemas",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg, err := tool.Builtin()
+			if err != nil {
+				return err
+			}
+			specs, err := reg.Surface(surface)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), specs, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tKIND\tMODES\tDESCRIPTION")
+			for _, s := range specs {
+				kind := "mutating"
+				if s.ReadOnly {
+					kind = "read-only"
+				}
+				modes := make([]string, len(s.Modes))
+				for i, m := range s.Modes {
+					modes[i] = m.String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, kind, strings.Join(modes, ","), s.Description)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&surface, "surface", tool.SurfaceCoding, "the surface: "+tool.SurfaceCoding+" or "+tool.SurfaceReadOnly)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the specs as JSON, schemas included")
+	return cmd
+}
+
+func newTraceCmd() *cobra.Command {
+	var (
+		tf        traceFlag
+		workspace string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Query the trace: runs, a run's steps, refusals, handles; verify the hash chain",
+	}
+	open := func() (*trace.SQLite, error) {
+		ws := workspace
+		if ws == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, &exitError{exitUsage, "cannot find the current directory; pass --workspace"}
+			}
+			ws = wd
+		}
+		return tf.open(ws, nil)
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&tf.path, "trace", "", "the trace store (default WORKSPACE/.rein/trace.db; env REIN_TRACE)")
+	pf.StringVar(&workspace, "workspace", "", "the workspace whose trace to read (default: the current directory)")
+	pf.BoolVar(&asJSON, "json", false, "print JSON")
+	ctx := context.Background()
+
+	runs := &cobra.Command{Use: "runs", Short: "List the runs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rs, err := s.Runs(ctx, 0)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rs, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTARTED\tSOURCE\tSURFACE\tMODE\tSTEPS\tREFUSALS\tHANDLES\tSTATUS")
+			for _, r := range rs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, r.StartedAt.Format("2006-01-02 15:04:05"), r.Source, r.Surface, r.Mode, r.Steps, r.Refusals, r.Handles, r.Status)
+			}
+			return tw.Flush()
+		}}
+	show := &cobra.Command{Use: "show RUN", Short: "Show a run's steps, refusals, sandbox events and edits", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			steps, err := s.Steps(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			events, _ := s.PolicyEvents(ctx, args[0])
+			sb, _ := s.SandboxEvents(ctx, args[0])
+			edits, _ := s.Edits(ctx, args[0])
+			if len(steps) == 0 && len(events) == 0 {
+				return &exitError{1, "no run " + args[0] + " in " + s.Path()}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits}, 0)
+			}
+			out := cmd.OutOrStdout()
+			for _, st := range steps {
+				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, st.Tool, st.Args, st.Status, st.DurationMS)
+				if st.Reason != "" {
+					fmt.Fprintf(out, "  reason: %s\n", policy.Printable(st.Reason))
+				}
+				for _, e := range events {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  %s: %s %s\n", e.Kind, e.Decision, attribution(e))
+					}
+				}
+				for _, e := range sb {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  sandbox %s: %s\n", e.Kind, e.Detail)
+					}
+				}
+				for _, e := range edits {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  edit %s:\n%s", e.Path, indent(e.Diff))
+					}
+				}
+			}
+			return nil
+		}}
+	refusals := &cobra.Command{Use: "refusals", Short: "List every refusal and approver decision, with rule and layer", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			events, err := s.PolicyEvents(ctx, "")
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), events, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tAT\tKIND\tDECISION\tRULE\tREASON")
+			for _, e := range events {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.RunID, e.At.Format("15:04:05"), e.Kind, e.Decision, attribution(e), policy.Printable(e.Reason))
+			}
+			return tw.Flush()
+		}}
+	handles := &cobra.Command{Use: "handles RUN", Short: "List a run's background handles and what was read from them", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			hs, err := s.Handles(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			type row struct {
+				trace.Handle
+				BytesRead int64 `json:"bytes_read"`
+				Skipped   int64 `json:"bytes_skipped"`
+			}
+			var rows []row
+			for _, h := range hs {
+				out, _ := s.HandleOutput(ctx, args[0], h.Handle)
+				r := row{Handle: h}
+				for _, o := range out {
+					r.BytesRead += int64(len(o.Data))
+					r.Skipped += o.Skipped
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rows, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "HANDLE\tRUNG\tREAD\tSKIPPED\tLINE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Handle.Handle, r.Rung, r.BytesRead, r.Skipped, r.Line)
+			}
+			return tw.Flush()
+		}}
+	verify := &cobra.Command{Use: "verify", Short: "Check the hash chain: exit 1 naming the first record that does not match", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.Verify(ctx); err != nil {
+				return &exitError{1, err.Error()}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "ok: every record of %s matches the hash chain\n", s.Path())
+			return nil
+		}}
+	cmd.AddCommand(runs, show, refusals, handles, verify)
+	return cmd
+}
+
+func attribution(e trace.PolicyEvent) string {
+	if e.Rule == "" {
+		return "-"
+	}
+	s := fmt.Sprintf("rule %q (%s layer", e.Rule, e.Layer)
+	if e.File != "" {
+		s += ", " + e.File
+	}
+	return s + ")"
+}
+
+func indent(s string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = "    " + l
+		}
+	}
+	return strings.Join(lines, "")
+}
