@@ -143,6 +143,9 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 			Surface: cfg.Surface, Mode: cfg.Policy.Mode.String(), Source: cfg.Source, PID: os.Getpid()}); err != nil {
 			return nil, fmt.Errorf("tool: recording the run: %w", err)
 		}
+		host, _ := os.Hostname()
+		cfg.Store.Append(context.Background(), trace.Audit{RunID: r.runID, Kind: "run_start", At: time.Now(),
+			Meta: mustJSON(map[string]any{"pid": os.Getpid(), "uid": os.Getuid(), "host": host, "surface": cfg.Surface, "mode": cfg.Policy.Mode.String(), "source": cfg.Source})})
 	}
 	return r, nil
 }
@@ -175,7 +178,8 @@ func (r *Router) Close(status string) {
 	r.mu.Unlock()
 	r.handles.killAll()
 	if r.cfg.Store != nil {
-		r.cfg.Store.Append(context.Background(), trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status})
+		r.cfg.Store.AppendAll(context.Background(), trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
+			trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
 	}
 }
 
@@ -203,10 +207,8 @@ func (r *Router) Call(ctx context.Context, name string, args json.RawMessage) *E
 	step := trace.Step{RunID: r.runID, Index: idx, Tool: name, Args: string(args), Status: string(res.Status), Reason: res.Reason,
 		ResultID: env.ResultID, Observation: env.Text(), StartedAt: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	if r.cfg.Store != nil {
-		id, err := r.cfg.Store.Append(ctx, step)
-		if err == nil {
-			step.ID = id
-			r.record(ctx, id, spec, res)
+		if ids, err := r.cfg.Store.AppendAll(ctx, append([]trace.Record{step}, r.records(spec, res)...)...); err == nil {
+			step.ID = ids[0]
 		}
 	}
 	for _, f := range observers {
@@ -281,47 +283,34 @@ func (r *Router) envelope(name string, res *Result) *Envelope {
 	return env
 }
 
-// record writes what the call decided and did to the trace.
-func (r *Router) record(ctx context.Context, step int64, spec *Spec, res *Result) {
-	st := r.cfg.Store
+// records are what the trace keeps of a call besides its step: the
+// policy decisions, the sandbox's events, the edits, the handles and their
+// output, and an audit entry; the store links them to the step.
+func (r *Router) records(spec *Spec, res *Result) []trace.Record {
+	var out []trace.Record
+	now := time.Now()
 	for _, e := range res.events {
-		ev := trace.PolicyEvent{RunID: r.runID, StepID: step, Kind: e.kind, Decision: e.verdict.Decision.String(), Reason: e.verdict.Reason, At: time.Now()}
+		ev := trace.PolicyEvent{RunID: r.runID, Kind: e.kind, Decision: e.verdict.Decision.String(), Reason: e.verdict.Reason, At: now}
 		if a := e.verdict.Rule; a != nil {
 			ev.Rule, ev.Layer, ev.File = a.Rule, a.Layer.String(), a.File
 		}
-		st.Append(ctx, ev)
+		out = append(out, ev)
 	}
 	if res.Status == Denied && len(res.events) == 0 {
 		// A refusal by a gate or the grammar, with no policy verdict.
-		st.Append(ctx, trace.PolicyEvent{RunID: r.runID, StepID: step, Kind: "refusal", Decision: "deny", Reason: res.Reason, At: time.Now()})
+		out = append(out, trace.PolicyEvent{RunID: r.runID, Kind: "refusal", Decision: "deny", Reason: res.Reason, At: now})
 	}
 	if res.Rung != "" {
 		detail, _ := json.Marshal(map[string]any{"rung": res.Rung, "limits": res.Limits, "limit_hit": res.LimitHit, "poisoned": res.Poisoned})
-		st.Append(ctx, trace.SandboxEvent{RunID: r.runID, StepID: step, Kind: "run", Detail: string(detail), At: time.Now()})
+		out = append(out, trace.SandboxEvent{RunID: r.runID, Kind: "run", Detail: string(detail), At: now})
 	}
 	if res.Poisoned != "" {
-		st.Append(ctx, trace.SandboxEvent{RunID: r.runID, StepID: step, Kind: "poisoned", Detail: mustJSON(map[string]string{"reason": res.Poisoned}), At: time.Now()})
+		out = append(out, trace.SandboxEvent{RunID: r.runID, Kind: "poisoned", Detail: mustJSON(map[string]string{"reason": res.Poisoned}), At: now})
 	}
 	if res.Diff != "" {
-		st.Append(ctx, trace.Edit{RunID: r.runID, StepID: step, Path: strings.Join(res.Changed, ", "), Diff: res.Diff, At: time.Now()})
+		out = append(out, trace.Edit{RunID: r.runID, Path: strings.Join(res.Changed, ", "), Diff: res.Diff, At: now})
 	}
-	for _, rec := range res.records {
-		switch v := rec.(type) {
-		case trace.Handle:
-			v.StepID = step
-			st.Append(ctx, v)
-		case trace.SandboxEvent:
-			v.StepID = step
-			st.Append(ctx, v)
-		default:
-			st.Append(ctx, rec)
-		}
-	}
-	tool := ""
-	if spec != nil {
-		tool = spec.Name
-	}
-	st.Append(ctx, trace.Audit{RunID: r.runID, Kind: "call", Meta: mustJSON(map[string]any{"tool": tool, "status": res.Status, "pid": os.Getpid()}), At: time.Now()})
+	return append(out, res.records...)
 }
 
 func mustJSON(v any) string {

@@ -113,6 +113,38 @@ var patterns = []pattern{
 // secretWords are the literals of the pair patterns, in lower case.
 var secretWords = []string{"secret", "token", "passw", "passphrase", "apikey", "api_key", "accesskey", "access_key", "privatekey", "private_key", "credential"}
 
+// digrams maps each pair of bytes, lowered, to the patterns one of whose
+// literals starts with it: one pass over the text tells which patterns
+// can match at all, so ordinary output costs a table lookup per byte.
+var digrams = func() *[1 << 16]uint32 {
+	var t [1 << 16]uint32
+	if len(patterns) > 32 {
+		panic("trace: more patterns than the digram mask holds")
+	}
+	for i, p := range patterns {
+		for _, l := range p.literals {
+			t[uint16(lowerByte(l[0]))<<8|uint16(lowerByte(l[1]))] |= 1 << i
+		}
+	}
+	return &t
+}()
+
+func lowerByte(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
+}
+
+// candidates are the patterns whose literals' first two bytes occur in s.
+func candidates(s string) uint32 {
+	var mask uint32
+	for i := 0; i+1 < len(s); i++ {
+		mask |= digrams[uint16(lowerByte(s[i]))<<8|uint16(lowerByte(s[i+1]))]
+	}
+	return mask
+}
+
 // Redact returns s with every secret replaced.
 func (r *Redactor) Redact(s string) string {
 	if s == "" {
@@ -123,8 +155,15 @@ func (r *Redactor) Redact(s string) string {
 			s = strings.ReplaceAll(s, v, Redacted)
 		}
 	}
+	mask := candidates(s)
+	if mask == 0 {
+		return s
+	}
 	lower := ""
-	for _, p := range patterns {
+	for i, p := range patterns {
+		if mask&(1<<i) == 0 {
+			continue
+		}
 		text := s
 		if p.lower {
 			if lower == "" {

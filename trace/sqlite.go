@@ -87,12 +87,42 @@ func Open(path string, r *Redactor) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: opening %s: %w", path, err)
 	}
+	// One connection: writes are serialized by the immediate transactions
+	// anyway, and statements stay prepared on it.
+	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, redact: r, path: path, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
 	}
+	// Every statement a write uses is prepared now, while the one
+	// connection is free: a transaction holds it later.
+	queries := []string{headQuery, linkQuery}
+	for _, t := range recordTypes {
+		queries = append(queries, insertQuery(reflect.New(t).Elem().Interface().(Record).table(), columns(t)))
+	}
+	for _, q := range queries {
+		st, err := db.Prepare(q)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		s.stmts[q] = st
+	}
 	return s, nil
+}
+
+const (
+	headQuery = `SELECT hash FROM chain ORDER BY seq DESC LIMIT 1`
+	linkQuery = `INSERT INTO chain (tbl, row, prev, hash) VALUES (?, ?, ?, ?)`
+)
+
+func insertQuery(tbl string, cols []column) string {
+	names, marks := make([]string, len(cols)), make([]string, len(cols))
+	for j, c := range cols {
+		names[j], marks[j] = `"`+c.name+`"`, "?"
+	}
+	return fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, tbl, strings.Join(names, ", "), strings.Join(marks, ", "))
 }
 
 // Path is where the store is.
@@ -178,18 +208,7 @@ func (s *SQLite) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, err
 	st, ok := s.stmts[q]
 	s.mu.Unlock()
 	if !ok {
-		var err error
-		if st, err = s.db.PrepareContext(ctx, q); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		if old, ok := s.stmts[q]; ok {
-			st.Close()
-			st = old
-		} else {
-			s.stmts[q] = st
-		}
-		s.mu.Unlock()
+		return nil, fmt.Errorf("a statement that was not prepared: %s", q)
 	}
 	return tx.StmtContext(ctx, st), nil
 }
@@ -197,59 +216,81 @@ func (s *SQLite) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, err
 // Append redacts r, writes it and links it into the hash chain, in one
 // transaction; it returns the record's id.
 func (s *SQLite) Append(ctx context.Context, r Record) (int64, error) {
-	v := reflect.ValueOf(r)
-	if v.Kind() == reflect.Pointer {
-		v = v.Elem()
+	ids, err := s.AppendAll(ctx, r)
+	if err != nil {
+		return 0, err
 	}
-	rec := reflect.New(v.Type()).Elem()
-	rec.Set(v)
-	s.redactFields(rec)
-	cols := columns(rec.Type())
-	names, marks, args := make([]string, len(cols)), make([]string, len(cols)), make([]any, len(cols))
-	for i, c := range cols {
-		names[i], marks[i], args[i] = `"`+c.name+`"`, "?", toSQL(rec.Field(c.index))
-	}
-	tbl := r.table()
-	insert := fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, tbl, strings.Join(names, ", "), strings.Join(marks, ", "))
+	return ids[0], nil
+}
+
+// AppendAll appends records in one transaction, in order, and returns
+// their ids. A record after a Step whose StepID is zero gets that step's
+// id: a call and what it decided and did are written together.
+func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	defer tx.Rollback()
-	st, err := s.stmt(ctx, tx, insert)
+	head, err := s.stmt(ctx, tx, headQuery)
 	if err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
-	}
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return 0, fmt.Errorf("trace: appending to %s: %w", tbl, err)
-	}
-	row, err := res.LastInsertId()
-	if err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
-	}
-	if f := rec.FieldByName("ID"); f.IsValid() && f.Kind() == reflect.Int64 {
-		f.SetInt(row)
-	}
-	head, err := s.stmt(ctx, tx, `SELECT hash FROM chain ORDER BY seq DESC LIMIT 1`)
-	if err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
 	var prev string
 	if err := head.QueryRowContext(ctx).Scan(&prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("trace: reading the chain's head: %w", err)
+		return nil, fmt.Errorf("trace: reading the chain's head: %w", err)
 	}
-	link, err := s.stmt(ctx, tx, `INSERT INTO chain (tbl, row, prev, hash) VALUES (?, ?, ?, ?)`)
+	link, err := s.stmt(ctx, tx, linkQuery)
 	if err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
-	if _, err := link.ExecContext(ctx, tbl, row, prev, chainHash(prev, tbl, row, rec.Interface())); err != nil {
-		return 0, fmt.Errorf("trace: linking the chain: %w", err)
+	ids := make([]int64, len(recs))
+	var step int64
+	for i, r := range recs {
+		v := reflect.ValueOf(r)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		rec := reflect.New(v.Type()).Elem()
+		rec.Set(v)
+		if f := rec.FieldByName("StepID"); f.IsValid() && f.Int() == 0 && step != 0 {
+			f.SetInt(step)
+		}
+		s.redactFields(rec)
+		cols := columns(rec.Type())
+		args := make([]any, len(cols))
+		for j, c := range cols {
+			args[j] = toSQL(rec.Field(c.index))
+		}
+		tbl := r.table()
+		st, err := s.stmt(ctx, tx, insertQuery(tbl, cols))
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		res, err := st.ExecContext(ctx, args...)
+		if err != nil {
+			return nil, fmt.Errorf("trace: appending to %s: %w", tbl, err)
+		}
+		row, err := res.LastInsertId()
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		if f := rec.FieldByName("ID"); f.IsValid() && f.Kind() == reflect.Int64 {
+			f.SetInt(row)
+		}
+		if tbl == "steps" {
+			step = row
+		}
+		hash := chainHash(prev, tbl, row, rec.Interface())
+		if _, err := link.ExecContext(ctx, tbl, row, prev, hash); err != nil {
+			return nil, fmt.Errorf("trace: linking the chain: %w", err)
+		}
+		prev, ids[i] = hash, row
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, fmt.Errorf("trace: %w", err)
+		return nil, fmt.Errorf("trace: %w", err)
 	}
-	return row, nil
+	return ids, nil
 }
 
 // chainHash is the link of one record: the previous link, where the

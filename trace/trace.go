@@ -155,6 +155,9 @@ type RunSummary struct {
 // safe for concurrent use, also by several processes on one store.
 type Store interface {
 	Append(ctx context.Context, r Record) (int64, error)
+	// AppendAll appends records in one transaction; a record after a Step
+	// whose StepID is zero gets the step's id.
+	AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 	Runs(ctx context.Context, limit int) ([]RunSummary, error)
 	Steps(ctx context.Context, runID string) ([]Step, error)
 	PolicyEvents(ctx context.Context, runID string) ([]PolicyEvent, error)
