@@ -2,9 +2,17 @@ package trace
 
 import (
 	"regexp"
+	"sync"
 	"sort"
 	"strings"
 )
+
+// lazyRegexp compiles expr the first time it is used: a program that
+// links rein but never redacts (the sandbox's init is rein's binary) does
+// not pay for it at start-up.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Redacted is what a secret becomes.
 const Redacted = "[redacted]"
@@ -44,7 +52,7 @@ func SecretValues(env []string, extra ...string) []string {
 	var out []string
 	for _, e := range env {
 		k, v, ok := strings.Cut(e, "=")
-		if ok && v != "" && (secretKey.MatchString(k) || contains(extra, k)) {
+		if ok && v != "" && (secretKey().MatchString(k) || contains(extra, k)) {
 			out = append(out, v)
 		}
 	}
@@ -61,14 +69,14 @@ func contains(list []string, s string) bool {
 }
 
 // secretKey matches names that look like they hold a credential.
-var secretKey = regexp.MustCompile(`(?i)(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential|session_?key|signing_?key|client_?key|(^|_)auth(_|$))`)
+var secretKey = lazyRegexp(`(?i)(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential|session_?key|signing_?key|client_?key|(^|_)auth(_|$))`)
 
 // pattern is a regular expression and the literals one of which any match
 // contains: the expression runs only where one is found, which keeps the
 // common case (no secret at all) to a few substring searches. lower
 // matches the literals against the text in lower case.
 type pattern struct {
-	re       *regexp.Regexp
+	re       func() *regexp.Regexp
 	literals []string
 	lower    bool
 	// repl is the replacement, with ${n} for kept groups.
@@ -81,33 +89,33 @@ type pattern struct {
 // in URLs.
 var patterns = []pattern{
 	// Private key blocks, whole.
-	{re: regexp.MustCompile(`-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----`), literals: []string{"PRIVATE KEY"}},
+	{re: lazyRegexp(`-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----`), literals: []string{"PRIVATE KEY"}},
 	// AWS access key ids.
-	{re: regexp.MustCompile(`\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), literals: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
+	{re: lazyRegexp(`\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), literals: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
 	// Google API keys.
-	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}\b`), literals: []string{"AIza"}},
+	{re: lazyRegexp(`\bAIza[0-9A-Za-z_\-]{35}\b`), literals: []string{"AIza"}},
 	// GitHub tokens, classic and fine-grained; GitLab's.
-	{re: regexp.MustCompile(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`), literals: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
-	{re: regexp.MustCompile(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), literals: []string{"github_pat_"}},
-	{re: regexp.MustCompile(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"glpat-"}},
+	{re: lazyRegexp(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`), literals: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
+	{re: lazyRegexp(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), literals: []string{"github_pat_"}},
+	{re: lazyRegexp(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"glpat-"}},
 	// Slack tokens and webhooks.
-	{re: regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9\-]{10,}\b`), literals: []string{"xox"}},
-	{re: regexp.MustCompile(`https://hooks\.slack\.com/services/[A-Za-z0-9/]+`), literals: []string{"hooks.slack.com"}},
+	{re: lazyRegexp(`\bxox[abposr]-[A-Za-z0-9\-]{10,}\b`), literals: []string{"xox"}},
+	{re: lazyRegexp(`https://hooks\.slack\.com/services/[A-Za-z0-9/]+`), literals: []string{"hooks.slack.com"}},
 	// Stripe, OpenAI and Anthropic style secret keys.
-	{re: regexp.MustCompile(`\b(sk|rk)_(live|test)_[0-9A-Za-z]{16,}\b`), literals: []string{"_live_", "_test_"}},
-	{re: regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"sk-"}},
+	{re: lazyRegexp(`\b(sk|rk)_(live|test)_[0-9A-Za-z]{16,}\b`), literals: []string{"_live_", "_test_"}},
+	{re: lazyRegexp(`\bsk-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"sk-"}},
 	// JWTs: three base64url parts, the first two JSON objects.
-	{re: regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}`), literals: []string{"eyJ"}},
+	{re: lazyRegexp(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}`), literals: []string{"eyJ"}},
 
-	{re: regexp.MustCompile(`(?i)("[A-Za-z0-9_.\-]*(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*"\s*:\s*")(?:[^"\\]|\\.)+(")`),
+	{re: lazyRegexp(`(?i)("[A-Za-z0-9_.\-]*(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*"\s*:\s*")(?:[^"\\]|\\.)+(")`),
 		literals: secretWords, lower: true, repl: "${1}" + Redacted + "${4}"},
-	{re: regexp.MustCompile(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\s*[=:]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)`),
+	{re: lazyRegexp(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\s*[=:]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)`),
 		literals: secretWords, lower: true, repl: "${1}" + Redacted},
 	// Authorization headers and bearer credentials.
-	{re: regexp.MustCompile(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
-	{re: regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), literals: []string{"bearer"}, lower: true, repl: "${1}" + Redacted},
+	{re: lazyRegexp(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
+	{re: lazyRegexp(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), literals: []string{"bearer"}, lower: true, repl: "${1}" + Redacted},
 	// Credentials in URLs: scheme://user:password@host.
-	{re: regexp.MustCompile(`\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+(@)`), literals: []string{"://"}, repl: "${1}" + Redacted + "${2}"},
+	{re: lazyRegexp(`\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+(@)`), literals: []string{"://"}, repl: "${1}" + Redacted + "${2}"},
 }
 
 // secretWords are the literals of the pair patterns, in lower case.
@@ -116,7 +124,7 @@ var secretWords = []string{"secret", "token", "passw", "passphrase", "apikey", "
 // digrams maps each pair of bytes, lowered, to the patterns one of whose
 // literals starts with it: one pass over the text tells which patterns
 // can match at all, so ordinary output costs a table lookup per byte.
-var digrams = func() *[1 << 16]uint32 {
+var digrams = sync.OnceValue(func() *[1 << 16]uint32 {
 	var t [1 << 16]uint32
 	if len(patterns) > 32 {
 		panic("trace: more patterns than the digram mask holds")
@@ -127,7 +135,7 @@ var digrams = func() *[1 << 16]uint32 {
 		}
 	}
 	return &t
-}()
+})
 
 func lowerByte(b byte) byte {
 	if 'A' <= b && b <= 'Z' {
@@ -138,9 +146,10 @@ func lowerByte(b byte) byte {
 
 // candidates are the patterns whose literals' first two bytes occur in s.
 func candidates(s string) uint32 {
+	t := digrams()
 	var mask uint32
 	for i := 0; i+1 < len(s); i++ {
-		mask |= digrams[uint16(lowerByte(s[i]))<<8|uint16(lowerByte(s[i+1]))]
+		mask |= t[uint16(lowerByte(s[i]))<<8|uint16(lowerByte(s[i+1]))]
 	}
 	return mask
 }
@@ -185,7 +194,7 @@ func (r *Redactor) Redact(s string) string {
 		if repl == "" {
 			repl = Redacted
 		}
-		if out := p.re.ReplaceAllString(s, repl); out != s {
+		if out := p.re().ReplaceAllString(s, repl); out != s {
 			s, lower = out, ""
 		}
 	}
