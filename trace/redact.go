@@ -2,9 +2,9 @@ package trace
 
 import (
 	"regexp"
-	"sync"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // lazyRegexp compiles expr the first time it is used: a program that
