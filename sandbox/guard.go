@@ -86,21 +86,11 @@ func (g *guard) walk(root *os.Root, rel string, total *int) error {
 	names, _ := d.Readdirnames(-1)
 	d.Close()
 	for _, n := range names {
-		if unguarded(filepath.Join(rel, n)) {
-			continue
-		}
 		if err := g.walk(root, filepath.Join(rel, n), total); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// unguarded are the files of the protected set that rein itself writes
-// while runs go on, and which putting back would undo: the trace store
-// (.rein/trace.db and its WAL), whose hash chain shows tampering instead.
-func unguarded(rel string) bool {
-	return filepath.Dir(rel) == ".rein" && strings.HasPrefix(filepath.Base(rel), "trace.db")
 }
 
 func snap(root *os.Root, rel string) entry {
@@ -220,9 +210,6 @@ func collect(root *os.Root, rel string, have map[string]entry, out *[]string) {
 	d.Close()
 	for _, n := range names {
 		p := filepath.Join(rel, n)
-		if unguarded(p) {
-			continue
-		}
 		if _, ok := have[p]; !ok {
 			*out = append(*out, p)
 			continue

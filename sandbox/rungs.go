@@ -75,7 +75,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
-		Protected:     protectedPaths(p.Workspace),
+		Protected:     r.session.protected,
 		Home:          filepath.Join(r.scratch, "home"),
 		Caches:        mounts,
 		HostReadPaths: p.HostReadPaths,

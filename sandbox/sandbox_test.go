@@ -790,3 +790,30 @@ func TestNoneRung(t *testing.T) {
 		t.Fatalf("processes outlived their line: %v", left)
 	}
 }
+
+// TestSessionPinsProtected: a command of one run that makes a protected
+// path appear (a submodule's hooks and config) and swaps it for a link
+// cannot make the next run's view follow the link out of the workspace:
+// a session binds the protected paths that existed when it began.
+func TestSessionPinsProtected(t *testing.T) {
+	requireRung(t, RungBwrap)
+	ws := workspaceDir(t)
+	outside := filepath.Join(filepath.Dir(ws), "outside")
+	os.Mkdir(outside, 0o755)
+	target := filepath.Join(outside, "pwned")
+	done := make(chan *Result)
+	go func() {
+		l, _ := shell.Parse("sh -c 'mkdir -p .git/modules/x/hooks && ln -s " + target + " .git/modules/x/config && sleep 1.5'")
+		res, _ := Run(context.Background(), l, Profile{Workspace: ws, Rung: RungBwrap}, nil, nil)
+		done <- res
+	}()
+	time.Sleep(500 * time.Millisecond)
+	res := runLine(t, ws, "true", Profile{Rung: RungBwrap})
+	<-done
+	if _, err := os.Lstat(target); err == nil {
+		t.Fatalf("the next run's view followed a planted link out of the workspace: %s exists", target)
+	}
+	if res.Status != OK {
+		t.Fatalf("%+v", res)
+	}
+}

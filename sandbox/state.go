@@ -74,6 +74,10 @@ func CacheDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("rein-cache-%d", os.Getuid()))
 }
 
+// WorkspaceKey names a workspace in rein's state directories (its locks,
+// caches and trace store): a hash of its path.
+func WorkspaceKey(ws string) string { return workspaceKey(ws) }
+
 func workspaceKey(ws string) string {
 	sum := sha256.Sum256([]byte(ws))
 	return hex.EncodeToString(sum[:12])
@@ -233,6 +237,11 @@ type session struct {
 	unlock   func()
 	baseline *guard
 	whole    bool
+	// protected are the protected paths the session's runs bind.
+	protected []string
+	// starting is closed when the run starting the session has the lock
+	// (or failed to get it).
+	starting chan struct{}
 	// changed are the protected paths put back in the session so far:
 	// a run reports every one put back while it ran, whichever run's end
 	// found it, since runs side by side cannot tell whose it was.
@@ -258,18 +267,57 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 		sessions.m[ws] = s
 	}
 	sessions.Unlock()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refs > 0 {
-		if whole && !s.whole {
-			return nil, refuse(Unavailable, "a run on the bwrap rung holds the workspace, and a run on a rung that must copy the protected files cannot join it: wait for it to end")
+	for {
+		s.mu.Lock()
+		if s.refs > 0 {
+			defer s.mu.Unlock()
+			// A landlock run can change the protected files while it runs
+			// (they are put back after), so a bwrap run beside it could
+			// not trust the paths it binds; and a landlock run needs a
+			// baseline of the whole set, which a bwrap session does not
+			// take.
+			if whole != s.whole {
+				return nil, refuse(Unavailable, "runs on another rung hold the workspace (%s), and runs on the bwrap and the landlock rungs do not share one: wait for them to end", map[bool]string{true: "landlock or none", false: "bwrap"}[s.whole])
+			}
+			s.refs++
+			return s, nil
 		}
-		s.refs++
+		if ch := s.starting; ch != nil {
+			// Another run of this process is starting the session: wait
+			// for it (the lock is one per process), or for the caller.
+			s.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, refuse(Cancelled, "another run holds the workspace")
+			}
+		}
+		ch := make(chan struct{})
+		s.starting = ch
+		s.mu.Unlock()
+		unlock, g, protected, err := startSession(ctx, ws, whole)
+		s.mu.Lock()
+		s.starting = nil
+		close(ch)
+		if err == nil {
+			s.refs, s.unlock, s.baseline, s.whole, s.protected = 1, unlock, g, whole, protected
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 		return s, nil
 	}
+}
+
+// startSession waits for the workspace lock (without holding the
+// session), makes .git/hooks where a repository has none, and takes the
+// baseline and the protected paths of a new session.
+func startSession(ctx context.Context, ws string, whole bool) (func(), *guard, []string, error) {
 	unlock, err := lockWorkspace(ctx, ws)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	// What runs of a rein that died left behind is put back before the
 	// baseline is taken, or the baseline would hold their plants.
@@ -277,7 +325,7 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
 		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			unlock()
-			return nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
+			return nil, nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
 		}
 	}
 	// On the bwrap rung the protected paths are bind mounts and only git's
@@ -286,10 +334,19 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 	g, err := newGuard(ws, whole)
 	if err != nil {
 		unlock()
-		return nil, err
+		return nil, nil, nil, err
 	}
-	s.refs, s.unlock, s.baseline, s.whole = 1, unlock, g, whole
-	return s, nil
+	// The protected paths are fixed for the session: a run binds those
+	// that existed when it began, which every run of the session has bound
+	// read-only since, so no command of it can have swapped them for a
+	// link. A path that appears later is not bound until the next session.
+	var protected []string
+	for _, rel := range protectedPaths(ws) {
+		if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
+			protected = append(protected, rel)
+		}
+	}
+	return unlock, g, protected, nil
 }
 
 // mark is where a run starts in the session's list of changes.

@@ -41,8 +41,43 @@ type handle struct {
 	capture  string
 	out      *os.File // the capture, appended to by the sandbox
 	h        *sandbox.Handle
+	capped   *cappedWriter
+	cancel   context.CancelFunc
 	cursor   int64
 	ended    bool // its end was reported
+}
+
+// MaxCaptureBytes bounds what a handle's capture file keeps; beyond it the
+// output is dropped, and polls say so.
+const MaxCaptureBytes = 1 << 30
+
+// cappedWriter writes to f until left runs out, then drops the rest and
+// counts it: eight handles cannot fill the disk.
+type cappedWriter struct {
+	mu      sync.Mutex
+	f       *os.File
+	left    int64
+	dropped int64
+}
+
+func (w *cappedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := min(int64(len(p)), max(w.left, 0))
+	if n > 0 {
+		if _, err := w.f.Write(p[:n]); err != nil {
+			return 0, err
+		}
+		w.left -= n
+	}
+	w.dropped += int64(len(p)) - n
+	return len(p), nil
+}
+
+func (w *cappedWriter) droppedBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
 }
 
 func (h *handle) done() bool {
@@ -56,12 +91,13 @@ func (h *handle) done() bool {
 
 // handleTable holds a run's handles.
 type handleTable struct {
-	r      *Router
-	mu     sync.Mutex
-	all    map[string]*handle
-	n      int
-	ctx    context.Context
-	cancel context.CancelFunc
+	r        *Router
+	mu       sync.Mutex
+	all      map[string]*handle
+	n        int
+	starting int
+	ctx      context.Context
+	cancel   context.CancelFunc
 }
 
 func newHandleTable(r *Router) *handleTable {
@@ -141,12 +177,21 @@ func (c *Call) start(a StartArgs) *Result {
 		return res
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n := t.live(); n >= MaxHandles {
+	if n := t.live() + t.starting; n >= MaxHandles {
+		t.mu.Unlock()
 		return &Result{Status: Denied, Reason: fmt.Sprintf("%d handles are live, the most a run may have: kill one with shell_kill or wait for one to end", n)}
 	}
 	t.n++
+	t.starting++
 	id := fmt.Sprintf("%s/h%d", r.runID, t.n)
+	t.mu.Unlock()
+	// The table is not held while the sandbox starts, which may wait for
+	// another process's runs in the workspace.
+	defer func() {
+		t.mu.Lock()
+		t.starting--
+		t.mu.Unlock()
+	}()
 	dir, err := sandbox.StateDir("handles")
 	if err != nil {
 		return &Result{Status: Unavailable, Reason: err.Error()}
@@ -157,8 +202,18 @@ func (c *Call) start(a StartArgs) *Result {
 		return &Result{Status: Unavailable, Reason: "the handle's capture file: " + err.Error()}
 	}
 	prof := c.profile(timeout)
-	h, err := sandbox.Start(t.ctx, line, prof, out, out)
+	// The handle lives as long as the run, not the call; but a call that
+	// ends while the start still waits (for another process's runs in the
+	// workspace) gives up the start.
+	runCtx, cancel := context.WithCancel(t.ctx)
+	watch := context.AfterFunc(c.ctx, cancel)
+	capped := &cappedWriter{f: out, left: MaxCaptureBytes}
+	h, err := sandbox.Start(runCtx, line, prof, capped, capped)
+	if !watch() && err == nil {
+		h.Kill()
+	}
 	if err != nil {
+		cancel()
 		out.Close()
 		os.Remove(capture)
 		if se, ok := err.(*sandbox.Error); ok {
@@ -169,7 +224,9 @@ func (c *Call) start(a StartArgs) *Result {
 		}
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
-	t.all[id] = &handle{id: id, line: a.Line, capture: capture, out: out, h: h}
+	t.mu.Lock()
+	t.all[id] = &handle{id: id, line: a.Line, capture: capture, out: out, h: h, capped: capped, cancel: cancel}
+	t.mu.Unlock()
 	res.Status, res.Rung = OK, h.Rung()
 	res.Output = fmt.Sprintf("started %s on the %s rung: poll it with shell_poll {\"handle\": %q}", id, h.Rung(), id)
 	res.Data = map[string]any{"handle": id, "rung": h.Rung()}
@@ -209,6 +266,10 @@ func (c *Call) poll(id string, kill bool) *Result {
 		res.Output = fmt.Sprintf("[%d bytes skipped; the newest %d follow]\n", skipped, len(data)) + res.Output
 	}
 	res.records = append(res.records, trace.HandleOutput{RunID: r.runID, Handle: id, Offset: offset, Skipped: skipped, Data: data, At: time.Now()})
+	if d := h.capped.droppedBytes(); d > 0 {
+		res.Output += fmt.Sprintf("\n[rein: the capture keeps the first %d bytes; %d more were dropped]", MaxCaptureBytes, d)
+		info["dropped"] = d
+	}
 	if done {
 		sr := h.h.Wait()
 		code := sr.ExitCode

@@ -30,11 +30,11 @@ func pollUntilDone(t *testing.T, f *fixture, h string) (string, int64, *Envelope
 		}
 		d := env.Result.Data.(map[string]any)
 		text := env.Result.Output
-		if sk := d["skipped"].(int64); sk > 0 {
+		if sk := num(d["skipped"]); sk > 0 {
 			skipped += sk
 			text = text[strings.Index(text, "\n")+1:]
 		}
-		out.WriteString(text[:d["bytes"].(int)])
+		out.WriteString(text[:num(d["bytes"])])
 		if !d["running"].(bool) {
 			return out.String(), skipped, env
 		}

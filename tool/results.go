@@ -82,7 +82,10 @@ func (s *Results) Read(id string, offset, limit int64) (string, int64, error) {
 		return "", size, err
 	}
 	buf = buf[:n]
-	lo := int(offset - start)
+	lo := min(int(offset-start), len(buf))
+	if lo == len(buf) {
+		return "", size, nil
+	}
 	for lo > 0 && !utf8.RuneStart(buf[lo]) {
 		lo--
 	}

@@ -104,6 +104,7 @@ type Router struct {
 	observers   []func(Event)
 	handles     *handleTable
 	closed      bool
+	ownResults  bool // the result store is the run's own, removed at its end
 }
 
 // NewRouter starts a run: it opens the workspace and records the run.
@@ -137,6 +138,7 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		}
 		cfg.Results = &Results{Dir: filepath.Join(dir, r.runID)}
 		r.cfg.Results = cfg.Results
+		r.ownResults = true
 	}
 	if cfg.Store != nil {
 		if _, err := cfg.Store.Append(context.Background(), trace.Run{ID: r.runID, StartedAt: time.Now(), Workspace: cfg.Policy.Workspace,
@@ -177,6 +179,9 @@ func (r *Router) Close(status string) {
 	r.closed = true
 	r.mu.Unlock()
 	r.handles.killAll()
+	if r.ownResults {
+		os.RemoveAll(r.cfg.Results.Dir)
+	}
 	if r.cfg.Store != nil {
 		r.cfg.Store.AppendAll(context.Background(), trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
 			trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
@@ -207,8 +212,19 @@ func (r *Router) Call(ctx context.Context, name string, args json.RawMessage) *E
 	step := trace.Step{RunID: r.runID, Index: idx, Tool: name, Args: string(args), Status: string(res.Status), Reason: res.Reason,
 		ResultID: env.ResultID, Observation: env.Text(), StartedAt: start, DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 	if r.cfg.Store != nil {
-		if ids, err := r.cfg.Store.AppendAll(ctx, append([]trace.Record{step}, r.records(spec, res)...)...); err == nil {
+		ids, err := r.cfg.Store.AppendAll(context.WithoutCancel(ctx), append([]trace.Record{step}, r.records(spec, res)...)...)
+		if err == nil {
 			step.ID = ids[0]
+		} else {
+			// Nothing more runs unrecorded: the trace is down, and the run
+			// stops.
+			why := "the trace could not record a call: " + err.Error()
+			r.mu.Lock()
+			if r.stopped == "" {
+				r.stopped = why
+			}
+			r.mu.Unlock()
+			env.Preview += "\n[rein: " + why + "; the run is stopped]"
 		}
 	}
 	for _, f := range observers {
@@ -217,7 +233,24 @@ func (r *Router) Call(ctx context.Context, name string, args json.RawMessage) *E
 	return env
 }
 
-func (r *Router) call(ctx context.Context, name string, args json.RawMessage) (*Result, *Spec) {
+func (r *Router) call(ctx context.Context, name string, args json.RawMessage) (res *Result, spec *Spec) {
+	// A tool that panics fails its call and stops the run, rather than
+	// taking the process (and the put-back of protected files) with it.
+	defer func() {
+		if p := recover(); p != nil {
+			why := fmt.Sprintf("%s panicked: %v", name, p)
+			r.mu.Lock()
+			if r.stopped == "" {
+				r.stopped = why
+			}
+			r.mu.Unlock()
+			res = &Result{Status: Failed, Reason: why}
+		}
+	}()
+	return r.callTool(ctx, name, args)
+}
+
+func (r *Router) callTool(ctx context.Context, name string, args json.RawMessage) (*Result, *Spec) {
 	spec, err := r.reg.lookup(r.cfg.Surface, name)
 	if err != nil {
 		return &Result{Status: NotFound, Reason: err.Error()}, nil
@@ -236,25 +269,25 @@ func (r *Router) call(ctx context.Context, name string, args json.RawMessage) (*
 		return &Result{Status: Denied, Reason: "the run was stopped: " + stopped}, spec
 	case !slices.Contains(spec.Modes, r.cfg.Policy.Mode):
 		return &Result{Status: Denied, Reason: fmt.Sprintf("%s does not run in %s mode", name, r.cfg.Policy.Mode)}, spec
-	case !spec.ReadOnly && down != "":
+	case !spec.ReadOnly && down != "" && name != "shell_kill":
 		return &Result{Status: Denied, Reason: "the sandbox is down in this run, so no more writes are made: " + down}, spec
 	}
 	if v := r.cfg.Policy.CheckTool(name); v.Decision == policy.Deny {
 		res := &Result{Status: Denied, Reason: v.Reason, Rule: v.Rule}
 		res.note("refusal", v)
-		return r.refused(name, string(args), res), spec
+		return r.refused(name, args, res), spec
 	}
 	res := spec.run(ctx, &Call{Router: r, Spec: spec, ctx: ctx}, args)
 	if res.Status == Denied {
-		res = r.refused(name, string(args), res)
+		res = r.refused(name, args, res)
 	}
 	return res, spec
 }
 
 // refused counts a refusal; the same one coming back too often stops the
 // run.
-func (r *Router) refused(name, target string, res *Result) *Result {
-	if stop := r.repeats.Note(name, target, res.Reason); stop != nil {
+func (r *Router) refused(name string, args json.RawMessage, res *Result) *Result {
+	if stop := r.repeats.Note(name, refusalTarget(args), res.Reason); stop != nil {
 		r.mu.Lock()
 		r.stopped = stop.Error()
 		r.mu.Unlock()
@@ -263,10 +296,33 @@ func (r *Router) refused(name, target string, res *Result) *Result {
 	return res
 }
 
+// refusalTarget is what a refused call was about, the same however its
+// arguments were ordered or spaced, and whatever timeout it asked for.
+func refusalTarget(args json.RawMessage) string {
+	var v map[string]any
+	if json.Unmarshal(args, &v) != nil {
+		return string(args)
+	}
+	delete(v, "timeout")
+	data, _ := json.Marshal(v) // map keys are sorted
+	return string(data)
+}
+
 // envelope bounds the result for the model and keeps the whole of it.
 func (r *Router) envelope(name string, res *Result) *Envelope {
 	red := r.cfg.Redactor
-	res.Output, res.Reason = red.Redact(res.Output), red.Redact(res.Reason)
+	res.Output, res.Reason, res.Diff = red.Redact(res.Output), red.Redact(res.Reason), red.Redact(res.Diff)
+	// The structured result holds text too (a command's streams, a file's
+	// content, a diff): it goes through the same chokepoint, as JSON, and
+	// is dropped if it does not come back whole.
+	if res.Data != nil {
+		var v any
+		if data, err := json.Marshal(res.Data); err == nil && json.Unmarshal([]byte(red.Redact(string(data))), &v) == nil {
+			res.Data = v
+		} else {
+			res.Data = nil
+		}
+	}
 	env := &Envelope{Tool: name, Status: res.Status, Reason: res.Reason, ExitCode: res.ExitCode, Rung: res.Rung, LimitHit: res.LimitHit, Result: res}
 	if res.Rule != nil {
 		env.Rule, env.Layer, env.File = res.Rule.Rule, res.Rule.Layer.String(), res.Rule.File

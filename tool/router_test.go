@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 // helperRouter is a router over the workspace's trace store, as rein tool
 // makes one.
 func helperRouter(ws string, p *policy.Policy) (*Router, error) {
-	store, err := trace.Open(filepath.Join(ws, ".rein", "trace.db"), nil)
+	store, err := trace.Open(filepath.Join(filepath.Dir(ws), "trace.db"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +75,7 @@ func newFixture(t *testing.T, mode policy.Mode, rules []policy.Rule, approver po
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := trace.Open(filepath.Join(ws, ".rein", "trace.db"), trace.NewRedactor("sekrit-value-123"))
+	store, err := trace.Open(filepath.Join(root, "trace.db"), trace.NewRedactor("sekrit-value-123"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestEnvelopeAndReadResult(t *testing.T) {
 		if e.Status != OK {
 			t.Fatalf("%+v", e)
 		}
-		n := d["bytes"].(int)
+		n := int(num(d["bytes"]))
 		got.WriteString(e.Result.Output[:n])
 		off += n
 	}
@@ -230,14 +230,39 @@ func TestSecretsRedacted(t *testing.T) {
 			t.Fatalf("the trace holds the secret: %+v", s)
 		}
 	}
+	// The structured result (what --json prints) is redacted too.
+	if data, _ := json.Marshal(env.Result); strings.Contains(string(data), "sekrit-value-123") || strings.Contains(string(data), "ghp_") {
+		t.Fatalf("the result object holds the secret: %s", data)
+	}
+	os.WriteFile(filepath.Join(f.ws, "creds.txt"), []byte("sekrit-value-123\n"), 0o644)
+	env = f.call(t, "read_file", obj{"path": "creds.txt"})
+	if data, _ := json.Marshal(env.Result); env.Status != OK || strings.Contains(string(data), "sekrit-value-123") {
+		t.Fatalf("read_file's result object holds the secret: %s", data)
+	}
+}
+
+// TestTraceDownStops: a call the trace cannot record stops the run.
+func TestTraceDownStops(t *testing.T) {
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	f.store.Close()
+	env := f.call(t, "read_file", obj{"path": "src/main.go"})
+	if !strings.Contains(env.Preview, "the trace could not record a call") {
+		t.Fatalf("%+v", env)
+	}
+	env = f.call(t, "read_file", obj{"path": "src/main.go"})
+	if env.Status != Denied || !strings.Contains(env.Reason, "the run was stopped: the trace could not record") {
+		t.Fatalf("%+v", env)
+	}
 }
 
 // TestRepeatedRefusalStops: the same refusal five times stops the run.
 func TestRepeatedRefusalStops(t *testing.T) {
 	f := newFixture(t, policy.ModeAsk, []policy.Rule{{Act: policy.ActExec, Effect: policy.Deny, Pattern: "curl *"}}, nil)
 	var env *Envelope
-	for range 5 {
-		env = f.call(t, "exec", obj{"argv": []string{"curl", "http://x"}})
+	// Reordered keys, spacing and another timeout are the same refusal.
+	for _, args := range []string{`{"argv":["curl","http://x"]}`, `{ "argv" : ["curl", "http://x"] }`, `{"timeout":"5s","argv":["curl","http://x"]}`,
+		`{"argv":["curl","http://x"],"timeout":"9s"}`, `{"argv":["curl","http://x"]}`} {
+		env = f.r.Call(context.Background(), "exec", json.RawMessage(args))
 	}
 	if env.Status != Denied || !strings.Contains(env.Reason, "refused 5 times") {
 		t.Fatalf("%+v", env)
@@ -312,4 +337,52 @@ func TestSurfaces(t *testing.T) {
 	if _, err := reg.Surface("nope"); err == nil || !strings.Contains(err.Error(), "coding") {
 		t.Fatalf("%v", err)
 	}
+}
+
+// TestReadResultBounds: offsets at and past the end read nothing or are
+// refused, never crash the router.
+func TestReadResultBounds(t *testing.T) {
+	dir := t.TempDir()
+	s := &Results{Dir: dir}
+	id, err := s.Put("héllo wörld")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(len("héllo wörld"))
+	for _, c := range []struct {
+		off, limit int64
+		want       string
+		err        bool
+	}{
+		{0, 100, "héllo wörld", false},
+		{size, 10, "", false},
+		{size + 1, 10, "", true},
+		{-1, 10, "", true},
+		{2, 1, "é", false}, // inside é: widened to the whole character
+		{0, 0, "", false},
+		{0, 1 << 62, "héllo wörld", false},
+	} {
+		got, _, err := s.Read(id, c.off, c.limit)
+		if got != c.want || (err != nil) != c.err {
+			t.Errorf("Read(%d, %d) = %q, %v; want %q, error %v", c.off, c.limit, got, err, c.want, c.err)
+		}
+	}
+	for _, bad := range []string{"../x", "r-../../etc", "r-0123456789abcdef/x", ""} {
+		if _, _, err := s.Read(bad, 0, 1); err == nil {
+			t.Errorf("id %q was read", bad)
+		}
+	}
+}
+
+// num reads a JSON number of a result's data.
+func num(v any) int64 {
+	switch n := v.(type) {
+	case float64:
+		return int64(n)
+	case int64:
+		return n
+	case int:
+		return int64(n)
+	}
+	return -1
 }

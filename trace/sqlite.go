@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -77,6 +78,21 @@ func Open(path string, r *Redactor) (*SQLite, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
+	}
+	// SQLite follows links and writes through hard links: a store, or its
+	// WAL, that is anything but a plain file of its own is refused.
+	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		fi, err := os.Lstat(f)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if !fi.Mode().IsRegular() || st == nil || st.Nlink != 1 {
+			return nil, fmt.Errorf("trace: %s is not a plain file (a link, or a file with other names): refused", f)
+		}
 	}
 	// WAL with synchronous NORMAL survives a crash of any process (not a
 	// power loss of the last transactions); the busy timeout and

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -230,5 +231,31 @@ func BenchmarkRedact(b *testing.B) {
 	obs := strings.Repeat("output line of a tool call\n", 40)
 	for b.Loop() {
 		r.Redact(obs)
+	}
+}
+
+// TestOpenRefusesLinks: a store that is a link, or a file with another
+// name, is refused: SQLite would write through it.
+func TestOpenRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	os.WriteFile(victim, []byte("not yours"), 0o644)
+	link := filepath.Join(dir, "link.db")
+	os.Symlink(victim, link)
+	if _, err := Open(link, nil); err == nil || !strings.Contains(err.Error(), "not a plain file") {
+		t.Fatalf("a linked store was opened: %v", err)
+	}
+	hard := filepath.Join(dir, "hard.db")
+	os.Link(victim, hard)
+	if _, err := Open(hard, nil); err == nil {
+		t.Fatal("a store with another name was opened")
+	}
+	wal := filepath.Join(dir, "w.db")
+	os.Symlink(victim, wal+"-wal")
+	if _, err := Open(wal, nil); err == nil {
+		t.Fatal("a store whose WAL is a link was opened")
+	}
+	if data, _ := os.ReadFile(victim); string(data) != "not yours" {
+		t.Fatal("the link's target was written")
 	}
 }

@@ -23,7 +23,7 @@ import (
 type traceFlag struct{ path string }
 
 func (t *traceFlag) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default WORKSPACE/.rein/trace.db; env REIN_TRACE)")
+	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
 }
 
 // open opens the store: the flag, else REIN_TRACE, else the workspace's.
@@ -33,7 +33,12 @@ func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, er
 		path = os.Getenv("REIN_TRACE")
 	}
 	if path == "" {
-		path = filepath.Join(workspace, ".rein", "trace.db")
+		// Outside the workspace, where no command can reach it.
+		dir, err := sandbox.StateDir("trace")
+		if err != nil {
+			return nil, &exitError{exitUsage, err.Error()}
+		}
+		path = filepath.Join(dir, sandbox.WorkspaceKey(workspace)+".db")
 	}
 	s, err := trace.Open(path, r)
 	if err != nil {
@@ -191,10 +196,15 @@ func newTraceCmd() *cobra.Command {
 			}
 			ws = wd
 		}
+		if abs, err := filepath.Abs(ws); err == nil {
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				ws = real
+			}
+		}
 		return tf.open(ws, nil)
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&tf.path, "trace", "", "the trace store (default WORKSPACE/.rein/trace.db; env REIN_TRACE)")
+	pf.StringVar(&tf.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
 	pf.StringVar(&workspace, "workspace", "", "the workspace whose trace to read (default: the current directory)")
 	pf.BoolVar(&asJSON, "json", false, "print JSON")
 	ctx := context.Background()
@@ -242,7 +252,7 @@ func newTraceCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			for _, st := range steps {
-				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, st.Tool, st.Args, st.Status, st.DurationMS)
+				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, policy.Printable(st.Tool), policy.Printable(st.Args), st.Status, st.DurationMS)
 				if st.Reason != "" {
 					fmt.Fprintf(out, "  reason: %s\n", policy.Printable(st.Reason))
 				}
@@ -253,12 +263,12 @@ func newTraceCmd() *cobra.Command {
 				}
 				for _, e := range sb {
 					if e.StepID == st.ID {
-						fmt.Fprintf(out, "  sandbox %s: %s\n", e.Kind, e.Detail)
+						fmt.Fprintf(out, "  sandbox %s: %s\n", e.Kind, policy.Printable(e.Detail))
 					}
 				}
 				for _, e := range edits {
 					if e.StepID == st.ID {
-						fmt.Fprintf(out, "  edit %s:\n%s", e.Path, indent(e.Diff))
+						fmt.Fprintf(out, "  edit %s:\n%s", policy.Printable(e.Path), indent(e.Diff))
 					}
 				}
 			}
@@ -317,7 +327,7 @@ func newTraceCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "HANDLE\tRUNG\tREAD\tSKIPPED\tLINE")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Handle.Handle, r.Rung, r.BytesRead, r.Skipped, r.Line)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Handle.Handle, r.Rung, r.BytesRead, r.Skipped, policy.Printable(r.Line))
 			}
 			return tw.Flush()
 		}}
@@ -349,12 +359,13 @@ func attribution(e trace.PolicyEvent) string {
 	return s + ")"
 }
 
+// indent indents a diff for the terminal, each line made printable.
 func indent(s string) string {
-	lines := strings.SplitAfter(s, "\n")
-	for i, l := range lines {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
 		if l != "" {
-			lines[i] = "    " + l
+			b.WriteString("    " + policy.Printable(strings.TrimSuffix(l, "\n")) + "\n")
 		}
 	}
-	return strings.Join(lines, "")
+	return b.String()
 }
