@@ -28,8 +28,8 @@ func pollUntilDone(t *testing.T, f *fixture, h string) (string, int64, *Envelope
 		if env.Status != OK {
 			t.Fatalf("%+v", env)
 		}
-		d := env.Result.Data.(map[string]any)
-		text := env.Result.Output
+		d := env.Result().Data.(map[string]any)
+		text := env.Result().Output
 		if sk := num(d["skipped"]); sk > 0 {
 			skipped += sk
 			text = text[strings.Index(text, "\n")+1:]
@@ -52,7 +52,7 @@ func TestHandles(t *testing.T) {
 	if env.Status != OK {
 		t.Fatalf("%+v", env)
 	}
-	h := env.Result.Data.(map[string]any)["handle"].(string)
+	h := env.Result().Data.(map[string]any)["handle"].(string)
 	out, skipped, last := pollUntilDone(t, f, h)
 	if out != "one\ntwo\n" || skipped != 0 || last.ExitCode == nil || *last.ExitCode != 4 || !strings.Contains(last.Preview, "failed, exit 4") {
 		t.Fatalf("%q %d %+v", out, skipped, last)
@@ -88,7 +88,7 @@ func TestHandleCap(t *testing.T) {
 		if env.Status != OK {
 			t.Fatalf("%+v", env)
 		}
-		ids = append(ids, env.Result.Data.(map[string]any)["handle"].(string))
+		ids = append(ids, env.Result().Data.(map[string]any)["handle"].(string))
 	}
 	env := f.call(t, "shell_start", obj{"line": "true"})
 	if env.Status != Denied || !strings.Contains(env.Reason, "8 handles are live, the most a run may have") {
@@ -118,7 +118,7 @@ func TestHandlesUnderLoad(t *testing.T) {
 		if env.Status != OK {
 			t.Fatalf("%+v", env)
 		}
-		ids = append(ids, env.Result.Data.(map[string]any)["handle"].(string))
+		ids = append(ids, env.Result().Data.(map[string]any)["handle"].(string))
 	}
 	var peak uint64
 	stop := make(chan struct{})
@@ -210,7 +210,7 @@ func handleHelper(ws, line string) {
 		fmt.Println(env.Text())
 		os.Exit(3)
 	}
-	fmt.Println(env.Result.Data.(map[string]any)["handle"])
+	fmt.Println(env.Result().Data.(map[string]any)["handle"])
 	select {}
 }
 

@@ -59,9 +59,30 @@ type Envelope struct {
 	Chars       int    `json:"chars"`
 	ElidedChars int    `json:"elided_chars"`
 	ResultID    string `json:"result_id,omitempty"`
-	// Result is the whole result, redacted, for callers that are not a
-	// model (rein tool --json).
-	Result *Result `json:"-"`
+	result   *Result
+	redactor *trace.Redactor
+	once     sync.Once
+}
+
+// Result is the whole result, for callers that are not a model (rein
+// tool --json). Its structured data holds text too (a command's streams, a
+// file's content, a diff), so it goes through the same chokepoint, as
+// JSON, the first time it is asked for, and is dropped if it does not come
+// back whole.
+func (e *Envelope) Result() *Result {
+	e.once.Do(func() {
+		res := e.result
+		if res.Data == nil {
+			return
+		}
+		var v any
+		if data, err := json.Marshal(res.Data); err == nil && json.Unmarshal([]byte(e.redactor.Redact(string(data))), &v) == nil {
+			res.Data = v
+		} else {
+			res.Data = nil
+		}
+	})
+	return e.result
 }
 
 // Text is the envelope as a model reads it.
@@ -312,18 +333,7 @@ func refusalTarget(args json.RawMessage) string {
 func (r *Router) envelope(name string, res *Result) *Envelope {
 	red := r.cfg.Redactor
 	res.Output, res.Reason, res.Diff = red.Redact(res.Output), red.Redact(res.Reason), red.Redact(res.Diff)
-	// The structured result holds text too (a command's streams, a file's
-	// content, a diff): it goes through the same chokepoint, as JSON, and
-	// is dropped if it does not come back whole.
-	if res.Data != nil {
-		var v any
-		if data, err := json.Marshal(res.Data); err == nil && json.Unmarshal([]byte(red.Redact(string(data))), &v) == nil {
-			res.Data = v
-		} else {
-			res.Data = nil
-		}
-	}
-	env := &Envelope{Tool: name, Status: res.Status, Reason: res.Reason, ExitCode: res.ExitCode, Rung: res.Rung, LimitHit: res.LimitHit, Result: res}
+	env := &Envelope{Tool: name, Status: res.Status, Reason: res.Reason, ExitCode: res.ExitCode, Rung: res.Rung, LimitHit: res.LimitHit, result: res, redactor: red}
 	if res.Rule != nil {
 		env.Rule, env.Layer, env.File = res.Rule.Rule, res.Rule.Layer.String(), res.Rule.File
 	}

@@ -201,12 +201,12 @@ func TestEnvelopeAndReadResult(t *testing.T) {
 	var got strings.Builder
 	for off := 0; off < len(want); {
 		e := f.call(t, "read_result", obj{"id": env.ResultID, "offset": off, "limit": 3000})
-		d := e.Result.Data.(map[string]any)
+		d := e.Result().Data.(map[string]any)
 		if e.Status != OK {
 			t.Fatalf("%+v", e)
 		}
 		n := int(num(d["bytes"]))
-		got.WriteString(e.Result.Output[:n])
+		got.WriteString(e.Result().Output[:n])
 		off += n
 	}
 	if got.String() != want {
@@ -231,12 +231,12 @@ func TestSecretsRedacted(t *testing.T) {
 		}
 	}
 	// The structured result (what --json prints) is redacted too.
-	if data, _ := json.Marshal(env.Result); strings.Contains(string(data), "sekrit-value-123") || strings.Contains(string(data), "ghp_") {
+	if data, _ := json.Marshal(env.Result()); strings.Contains(string(data), "sekrit-value-123") || strings.Contains(string(data), "ghp_") {
 		t.Fatalf("the result object holds the secret: %s", data)
 	}
 	os.WriteFile(filepath.Join(f.ws, "creds.txt"), []byte("sekrit-value-123\n"), 0o644)
 	env = f.call(t, "read_file", obj{"path": "creds.txt"})
-	if data, _ := json.Marshal(env.Result); env.Status != OK || strings.Contains(string(data), "sekrit-value-123") {
+	if data, _ := json.Marshal(env.Result()); env.Status != OK || strings.Contains(string(data), "sekrit-value-123") {
 		t.Fatalf("read_file's result object holds the secret: %s", data)
 	}
 }

@@ -108,7 +108,7 @@ for any other status.`,
 			}
 			r.Close(status)
 			if asJSON {
-				out := map[string]any{"run": r.RunID(), "envelope": env, "result": env.Result}
+				out := map[string]any{"run": r.RunID(), "envelope": env, "result": env.Result()}
 				if err := writeJSON(cmd.OutOrStdout(), out, 0); err != nil {
 					return err
 				}
