@@ -59,9 +59,9 @@ type Envelope struct {
 	Chars       int    `json:"chars"`
 	ElidedChars int    `json:"elided_chars"`
 	ResultID    string `json:"result_id,omitempty"`
-	result   *Result
-	redactor *trace.Redactor
-	once     sync.Once
+	result      *Result
+	redactor    *trace.Redactor
+	once        sync.Once
 }
 
 // Result is the whole result, for callers that are not a model (rein
