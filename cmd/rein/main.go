@@ -55,7 +55,7 @@ happens, and says which rule in which file decided it.`,
 	pf.StringVar(&sf.user, "user-policy", "", "user policy file (default ~/.config/rein/policy.toml; env REIN_USER_POLICY)")
 	pf.StringVar(&sf.project, "project-policy", "", "project policy file (default WORKSPACE/.rein/policy.toml; env REIN_PROJECT_POLICY)")
 	root.AddCommand(newPolicyCmd(&sf), newTrustCmd(&sf), newSandboxCmd(), newExecCmd(&sf), newShellCmd(&sf), newDoctorCmd(),
-		newToolCmd(&sf), newToolsCmd(), newTraceCmd())
+		newToolCmd(&sf), newToolsCmd(), newTraceCmd(), newHookCmd(&sf))
 	return root
 }
 
@@ -68,8 +68,14 @@ func main() {
 
 // run executes one command line of rein and returns its exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	return runIn(args, os.Stdin, stdout, stderr)
+}
+
+// runIn is run with stdin given.
+func runIn(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot()
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.Execute()

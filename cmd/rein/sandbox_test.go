@@ -230,3 +230,65 @@ func TestToolAndTrace(t *testing.T) {
 		t.Fatalf("REIN_TRACE was not used: %v", err)
 	}
 }
+
+// TestHookClaudeCode: recorded PreToolUse inputs get Claude Code's hook
+// output, malformed input is denied, every decision is in the trace, and
+// install merges the entry into a settings file once.
+func TestHookClaudeCode(t *testing.T) {
+	home, ws := docFixture(t)
+	hookCall := func(input string) (string, string) {
+		var out, errOut strings.Builder
+		code := runIn([]string{"hook", "claude-code"}, strings.NewReader(input), &out, &errOut)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		var o struct {
+			HookSpecificOutput struct {
+				HookEventName, PermissionDecision, PermissionDecisionReason string
+			}
+		}
+		if err := json.Unmarshal([]byte(out.String()), &o); err != nil || o.HookSpecificOutput.HookEventName != "PreToolUse" {
+			t.Fatalf("not hook output: %v %q", err, out.String())
+		}
+		return o.HookSpecificOutput.PermissionDecision, o.HookSpecificOutput.PermissionDecisionReason
+	}
+	in := func(tool, input string) string {
+		return `{"session_id":"abc","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":` + input + `}`
+	}
+	for _, c := range []struct{ input, want, reason string }{
+		{in("Bash", `{"command":"git status"}`), "allow", ""},
+		{in("Bash", `{"command":"rm -rf ~"}`), "deny", "hard deny"},
+		{in("Read", `{"file_path":"`+home+`/.ssh/id_rsa"}`), "deny", "protected"},
+		{in("Write", `{"file_path":"`+ws+`/main.go","content":"x"}`), "allow", ""},
+		{in("mcp__x__y", `{}`), "ask", "no tool rule"},
+		{`{"tool_name": `, "deny", "not JSON"},
+		{`{"tool_name":"Bash","tool_input":{"command":"ls"}}`, "deny", "no project directory"},
+	} {
+		t.Setenv("CLAUDE_PROJECT_DIR", "")
+		got, reason := hookCall(c.input)
+		if got != c.want || !strings.Contains(reason, c.reason) || !strings.HasPrefix(reason, "rein: ") {
+			t.Errorf("%s: %s %q, want %s containing %q", c.input, got, reason, c.want, c.reason)
+		}
+	}
+	code, out, _ := rein(t, "trace", "show", "claude-code-abc")
+	if code != 0 || strings.Count(out, "step ") != 5 || !strings.Contains(out, "Bash") {
+		t.Fatalf("trace show: exit %d\n%s", code, out)
+	}
+	settings := ws + "/.claude/settings.json"
+	os.MkdirAll(ws+"/.claude", 0o755)
+	os.WriteFile(settings, []byte(`{"model": "x", "hooks": {"PostToolUse": []}}`), 0o644)
+	for range 2 {
+		if code, _, errOut := rein(t, "hook", "install", "--settings", settings); code != 0 {
+			t.Fatalf("install: %d %s", code, errOut)
+		}
+	}
+	var s map[string]any
+	data, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(data, &s); err != nil || s["model"] != "x" {
+		t.Fatalf("%v %s", err, data)
+	}
+	pre := s["hooks"].(map[string]any)["PreToolUse"].([]any)
+	if len(pre) != 1 || !strings.Contains(string(data), "hook claude-code") {
+		t.Fatalf("the entry was not added exactly once: %s", data)
+	}
+}

@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"sandbox/cgroup":        {},
 	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan"},
 	"trace":                 {},
+	"hook":                  {"shell", "workspace", "policy"},
 	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan", "trace"},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/searchfiles": {"files", "workspace"},

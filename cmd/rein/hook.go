@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/workspace"
+)
+
+// hookTimeout bounds one hook answer; past it the answer is deny.
+const hookTimeout = 10 * time.Second
+
+// maxHookInput bounds what the hook reads of its input.
+const maxHookInput = 8 << 20
+
+func newHookCmd(sf *scopeFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "Decide another agent's own tool calls with rein's policy",
+	}
+	var workspaceFlag string
+	var tf traceFlag
+	cc := &cobra.Command{
+		Use:   "claude-code",
+		Short: "Claude Code's PreToolUse hook: read the call on stdin, answer allow, deny or ask",
+		Long: `Read Claude Code's PreToolUse JSON on stdin and print its hook output
+JSON: permissionDecision allow, deny or ask, with a reason naming the rule
+and layer. Bash goes through rein's grammar and policy; Read, Write, Edit,
+MultiEdit, NotebookEdit, Glob and Grep through the path rules and the
+workspace; WebFetch and WebSearch through the net rules; MCP tools and any
+other through the tool rules. Malformed input, an internal error or a
+timeout answers deny. Every decision is recorded in the trace.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			var once bool
+			answer := func(d hook.Decision) {
+				if once {
+					return
+				}
+				once = true
+				json.NewEncoder(out).Encode(d.Output())
+			}
+			done := make(chan hook.Decision, 1)
+			go func() {
+				defer func() {
+					if p := recover(); p != nil {
+						done <- hook.Denied(fmt.Sprintf("internal error: %v", p))
+					}
+				}()
+				done <- decideHook(cmd, sf, workspaceFlag, &tf)
+			}()
+			select {
+			case d := <-done:
+				answer(d)
+			case <-time.After(hookTimeout):
+				answer(hook.Denied(fmt.Sprintf("no decision within %s", hookTimeout)))
+			}
+			return nil
+		},
+	}
+	cc.Flags().StringVar(&workspaceFlag, "workspace", "", "the project (default: $CLAUDE_PROJECT_DIR, else the input's cwd)")
+	tf.register(cc)
+	var settings string
+	install := &cobra.Command{
+		Use:   "install [--settings FILE]",
+		Short: "Print, or merge into a settings.json, the hook entry that runs rein for every Claude Code tool",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": exe + " hook claude-code", "timeout": 30}}}
+			if settings == "" {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
+			}
+			return mergeHook(settings, entry, cmd.OutOrStdout())
+		},
+	}
+	install.Flags().StringVar(&settings, "settings", "", "merge into this settings.json (for example .claude/settings.json), keeping everything else in it")
+	cmd.AddCommand(cc, install)
+	return cmd
+}
+
+// decideHook reads the input, loads the project's policy, decides and
+// records the decision.
+func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag) hook.Decision {
+	data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
+	if err != nil {
+		return hook.Denied("reading the hook input: " + err.Error())
+	}
+	if len(data) > maxHookInput {
+		return hook.Denied("the hook input is larger than 8 MiB")
+	}
+	in, err := hook.Parse(data)
+	if err != nil {
+		return hook.Denied(err.Error())
+	}
+	ws := wsFlag
+	if ws == "" {
+		ws = os.Getenv("CLAUDE_PROJECT_DIR")
+	}
+	if ws == "" {
+		ws = in.Cwd
+	}
+	if ws == "" || !filepath.IsAbs(ws) {
+		return hook.Denied("no project directory: pass --workspace or run from Claude Code (CLAUDE_PROJECT_DIR)")
+	}
+	p, err := policy.Load(policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project})
+	if err != nil {
+		return hook.Denied("the policy: " + err.Error())
+	}
+	w, err := workspace.Open(p.Workspace)
+	if err != nil {
+		return hook.Denied("the workspace: " + err.Error())
+	}
+	d := hook.Decide(p, w, in)
+	if err := recordHook(p, tf, in, d); err != nil {
+		return hook.Denied("the trace could not record the decision: " + err.Error())
+	}
+	return d
+}
+
+var sessionChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// recordHook records the decision as a step of the Claude Code session's
+// run.
+func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision) error {
+	red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
+	store, err := tf.open(p.Workspace, red)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx := context.Background()
+	run := "claude-code-" + sessionChars.ReplaceAllString(in.SessionID, "_")
+	if runs, err := store.Steps(ctx, run); err == nil && len(runs) == 0 {
+		// The session's first call starts its run; a second process
+		// racing this one fails on the unique id, which is fine.
+		store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: p.Workspace, Surface: "claude-code", Mode: p.Mode.String(), Source: "hook", PID: os.Getppid()})
+	}
+	recs := []trace.Record{trace.Step{RunID: run, Tool: in.ToolName, Args: string(in.ToolInput), Status: d.Answer, Reason: d.Reason,
+		Observation: d.Reason, StartedAt: time.Now()}}
+	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: d.Answer, Reason: d.Reason, At: time.Now()}
+	if d.Answer != hook.Deny {
+		ev.Kind = "decision"
+	}
+	if d.Verdict != nil && d.Verdict.Rule != nil {
+		ev.Rule, ev.Layer, ev.File = d.Verdict.Rule.Rule, d.Verdict.Rule.Layer.String(), d.Verdict.Rule.File
+	}
+	_, err = store.AppendAll(ctx, append(recs, ev)...)
+	return err
+}
+
+// mergeHook adds entry to the PreToolUse hooks of a settings file,
+// keeping everything else; an entry running the same command is not
+// added twice.
+func mergeHook(path string, entry map[string]any, out io.Writer) error {
+	settings := map[string]any{}
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &settings); err != nil {
+			return &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	hooks, _ := settings["hooks"].(map[string]any)
+	if hooks == nil {
+		hooks = map[string]any{}
+	}
+	pre, _ := hooks["PreToolUse"].([]any)
+	want := entry["hooks"].([]any)[0].(map[string]any)["command"]
+	for _, e := range pre {
+		if m, ok := e.(map[string]any); ok {
+			if hs, ok := m["hooks"].([]any); ok {
+				for _, h := range hs {
+					if hm, ok := h.(map[string]any); ok && hm["command"] == want {
+						fmt.Fprintf(out, "%s already runs %s\n", path, want)
+						return nil
+					}
+				}
+			}
+		}
+	}
+	hooks["PreToolUse"] = append(pre, entry)
+	settings["hooks"] = hooks
+	data, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".rein-tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(out, "added to %s: rein decides every Claude Code tool call (%s)\n", path, want)
+	return nil
+}
