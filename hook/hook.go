@@ -15,9 +15,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
+
+	"golang.org/x/net/idna"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
@@ -111,7 +117,10 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		if !ok {
 			return Denied("Bash without a command string")
 		}
-		line, err := shell.Parse(cmd)
+		if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
+			return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
+		}
+		line, err := shell.Parser{Home: p.Home}.Parse(cmd)
 		if err != nil {
 			return Denied("refused by rein's grammar: " + err.Error())
 		}
@@ -119,11 +128,24 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		if dir == "" || !filepath.IsAbs(dir) {
 			dir = p.Workspace
 		}
-		return fromVerdict(p.CheckIn(line, dir))
+		if why := checkBash(cmd, line, dir, p.Home); why != "" {
+			return Denied(why)
+		}
+		d := fromVerdict(p.CheckIn(line, dir))
+		if d.Answer == Allow {
+			if why := checkGit(line, dir, p.Workspace); why != "" {
+				return Decision{Answer: Ask, Reason: why}
+			}
+		}
+		return d
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		path, ok := field("file_path", "notebook_path")
+		name := "file_path"
+		if in.ToolName == "NotebookEdit" {
+			name = "notebook_path"
+		}
+		path, ok := field(name)
 		if !ok || path == "" {
-			return Denied(in.ToolName + " without a file path")
+			return Denied(in.ToolName + " without " + name)
 		}
 		act := policy.ActWrite
 		if in.ToolName == "Read" {
@@ -138,26 +160,37 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		if path == "" {
 			path = p.Workspace
 		}
-		return decidePath(p, ws, policy.ActRead, path, in.Cwd)
+		d := decidePath(p, ws, policy.ActRead, path, in.Cwd)
+		if d.Answer == Deny {
+			return d
+		}
+		// A pattern with a base of its own reaches beyond path.
+		for _, k := range []string{"pattern", "glob"} {
+			if k == "pattern" && in.ToolName != "Glob" {
+				continue
+			}
+			pat, _ := field(k)
+			if filepath.IsAbs(pat) || strings.HasPrefix(pat, "~") || slices.Contains(strings.Split(pat, "/"), "..") {
+				return Decision{Answer: Ask, Reason: fmt.Sprintf("%s's %s %q reaches outside the directory searched", in.ToolName, k, pat)}
+			}
+		}
+		if in.ToolName == "Grep" && d.Answer == Allow {
+			// A search of a directory reads every file in it, ignored and
+			// hidden ones too when its glob names them: the protected
+			// secrets among them are not decided one by one.
+			if fi, err := os.Stat(expandHome(path, p.Home)); err == nil && fi.IsDir() {
+				return Decision{Answer: Ask, Reason: "Grep over a directory reads files the policy may protect (.env, keys), which rein cannot decide one by one"}
+			}
+		}
+		return d
 	case "WebFetch":
 		raw, ok := field("url")
 		if !ok {
 			return Denied("WebFetch without a url")
 		}
-		u, err := url.Parse(raw)
-		if err != nil || u.Hostname() == "" {
-			return Denied(fmt.Sprintf("WebFetch of %q, which is not a URL with a host", raw))
-		}
-		port := u.Port()
-		if port == "" {
-			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-		}
-		if port == "" {
-			return Denied(fmt.Sprintf("WebFetch of a %q URL: only http and https are decided", u.Scheme))
-		}
-		target := u.Hostname() + ":" + port
-		if u.Scheme == "http" {
-			target += u.EscapedPath()
+		target, why := fetchTarget(raw)
+		if why != "" {
+			return Denied(why)
 		}
 		return fromVerdict(p.CheckNet(target))
 	case "WebSearch":
@@ -171,12 +204,28 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 // decidePath decides an access to a path a file tool names: the protected
 // set, a write outside the workspace, and the path rules.
 func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path, cwd string) Decision {
+	if strings.HasPrefix(path, "~") && path != "~" && !strings.HasPrefix(path, "~/") {
+		return Denied(fmt.Sprintf("%s names another user's home", path))
+	}
+	path = expandHome(path, p.Home)
 	if !filepath.IsAbs(path) {
 		base := cwd
 		if base == "" {
 			base = p.Workspace
 		}
 		path = filepath.Join(base, path)
+	}
+	// A path with .. is decided as written and as the disk resolves it
+	// (through a link, .. leads elsewhere), the stricter answer winning.
+	if raw := path; slices.Contains(strings.Split(raw, "/"), "..") {
+		lexical := decidePath(p, ws, act, filepath.Clean(raw), "")
+		// Not filepath.Dir, which would clean the .. away.
+		i := strings.LastIndexByte(raw, '/')
+		if real, err := filepath.EvalSymlinks(raw[:i]); err == nil {
+			physical := decidePath(p, ws, act, filepath.Join(real, raw[i+1:]), "")
+			return stricter(lexical, physical)
+		}
+		return lexical
 	}
 	path = filepath.Clean(path)
 	// What the agent's tool will really touch: through the workspace's
@@ -197,7 +246,85 @@ func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path,
 	if a := p.Protection(act, path, resolved); a != nil {
 		return Decision{Answer: Deny, Reason: fmt.Sprintf("%s of %s: protected by %s", act, path, a), Verdict: &policy.Verdict{Decision: policy.Deny, Rule: a}}
 	}
+	if act != policy.ActRead {
+		if why := hookProtected(resolved, p.Workspace, p.Home); why != "" {
+			return Denied(why)
+		}
+		// A file with other names may be one outside the workspace.
+		if fi, err := os.Lstat(resolved); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
+				return Denied(fmt.Sprintf("%s has %d names (hard links); a write through it may reach a file outside the workspace", path, st.Nlink))
+			}
+		}
+	}
 	return fromVerdict(p.CheckPath(act, resolved))
+}
+
+// expandHome expands a leading ~ or ~/ with home.
+func expandHome(path, home string) string {
+	if path == "~" {
+		return home
+	}
+	if rest, ok := strings.CutPrefix(path, "~/"); ok {
+		return filepath.Join(home, rest)
+	}
+	return path
+}
+
+// hookProtected are the paths a foreign agent must not write besides the
+// policy's protected set: git's files, and its own configuration, which
+// could remove the hook or add servers and hooks of its own.
+func hookProtected(path, ws, home string) string {
+	// A .git file or directory the agent writes is a repository git obeys
+	// (its config runs commands: core.fsmonitor, hooks).
+	if slices.Contains(strings.Split(path, "/"), ".git") {
+		return fmt.Sprintf("write of %s: git's own files are written by git, not by the agent", path)
+	}
+	for _, p := range []string{filepath.Join(ws, ".claude"), filepath.Join(ws, ".mcp.json"), filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return fmt.Sprintf("write of %s: Claude Code's own configuration (which could remove this hook) is not written by the agent", path)
+		}
+	}
+	return ""
+}
+
+var strength = map[string]int{Allow: 0, Ask: 1, Deny: 2}
+
+func stricter(a, b Decision) Decision {
+	if strength[b.Answer] > strength[a.Answer] {
+		return b
+	}
+	return a
+}
+
+// fetchTarget is the net target of a WebFetch URL: its host, normalised as
+// a browser would (lower case, no trailing dot, IDNA), on port 443 (Claude
+// Code upgrades http to https). An IP literal that is not a public
+// address, or a numeric host form, is refused.
+func fetchTarget(raw string) (string, string) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "", fmt.Sprintf("WebFetch of %q, which is not a URL with a host", raw)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Sprintf("WebFetch of a %q URL: only http and https are decided", u.Scheme)
+	}
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if addr, err := netip.ParseAddr(host); err == nil {
+		addr = addr.Unmap()
+		if !addr.IsGlobalUnicast() || addr.IsPrivate() {
+			return "", fmt.Sprintf("WebFetch of %s, which is not a public address", addr)
+		}
+		return addr.String(), ""
+	}
+	ascii, err := idna.Lookup.ToASCII(host)
+	if err != nil {
+		return "", fmt.Sprintf("WebFetch of host %q, which is not a valid name", host)
+	}
+	if strings.Trim(ascii, "0123456789.x") == "" || strings.HasPrefix(ascii, "0x") {
+		return "", fmt.Sprintf("WebFetch of the numeric host %q", ascii)
+	}
+	return ascii + ":443", ""
 }
 
 func fromVerdict(v *policy.Verdict) Decision {

@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,4 +98,80 @@ func TestParseRefuses(t *testing.T) {
 	if d := Denied("x").Output(); d.HookSpecificOutput.PermissionDecision != "deny" || d.HookSpecificOutput.HookEventName != "PreToolUse" {
 		t.Fatalf("%+v", d)
 	}
+}
+
+// TestBashMeaningInAShell: what a real shell makes of a line, where it
+// differs from what rein decides, is refused or asked.
+func TestBashMeaningInAShell(t *testing.T) {
+	p, w, ws, home := fixture(t)
+	os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755)
+	os.Symlink("a/b", filepath.Join(ws, "L"))
+	// A repository the agent could have written: a .git file pointing at
+	// a directory with a config git obeys.
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	os.WriteFile(filepath.Join(ws, "sub", ".git"), []byte("gitdir: ../gd\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "bare", "objects"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "bare", "refs"), 0o755)
+	os.WriteFile(filepath.Join(ws, "bare", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	for _, c := range []struct{ cmd, want, reason string }{
+		{`printf -v 'a[$(touch /tmp/x)]' 1`, Deny, "printf -v"},
+		{`printf '%s\n' hello`, Allow, ""},
+		{`test -v 'a[$(id)]'`, Deny, "test -v"},
+		{`hash -p /usr/bin/rm ls`, Deny, "shell builtin"},
+		{`pushd /tmp`, Deny, "shell builtin"},
+		{`read x`, Deny, "shell builtin"},
+		{`=rm -rf x`, Deny, "zsh"},
+		{`cd L/../.. && cat x`, Deny, "through a link"},
+		{`cd a/b && ls`, Allow, ""},
+		{`git status`, Allow, ""},
+		{`cd sub && git status`, Ask, "not the workspace's own repository"},
+		{`cd bare && git log`, Ask, "bare repository"},
+		{strings.Repeat("true | ", 2000) + "true", Deny, "separators"},
+		{strings.Repeat("x", 70<<10), Deny, "KiB"},
+	} {
+		in, _ := Parse([]byte(`{"cwd":"` + ws + `","tool_name":"Bash","tool_input":{"command":` + quote(c.cmd) + `}}`))
+		d := Decide(p, w, in)
+		if d.Answer != c.want || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("%.60s: %s %q, want %s containing %q", c.cmd, d.Answer, d.Reason, c.want, c.reason)
+		}
+	}
+	// File tools: ~, .., Claude Code's own config, hard links, searches
+	// and fetches.
+	os.WriteFile(filepath.Join(home, ".bashrc"), nil, 0o644)
+	os.Link(filepath.Join(home, ".bashrc"), filepath.Join(ws, "hardrc"))
+	os.MkdirAll(filepath.Join(home, "sub"), 0o755)
+	os.Symlink(filepath.Join(home, "sub"), filepath.Join(ws, "Lx"))
+	for _, c := range []struct{ tool, input, want, reason string }{
+		{"Read", `{"file_path":"~/.ssh/id_rsa"}`, Deny, "protected"},
+		{"Write", `{"file_path":"~/.bashrc","content":"x"}`, Deny, ""},
+		{"Read", `{"file_path":"~root/.ssh/id_rsa"}`, Deny, "another user"},
+		{"Write", `{"file_path":"` + ws + `/.claude/settings.json","content":"{}"}`, Deny, "Claude Code's own configuration"},
+		{"Write", `{"file_path":"` + ws + `/.mcp.json","content":"{}"}`, Deny, "Claude Code's own configuration"},
+		{"Write", `{"file_path":"` + ws + `/sub2/.git","content":"gitdir: ../gd"}`, Deny, "git's own files"},
+		{"Write", `{"file_path":"` + ws + `/.git/info/attributes","content":"x"}`, Deny, "git's own files"},
+		{"Write", `{"file_path":"` + ws + `/hardrc","content":"x"}`, Deny, "hard links"},
+		{"Write", `{"file_path":"` + ws + `/Lx/../.bashrc","content":"x"}`, Deny, ""},
+		{"NotebookEdit", `{"notebook_path":"` + home + `/x.ipynb","file_path":"` + ws + `/ok.ipynb","new_source":"x"}`, Deny, ""},
+		{"Grep", `{"pattern":"SECRET","path":"` + ws + `","glob":".env"}`, Ask, "Grep over a directory"},
+		{"Grep", `{"pattern":"x","path":"` + ws + `/src/main.go"}`, Allow, ""},
+		{"Glob", `{"pattern":"` + home + `/.ssh/*"}`, Ask, "reaches outside"},
+		{"Glob", `{"pattern":"../home/.ssh/*"}`, Ask, "reaches outside"},
+		{"WebFetch", `{"url":"http://evil.org/x.proxy.golang.org"}`, Ask, "evil.org:443"},
+		{"WebFetch", `{"url":"http://PROXY.golang.org./x"}`, Allow, ""},
+		{"WebFetch", `{"url":"http://2852039166/"}`, Deny, "numeric host"},
+		{"WebFetch", `{"url":"http://169.254.169.254/latest/meta-data"}`, Deny, "not a public address"},
+		{"WebFetch", `{"url":"https://[::ffff:127.0.0.1]/"}`, Deny, "not a public address"},
+		{"WebFetch", `{"url":"https://ｐｒｏｘｙ.golang.org/"}`, Allow, ""},
+	} {
+		in, _ := Parse([]byte(`{"cwd":"` + ws + `","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`))
+		d := Decide(p, w, in)
+		if d.Answer != c.want || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("%s %s: %s %q, want %s containing %q", c.tool, c.input, d.Answer, d.Reason, c.want, c.reason)
+		}
+	}
+}
+
+func quote(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -82,7 +83,8 @@ timeout answers deny. Every decision is recorded in the trace.`,
 			if err != nil {
 				return err
 			}
-			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": exe + " hook claude-code", "timeout": 30}}}
+			// Claude Code runs the command with a shell: the path is quoted.
+			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shellQuote(exe) + " hook claude-code", "timeout": 30}}}
 			if settings == "" {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
 			}
@@ -118,15 +120,30 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 	if ws == "" || !filepath.IsAbs(ws) {
 		return hook.Denied("no project directory: pass --workspace or run from Claude Code (CLAUDE_PROJECT_DIR)")
 	}
-	p, err := policy.Load(policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project})
+	o := policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project}
+	p, err := policy.Load(o)
 	if err != nil {
 		return hook.Denied("the policy: " + err.Error())
+	}
+	if p.Mode == policy.ModeAuto {
+		// Auto mode grants what rein's sandbox confines; Claude Code's own
+		// tools run unconfined, so the hook decides them as ask mode does.
+		ask := policy.ModeAsk
+		o.Mode = &ask
+		if p, err = policy.Load(o); err != nil {
+			return hook.Denied("the policy: " + err.Error())
+		}
 	}
 	w, err := workspace.Open(p.Workspace)
 	if err != nil {
 		return hook.Denied("the workspace: " + err.Error())
 	}
 	d := hook.Decide(p, w, in)
+	if home := p.Home; d.Answer == hook.Allow && (p.Workspace == "/" || home == p.Workspace || strings.HasPrefix(home, p.Workspace+"/")) {
+		// The whole home directory as a workspace would make every dot
+		// file writable and readable: nothing is allowed without asking.
+		d = hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("the project %s is (or holds) your home directory, so rein asks for everything: %s", p.Workspace, d.Reason), Verdict: d.Verdict}
+	}
 	if err := recordHook(p, tf, in, d); err != nil {
 		return hook.Denied("the trace could not record the decision: " + err.Error())
 	}
@@ -169,25 +186,40 @@ func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision
 // added twice.
 func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	settings := map[string]any{}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &exitError{exitUsage, fmt.Sprintf("%s is not a regular file (a link?): edit the file it names", path)}
+		}
+		mode = fi.Mode().Perm()
+	}
 	if data, err := os.ReadFile(path); err == nil {
-		if err := json.Unmarshal(data, &settings); err != nil {
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.UseNumber()
+		if err := dec.Decode(&settings); err != nil {
 			return &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
 		}
 	} else if !os.IsNotExist(err) {
 		return err
 	}
-	hooks, _ := settings["hooks"].(map[string]any)
+	hooks, ok := settings["hooks"].(map[string]any)
+	if _, present := settings["hooks"]; present && !ok {
+		return &exitError{exitUsage, fmt.Sprintf("%s: \"hooks\" is not an object", path)}
+	}
 	if hooks == nil {
 		hooks = map[string]any{}
 	}
-	pre, _ := hooks["PreToolUse"].([]any)
+	pre, ok := hooks["PreToolUse"].([]any)
+	if _, present := hooks["PreToolUse"]; present && !ok {
+		return &exitError{exitUsage, fmt.Sprintf("%s: \"hooks.PreToolUse\" is not an array", path)}
+	}
 	want := entry["hooks"].([]any)[0].(map[string]any)["command"]
 	for _, e := range pre {
-		if m, ok := e.(map[string]any); ok {
+		if m, ok := e.(map[string]any); ok && (m["matcher"] == "*" || m["matcher"] == "" || m["matcher"] == nil) {
 			if hs, ok := m["hooks"].([]any); ok {
 				for _, h := range hs {
 					if hm, ok := h.(map[string]any); ok && hm["command"] == want {
-						fmt.Fprintf(out, "%s already runs %s\n", path, want)
+						fmt.Fprintf(out, "%s already runs %s for every tool\n", path, want)
 						return nil
 					}
 				}
@@ -203,14 +235,33 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".rein-tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), ".settings-*.json")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(append(data, '\n'))
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
 	fmt.Fprintf(out, "added to %s: rein decides every Claude Code tool call (%s)\n", path, want)
 	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

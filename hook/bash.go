@@ -1,0 +1,174 @@
+package hook
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// Limits on a Bash command the hook will parse: a longer one is denied
+// rather than risk the hook's own memory or time.
+const (
+	maxCommandBytes = 64 << 10
+	maxSeparators   = 1000
+)
+
+// shellBuiltins are the words whose meaning in bash or zsh differs from
+// the program of the same name that rein's policy decides: Claude Code's
+// Bash runs them in a real shell, outside rein's sandbox, where for
+// example printf -v evaluates an array subscript as code and hash or
+// pushd change what later words mean.
+var shellBuiltins = map[string]string{
+	"hash": "changes which program a name runs", "enable": "loads and switches shell builtins",
+	"pushd": "changes the directory, invisibly to the policy", "popd": "changes the directory, invisibly to the policy",
+	"dirs": "", "fc": "runs commands from the history", "ulimit": "changes the shell's limits", "umask": "changes the shell's file mode mask",
+	"read": "evaluates an array subscript as code", "mapfile": "runs a callback and evaluates subscripts", "readarray": "runs a callback and evaluates subscripts",
+	"wait": "evaluates its -p name as a subscript", "noglob": "zsh precommand modifier", "nocorrect": "zsh precommand modifier",
+	"-": "zsh precommand modifier", "repeat": "zsh loop", "zmodload": "loads zsh modules", "setopt": "changes zsh options", "unsetopt": "changes zsh options",
+	"sched": "schedules commands", "shopt": "changes bash options", "bind": "changes key bindings and can run commands", "complete": "registers completions that run commands",
+	"compgen": "evaluates words", "caller": "", "disown": "", "suspend": "", "times": "", "let": "evaluates arithmetic, and subscripts, as code",
+	"typeset": "declares variables", "local": "declares variables", "readonly": "declares variables", "unset": "removes variables and functions",
+	"getopts": "evaluates its name as a subscript", "coproc": "starts a coprocess",
+}
+
+// bashRisk says why a stage means something else in bash than to rein,
+// or "" when it does not.
+func bashRisk(st *shell.Stage) string {
+	if st.Kind != shell.Command || len(st.Argv) == 0 {
+		return ""
+	}
+	name := st.Argv[0]
+	if strings.HasPrefix(name, "=") {
+		return fmt.Sprintf("%q is zsh's =command expansion", name)
+	}
+	if why, ok := shellBuiltins[name]; ok {
+		if why == "" {
+			why = "a shell builtin rein does not model"
+		}
+		return fmt.Sprintf("%s is a shell builtin in Claude Code's shell (%s)", name, why)
+	}
+	// printf and test are builtins too; only these flags make them more
+	// than the programs.
+	for _, a := range st.Argv[1:] {
+		if a == "--" {
+			break
+		}
+		switch {
+		case name == "printf" && strings.HasPrefix(a, "-v"):
+			return "printf -v in bash evaluates the name's array subscript as code"
+		case (name == "test" || name == "[" || name == "[[") && a == "-v":
+			return name + " -v in bash evaluates the name's array subscript as code"
+		}
+	}
+	return ""
+}
+
+// checkBash refuses what the policy cannot decide for a real shell: a
+// command too large to parse safely, builtins whose shell meaning differs,
+// and a cd whose target is a different directory to bash (which resolves
+// .. against the path as written) than to the policy (which resolves it
+// on disk, through links).
+func checkBash(cmd string, line *shell.Line, cwd, home string) string {
+	for _, st := range stages(line) {
+		if why := bashRisk(st); why != "" {
+			return why
+		}
+	}
+	dir := cwd
+	for _, st := range stages(line) {
+		if st.Kind != shell.Cd {
+			continue
+		}
+		target := st.Dir
+		if target == "" {
+			target = home
+		}
+		if !filepath.IsAbs(target) {
+			// Not filepath.Join, which would clean the .. away.
+			target = dir + "/" + target
+		}
+		if os.Getenv("CDPATH") != "" && !filepath.IsAbs(st.Dir) {
+			return "cd with CDPATH set may go somewhere other than the directory named"
+		}
+		logical := filepath.Clean(target)
+		physical, err := filepath.EvalSymlinks(target)
+		if err == nil {
+			if l, err2 := filepath.EvalSymlinks(logical); err2 != nil || l != physical {
+				return fmt.Sprintf("cd %s goes to %s in bash (.. taken as written) but to %s on disk (through a link)", st.Dir, logical, physical)
+			}
+		}
+		dir = logical
+	}
+	return ""
+}
+
+func stages(line *shell.Line) []*shell.Stage {
+	var out []*shell.Stage
+	for _, p := range line.Pipelines {
+		out = append(out, p.Stages...)
+	}
+	return out
+}
+
+// gitRepoOf is the repository git would use from dir: the nearest
+// directory up from dir that has a .git (directory or file) or is itself
+// a bare repository. ok is false when there is none.
+func gitRepoOf(dir string) (repo string, bare, ok bool) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return filepath.Join(d, ".git"), false, true
+		}
+		if isBare(d) {
+			return d, true, true
+		}
+		if d == filepath.Dir(d) {
+			return "", false, false
+		}
+	}
+}
+
+func isBare(d string) bool {
+	for _, f := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(d, f)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkGit asks before git runs on a repository other than the
+// workspace's own .git directory: a repository the agent wrote (a .git
+// file pointing elsewhere, a bare repository) carries a config git obeys,
+// core.fsmonitor and hooks included.
+func checkGit(line *shell.Line, cwd, workspace string) string {
+	dir := cwd
+	for _, st := range stages(line) {
+		if st.Kind == shell.Cd {
+			t := st.Dir
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(dir, t)
+			}
+			dir = filepath.Clean(t)
+			continue
+		}
+		if len(st.Argv) == 0 || filepath.Base(st.Argv[0]) != "git" {
+			continue
+		}
+		repo, bare, ok := gitRepoOf(dir)
+		own := filepath.Join(workspace, ".git")
+		if fi, err := os.Lstat(own); err != nil || !fi.IsDir() {
+			own = ""
+		}
+		switch {
+		case !ok:
+		case bare:
+			return fmt.Sprintf("git in %s would use the bare repository there, whose config git obeys", repo)
+		case repo != own:
+			return fmt.Sprintf("git in %s would use %s, not the workspace's own repository, and obey its config", dir, repo)
+		}
+	}
+	return ""
+}
