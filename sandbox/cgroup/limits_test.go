@@ -109,7 +109,7 @@ func TestV2EnableRefusals(t *testing.T) {
 func TestFindV1(t *testing.T) {
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "sys fs")
-	for _, d := range []string{"memory/process_api/abc", "pids", "cpu,cpuacct/x"} {
+	for _, d := range []string{"memory/machine.slice/abc", "pids", "cpu,cpuacct/x"} {
 		os.MkdirAll(filepath.Join(mnt, d), 0o755)
 	}
 	esc := strings.ReplaceAll(mnt, " ", `\040`)
@@ -122,8 +122,8 @@ func TestFindV1(t *testing.T) {
 		"41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw",
 	}, "\n")+"\n"), 0o644)
 	self := filepath.Join(dir, "cgroup")
-	os.WriteFile(self, []byte("9:name=systemd:/\n8:pids:/outer\n4:memory:/process_api/abc\n1:cpu,cpuacct:/x\n0::/\n"), 0o644)
-	for c, want := range map[string]string{"memory": mnt + "/memory/process_api/abc", "pids": mnt + "/pids", "cpuacct": mnt + "/cpu,cpuacct/x"} {
+	os.WriteFile(self, []byte("9:name=systemd:/\n8:pids:/outer\n4:memory:/machine.slice/abc\n1:cpu,cpuacct:/x\n0::/\n"), 0o644)
+	for c, want := range map[string]string{"memory": mnt + "/memory/machine.slice/abc", "pids": mnt + "/pids", "cpuacct": mnt + "/cpu,cpuacct/x"} {
 		v, err := findV1(c, mountinfo, self)
 		if err != nil || v.Parent != want || v.Controller != c || !slices.Contains(v.Controllers, c) {
 			t.Errorf("%s: %+v, %v; want parent %s", c, v, err, want)
