@@ -13,6 +13,10 @@ import (
 // The test binary serves as the sandbox's init, as rein's binary does.
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	// As rein itself, for tests that run it as a process (rein mcp).
+	if os.Getenv("REIN_TEST_MAIN") == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	os.Exit(m.Run())
 }
 

@@ -24,6 +24,7 @@ var allowed = map[string][]string{
 	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan"},
 	"trace":                 {},
 	"hook":                  {"shell", "workspace", "policy"},
+	"mcpserver":             {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan", "trace", "tool"},
 	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/runplan", "trace"},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/searchfiles": {"files", "workspace"},

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/reinhq/rein/mcpserver"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/tool"
+)
+
+// TestMCPStdio: the Go SDK's client drives rein mcp over stdio, as an MCP
+// client configured to run it does.
+func TestMCPStdio(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	cmd := exec.Command(os.Args[0], "mcp", "--approve", "all", "--deny", "git push*")
+	cmd.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
+	cmd.Dir = ws
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) < 10 {
+		t.Fatalf("%v %+v", err, tools)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"line": "echo hello"}})
+	if err != nil || r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "hello") {
+		t.Fatalf("%v %+v", err, r)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"line": "git push origin main"}})
+	if err != nil || !r.IsError || r.StructuredContent.(map[string]any)["rule"] != "git push*" {
+		t.Fatalf("%v %+v", err, r)
+	}
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPHTTP: streamable HTTP behind a bearer token; a client without it
+// is refused; off loopback a token is required to start.
+func TestMCPHTTP(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	mode := policy.ModeAuto
+	p, err := policy.Load(policy.Options{Workspace: ws, Mode: &mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, _ := tool.Builtin()
+	srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: tool.SurfaceReadOnly, Approver: policy.DenyAll{}, Run: func() (tool.Config, error) {
+		return tool.Config{Policy: p, Profile: sandbox.Profile{}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	hs := httptest.NewServer(mcpHandler(srv.Server, "s3cret-token"))
+	defer hs.Close()
+	ctx := context.Background()
+	if _, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil); err == nil {
+		t.Fatal("a client without the token connected")
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL,
+		HTTPClient: &http.Client{Transport: bearer{"s3cret-token"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 5 {
+		t.Fatalf("the read-only surface: %v %+v", err, tools)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "main.go"}})
+	if err != nil || r.IsError {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if code, _, errOut := rein(t, "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "bearer token") {
+		t.Fatalf("off loopback without a token: %d %s", code, errOut)
+	}
+}

@@ -1,0 +1,185 @@
+package mcpserver
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
+
+type fixture struct {
+	store *trace.SQLite
+	srv   *Server
+}
+
+func newFixture(t *testing.T, mode policy.Mode, approver policy.Approver) *fixture {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("bubblewrap is missing")
+		}
+		t.Skip("bubblewrap is missing")
+	}
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(root, "ws")
+	os.MkdirAll(filepath.Join(ws, "src"), 0o755)
+	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644)
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), OrgFile: os.DevNull, UserFile: os.DevNull, ProjectFile: os.DevNull, Mode: &mode,
+		Rules: []policy.Rule{{Act: policy.ActExec, Effect: policy.Deny, Pattern: "git push*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := trace.Open(filepath.Join(root, "trace.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	reg, err := tool.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Registry: reg, Surface: tool.SurfaceCoding, Approver: approver, Run: func() (tool.Config, error) {
+		return tool.Config{Policy: p, Store: store, Profile: sandbox.Profile{Rung: sandbox.RungBwrap}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return &fixture{store: store, srv: srv}
+}
+
+// connect opens a session with the Go SDK's client.
+func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := f.srv.Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestToolsAndCalls(t *testing.T) {
+	f := newFixture(t, policy.ModeAuto, policy.AllowAll{})
+	cs := f.connect(t, nil)
+	defer cs.Close()
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, tl := range tools.Tools {
+		names[tl.Name] = true
+	}
+	for _, n := range []string{"read_file", "shell", "shell_start", "read_result"} {
+		if !names[n] {
+			t.Errorf("the server does not list %s: %v", n, names)
+		}
+	}
+	r := call(t, cs, "read_file", map[string]any{"path": "src/main.go"})
+	if r.IsError || !strings.Contains(text(r), "package main") {
+		t.Fatalf("%s", text(r))
+	}
+	// The envelope: a bounded preview, the elided size and the result id.
+	r = call(t, cs, "shell", map[string]any{"line": "seq 1 20000"})
+	sc := r.StructuredContent.(map[string]any)
+	if r.IsError || sc["status"] != "ok" || sc["result_id"] == nil || sc["elided_chars"].(float64) == 0 {
+		t.Fatalf("the envelope: %+v", sc)
+	}
+	r = call(t, cs, "read_result", map[string]any{"id": sc["result_id"], "offset": 0, "limit": 100})
+	if r.IsError || !strings.HasPrefix(text(r), "read_result: ok\n1\n2\n") {
+		t.Fatalf("%s", text(r))
+	}
+	r = call(t, cs, "shell", map[string]any{"line": "git push origin main"})
+	if sc := r.StructuredContent.(map[string]any); !r.IsError || sc["rule"] != "git push*" || sc["layer"] != "flags" {
+		t.Fatalf("%+v", r.StructuredContent)
+	}
+	r = call(t, cs, "read_file", map[string]any{"path": "../x"})
+	if !r.IsError || r.StructuredContent.(map[string]any)["status"] != "invalid_path" {
+		t.Fatalf("%+v", r.StructuredContent)
+	}
+}
+
+// TestAskWithoutAnAnswer: an ask the client cannot answer is denied,
+// naming the setting to change; never allowed.
+func TestAskWithoutAnAnswer(t *testing.T) {
+	f := newFixture(t, policy.ModeAsk, nil)
+	for _, opts := range []*mcp.ClientOptions{nil, {ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}} {
+		cs := f.connect(t, opts)
+		// seq is not in the class table: ask mode asks.
+		r := call(t, cs, "shell", map[string]any{"line": "seq 1 3"})
+		if strings.Contains(text(r), "1\n2\n3") {
+			// A client that could answer did, and approved.
+			t.Log("the client approved through elicitation")
+			cs.Close()
+			continue
+		}
+		t.Logf("denied: %.200s", text(r))
+		if !r.IsError || !strings.Contains(text(r), "--approve all") {
+			t.Fatalf("%s", text(r))
+		}
+		cs.Close()
+	}
+}
+
+// TestSessionIsARun: a session is one run in the trace; its end ends the
+// run and kills its handles.
+func TestSessionIsARun(t *testing.T) {
+	f := newFixture(t, policy.ModeAuto, policy.AllowAll{})
+	cs := f.connect(t, nil)
+	if r := call(t, cs, "shell_start", map[string]any{"line": "sleep 1000"}); r.IsError {
+		t.Fatalf("%s", text(r))
+	}
+	cs.Close()
+	var runs []trace.RunSummary
+	for i := 0; i < 400; i++ {
+		runs, _ = f.store.Runs(context.Background(), 0)
+		if len(runs) == 1 && runs[0].Status != "" {
+			break
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	if len(runs) != 1 || runs[0].Status != "session ended" || runs[0].Source != "mcp" || runs[0].Handles != 1 {
+		t.Fatalf("%+v", runs)
+	}
+}
