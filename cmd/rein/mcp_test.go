@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,5 +95,54 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	if code, _, errOut := rein(t, "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "bearer token") {
 		t.Fatalf("off loopback without a token: %d %s", code, errOut)
+	}
+}
+
+// TestMCPTypeScriptClient: the official TypeScript SDK's client drives
+// rein mcp over stdio (.ci/run installs it with npm ci).
+func TestMCPTypeScriptClient(t *testing.T) {
+	requireBwrap(t)
+	dir, _ := filepath.Abs("testdata/tsclient")
+	missing := func(why string) {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		missing("the TypeScript SDK is not installed: npm ci --prefix " + dir)
+	}
+	_, ws := docFixture(t)
+	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"), os.Args[0], "mcp", "--approve", "all", "--deny", "git push*")
+	cmd.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
+	cmd.Dir = ws
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Tools []string
+		OK    struct {
+			IsError      bool
+			Text, Status string
+		}
+		Denied struct {
+			IsError     bool
+			Rule, Layer string
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(got.Tools) < 10 || got.OK.IsError || got.OK.Status != "ok" || !strings.Contains(got.OK.Text, "hello from ts") ||
+		!got.Denied.IsError || got.Denied.Rule != "git push*" || got.Denied.Layer != "flags" {
+		t.Fatalf("%+v", got)
 	}
 }
