@@ -113,10 +113,18 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "rein: the run could not start: " + err.Error()}}}, nil
 		}
 		var args json.RawMessage
+		st := &callState{}
 		if req.Params != nil {
-			args = req.Params.Arguments
+			args, st.responses = req.Params.Arguments, req.Params.InputResponses
 		}
-		env := r.Call(ctx, name, args)
+		env := r.Call(context.WithValue(ctx, stateKey{}, st), name, args)
+		if st.asked != nil {
+			// The question goes to the client as an input request; the SDK
+			// sends it as the protocol version wants (in the result, or as
+			// an elicitation for older clients) and the call comes back
+			// with the answer.
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalID: question(st.asked)}}, nil
+		}
 		structured := map[string]any{"status": env.Status, "chars": env.Chars, "elided_chars": env.ElidedChars}
 		for k, v := range map[string]string{"reason": env.Reason, "rule": env.Rule, "layer": env.Layer, "file": env.File,
 			"result_id": env.ResultID, "rung": env.Rung, "limit_hit": env.LimitHit} {
@@ -136,26 +144,51 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 }
 
 // NoElicitation is the answer when the client cannot be asked.
-const NoElicitation = "the MCP client cannot answer rein's question (it does not support elicitation during a tool call): start rein mcp with --approve all or --approve none, or add an allow rule for this action to the policy"
+const NoElicitation = "the MCP client cannot answer rein's question (it does not support elicitation): start rein mcp with --approve all or --approve none, or add an allow rule for this action to the policy"
 
-// clientApprover puts an ask to the MCP client through elicitation.
-type clientApprover struct{ ss *mcp.ServerSession }
+// approvalID names rein's question among a call's input requests.
+const approvalID = "rein-approve"
 
-// Approve asks the client; anything but an explicit approval rejects.
-func (a *clientApprover) Approve(ctx context.Context, v *policy.Verdict) (policy.Approval, error) {
-	if p := a.ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation}, nil
-	}
-	res, err := a.ss.Elicit(ctx, &mcp.ElicitParams{
+// callState is what one tool call carries between the router and the
+// handler: the client's answers, and the question still to ask.
+type callState struct {
+	responses mcp.InputResponseMap
+	asked     *policy.Verdict
+}
+
+type stateKey struct{}
+
+func question(v *policy.Verdict) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
 		Message: fmt.Sprintf("rein asks before running this: %s\nApprove it?", policy.Printable(v.Reason)),
 		RequestedSchema: map[string]any{"type": "object",
 			"properties": map[string]any{"approve": map[string]any{"type": "boolean", "description": "true to run it"}},
 			"required":   []string{"approve"}},
-	})
-	if err != nil {
-		// Newer protocol versions forbid a request from inside a tool
-		// call; the answer is the same as for a client that cannot ask.
-		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation + " (" + err.Error() + ")"}, nil
+	}
+}
+
+// clientApprover puts an ask to the MCP client, through the protocol's
+// input requests.
+type clientApprover struct{ ss *mcp.ServerSession }
+
+// Approve answers from the client's response when the call carries one,
+// and otherwise asks for it; anything but an explicit approval rejects.
+func (a *clientApprover) Approve(ctx context.Context, v *policy.Verdict) (policy.Approval, error) {
+	if p := a.ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation}, nil
+	}
+	st, _ := ctx.Value(stateKey{}).(*callState)
+	if st == nil {
+		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation}, nil
+	}
+	resp, ok := st.responses[approvalID]
+	if !ok {
+		st.asked = v
+		return policy.Approval{}, tool.ErrAwaitingAnswer
+	}
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return policy.Approval{Answer: policy.Reject, Reason: "the MCP client answered with something other than an elicitation result"}, nil
 	}
 	if res.Action == "accept" {
 		if ok, _ := res.Content["approve"].(bool); ok {

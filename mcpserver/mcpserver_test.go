@@ -138,27 +138,40 @@ func TestToolsAndCalls(t *testing.T) {
 	}
 }
 
-// TestAskWithoutAnAnswer: an ask the client cannot answer is denied,
-// naming the setting to change; never allowed.
-func TestAskWithoutAnAnswer(t *testing.T) {
+// TestAsk: an ask goes to the client as an input request, and its answer
+// decides; a client that cannot answer is denied, naming the setting to
+// change, never allowed.
+func TestAsk(t *testing.T) {
 	f := newFixture(t, policy.ModeAsk, nil)
-	for _, opts := range []*mcp.ClientOptions{nil, {ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
-	}}} {
-		cs := f.connect(t, opts)
-		// seq is not in the class table: ask mode asks.
-		r := call(t, cs, "shell", map[string]any{"line": "seq 1 3"})
-		if strings.Contains(text(r), "1\n2\n3") {
-			// A client that could answer did, and approved.
-			t.Log("the client approved through elicitation")
-			cs.Close()
-			continue
+	var asked []string
+	answer := true
+	cs := f.connect(t, &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": answer}}, nil
+	}})
+	defer cs.Close()
+	// seq is not in the class table: ask mode asks.
+	r := call(t, cs, "shell", map[string]any{"line": "seq 1 3"})
+	if r.IsError || !strings.Contains(text(r), "1\n2\n3") || len(asked) != 1 || !strings.Contains(asked[0], "seq") {
+		t.Fatalf("approved: %s %v", text(r), asked)
+	}
+	answer = false
+	r = call(t, cs, "shell", map[string]any{"line": "seq 1 4"})
+	if !r.IsError || !strings.Contains(text(r), "answered") && !strings.Contains(text(r), "rejected") {
+		t.Fatalf("declined: %s", text(r))
+	}
+	// Asked and approved again and again, the same call is not stopped.
+	answer = true
+	for range 6 {
+		if r := call(t, cs, "shell", map[string]any{"line": "seq 1 3"}); r.IsError {
+			t.Fatalf("asked again: %s", text(r))
 		}
-		t.Logf("denied: %.200s", text(r))
-		if !r.IsError || !strings.Contains(text(r), "--approve all") {
-			t.Fatalf("%s", text(r))
-		}
-		cs.Close()
+	}
+	plain := f.connect(t, nil)
+	defer plain.Close()
+	r = call(t, plain, "shell", map[string]any{"line": "seq 1 5"})
+	if !r.IsError || !strings.Contains(text(r), "--approve all") {
+		t.Fatalf("a client without elicitation: %s", text(r))
 	}
 }
 

@@ -3,6 +3,7 @@ package tool
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -307,7 +308,16 @@ func (r *Router) callTool(ctx context.Context, name string, args json.RawMessage
 
 // refused counts a refusal; the same one coming back too often stops the
 // run.
+// ErrAwaitingAnswer is what an approver returns when it has put the
+// question to someone who answers in a later call (an MCP client's input
+// request): that refusal is provisional and does not count towards the
+// repeated-refusal stop.
+var ErrAwaitingAnswer = errors.New("rein is awaiting the client's answer")
+
 func (r *Router) refused(name string, args json.RawMessage, res *Result) *Result {
+	if strings.Contains(res.Reason, ErrAwaitingAnswer.Error()) {
+		return res
+	}
 	if stop := r.repeats.Note(name, refusalTarget(args), res.Reason); stop != nil {
 		r.mu.Lock()
 		r.stopped = stop.Error()
