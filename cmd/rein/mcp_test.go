@@ -2,7 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -145,4 +155,82 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		!got.Denied.IsError || got.Denied.Rule != "git push*" || got.Denied.Layer != "flags" {
 		t.Fatalf("%+v", got)
 	}
+}
+
+// TestMCPHTTPSProcess: rein mcp as a process serves HTTPS from the
+// certificate flags, behind the token from the environment, off loopback.
+func TestMCPHTTPSProcess(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	dir := t.TempDir()
+	certPEM, keyPEM := selfSigned(t)
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(cert, certPEM, 0o600)
+	os.WriteFile(key, keyPEM, 0o600)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(os.Args[0], "mcp", "--surface", "read-only", "--http", "0.0.0.0:"+strings.Split(addr, ":")[1], "--tls-cert", cert, "--tls-key", key)
+	cmd.Env = append(os.Environ(), "REIN_TEST_MAIN=1", "REIN_MCP_TOKEN=tls-token-1")
+	cmd.Dir = ws
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(certPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	client := &http.Client{Transport: bearerOver{"tls-token-1", tr}}
+	var cs *mcp.ClientSession
+	for i := 0; i < 100; i++ {
+		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: "https://" + addr, HTTPClient: client, MaxRetries: -1}, nil)
+		if err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	r, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_dir", Arguments: map[string]any{"path": "."}})
+	if err != nil || r.IsError || !strings.Contains(r.Content[0].(*mcp.TextContent).Text, "main.go") {
+		t.Fatalf("%v %+v", err, r)
+	}
+}
+
+type bearerOver struct {
+	token string
+	rt    http.RoundTripper
+}
+
+func (b bearerOver) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.rt.RoundTrip(r)
+}
+
+// selfSigned makes a certificate for 127.0.0.1.
+func selfSigned(t *testing.T) ([]byte, []byte) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "rein test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
 }
