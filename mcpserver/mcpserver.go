@@ -184,6 +184,7 @@ func (a *clientApprover) Approve(ctx context.Context, v *policy.Verdict) (policy
 	resp, ok := st.responses[approvalID]
 	if !ok {
 		st.asked = v
+		tool.AwaitingAnswer(ctx)
 		return policy.Approval{}, tool.ErrAwaitingAnswer
 	}
 	res, ok := resp.(*mcp.ElicitResult)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinhq/rein/files"
@@ -224,6 +225,7 @@ func (r *Router) Call(ctx context.Context, name string, args json.RawMessage) *E
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	ctx = context.WithValue(ctx, awaitingKey{}, new(atomic.Bool))
 	res, spec := r.call(ctx, name, args)
 	env := r.envelope(name, res)
 	r.mu.Lock()
@@ -297,11 +299,11 @@ func (r *Router) callTool(ctx context.Context, name string, args json.RawMessage
 	if v := r.cfg.Policy.CheckTool(name); v.Decision == policy.Deny {
 		res := &Result{Status: Denied, Reason: v.Reason, Rule: v.Rule}
 		res.note("refusal", v)
-		return r.refused(name, args, res), spec
+		return r.refused(ctx, name, args, res), spec
 	}
 	res := spec.run(ctx, &Call{Router: r, Spec: spec, ctx: ctx}, args)
 	if res.Status == Denied {
-		res = r.refused(name, args, res)
+		res = r.refused(ctx, name, args, res)
 	}
 	return res, spec
 }
@@ -310,12 +312,22 @@ func (r *Router) callTool(ctx context.Context, name string, args json.RawMessage
 // run.
 // ErrAwaitingAnswer is what an approver returns when it has put the
 // question to someone who answers in a later call (an MCP client's input
-// request): that refusal is provisional and does not count towards the
-// repeated-refusal stop.
+// request). It marks the call (see AwaitingAnswer): that refusal is
+// provisional and does not count towards the repeated-refusal stop.
 var ErrAwaitingAnswer = errors.New("rein is awaiting the client's answer")
 
-func (r *Router) refused(name string, args json.RawMessage, res *Result) *Result {
-	if strings.Contains(res.Reason, ErrAwaitingAnswer.Error()) {
+type awaitingKey struct{}
+
+// AwaitingAnswer marks the call whose context ctx is as refused only
+// until an answer comes; an approver calls it with ErrAwaitingAnswer.
+func AwaitingAnswer(ctx context.Context) {
+	if a, ok := ctx.Value(awaitingKey{}).(*atomic.Bool); ok {
+		a.Store(true)
+	}
+}
+
+func (r *Router) refused(ctx context.Context, name string, args json.RawMessage, res *Result) *Result {
+	if a, ok := ctx.Value(awaitingKey{}).(*atomic.Bool); ok && a.Load() {
 		return res
 	}
 	if stop := r.repeats.Note(name, refusalTarget(args), res.Reason); stop != nil {
