@@ -11,6 +11,9 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -39,8 +42,9 @@ type Server struct {
 	*mcp.Server
 	cfg Config
 
-	mu   sync.Mutex
-	runs map[*mcp.ServerSession]*tool.Router
+	mu     sync.Mutex
+	runs   map[*mcp.ServerSession]*tool.Router
+	chains map[*mcp.ServerSession]map[string]*chain
 }
 
 // New makes the server and registers the surface's tools.
@@ -52,7 +56,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{cfg: cfg, runs: map[*mcp.ServerSession]*tool.Router{}}
+	s := &Server{cfg: cfg, runs: map[*mcp.ServerSession]*tool.Router{}, chains: map[*mcp.ServerSession]map[string]*chain{}}
 	s.Server = mcp.NewServer(&mcp.Implementation{Name: "rein", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "rein runs these tools under a policy and a sandbox. A refusal names the rule and layer that decided it: asking again does not change it.",
 	})
@@ -100,6 +104,7 @@ func (s *Server) run(ss *mcp.ServerSession) (*tool.Router, error) {
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.runs, ss)
+		delete(s.chains, ss)
 		s.mu.Unlock()
 		r.Close("session ended")
 	}()
@@ -113,18 +118,37 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "rein: the run could not start: " + err.Error()}}}, nil
 		}
 		var args json.RawMessage
-		st := &callState{}
+		var responses mcp.InputResponseMap
+		var state string
 		if req.Params != nil {
-			args, st.responses = req.Params.Arguments, req.Params.InputResponses
+			args, responses, state = req.Params.Arguments, req.Params.InputResponses, req.Params.RequestState
 		}
+		st := &callState{tool: name, chain: s.chain(req.Session, state, name, args)}
+		// Only answers to questions rein asked in this call's chain count:
+		// one sent unasked, or for other arguments, is ignored.
+		st.chain.mu.Lock()
+		for id, resp := range responses {
+			if h, ok := st.chain.pending[id]; ok {
+				delete(st.chain.pending, id)
+				er, _ := resp.(*mcp.ElicitResult)
+				approved := false
+				if er != nil && er.Action == "accept" {
+					approved, _ = er.Content["approve"].(bool)
+				}
+				st.chain.answers[h] = approved
+			}
+		}
+		st.chain.mu.Unlock()
 		env := r.Call(context.WithValue(ctx, stateKey{}, st), name, args)
 		if st.asked != nil {
 			// The question goes to the client as an input request; the SDK
 			// sends it as the protocol version wants (in the result, or as
 			// an elicitation for older clients) and the call comes back
-			// with the answer.
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalID: question(st.asked)}}, nil
+			// with the answer and the chain's state.
+			token := s.keep(req.Session, st.chain)
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{st.askedID: question(name, args, st.asked)}, RequestState: token}, nil
 		}
+		s.drop(req.Session, state)
 		structured := map[string]any{"status": env.Status, "chars": env.Chars, "elided_chars": env.ElidedChars}
 		for k, v := range map[string]string{"reason": env.Reason, "rule": env.Rule, "layer": env.Layer, "file": env.File,
 			"result_id": env.ResultID, "rung": env.Rung, "limit_hit": env.LimitHit} {
@@ -146,21 +170,97 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 // NoElicitation is the answer when the client cannot be asked.
 const NoElicitation = "the MCP client cannot answer rein's question (it does not support elicitation): start rein mcp with --approve all or --approve none, or add an allow rule for this action to the policy"
 
-// approvalID names rein's question among a call's input requests.
-const approvalID = "rein-approve"
+// chain is one tool call across its retries while rein waits for answers:
+// the questions outstanding (input request id to the question's hash) and
+// the answers given, bound to the tool and its arguments.
+type chain struct {
+	mu         sync.Mutex
+	tool, args string
+	pending    map[string]string
+	answers    map[string]bool
+}
+
+// maxChains bounds the chains a session keeps waiting for answers.
+const maxChains = 64
+
+// chain returns the chain the call continues (its request state names it,
+// for the same tool and arguments), or a new one.
+func (s *Server) chain(ss *mcp.ServerSession, state, tool string, args json.RawMessage) *chain {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.chains[ss][state]; ok && state != "" && c.tool == tool && c.args == string(args) {
+		return c
+	}
+	return &chain{tool: tool, args: string(args), pending: map[string]string{}, answers: map[string]bool{}}
+}
+
+// keep stores a chain that waits for an answer and returns its state
+// token, which only rein can have made.
+func (s *Server) keep(ss *mcp.ServerSession, c *chain) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.chains[ss]
+	if m == nil {
+		m = map[string]*chain{}
+		s.chains[ss] = m
+	}
+	for k := range m {
+		if len(m) < maxChains {
+			break
+		}
+		delete(m, k)
+	}
+	token := randomID()
+	m[token] = c
+	return token
+}
+
+// drop forgets a finished chain.
+func (s *Server) drop(ss *mcp.ServerSession, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.chains[ss], state)
+}
+
+func randomID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
 
 // callState is what one tool call carries between the router and the
-// handler: the client's answers, and the question still to ask.
+// handler: its chain, and the question still to ask.
 type callState struct {
-	responses mcp.InputResponseMap
-	asked     *policy.Verdict
+	tool    string
+	chain   *chain
+	asked   *policy.Verdict
+	askedID string
 }
 
 type stateKey struct{}
 
-func question(v *policy.Verdict) *mcp.ElicitParams {
+// questionHash identifies a question within a chain: its verdict, the
+// paths and stages it decided included, so that two asks under one rule
+// are two questions.
+func questionHash(v *policy.Verdict) string {
+	detail, _ := json.Marshal(struct {
+		Reason string
+		Paths  []policy.PathVerdict
+		Stages []policy.StageVerdict
+	}{v.Reason, v.Paths, v.Stages})
+	h := sha256.Sum256(detail)
+	return hex.EncodeToString(h[:])
+}
+
+// question is what the client's user is asked: the tool, its arguments
+// and the policy's reason.
+func question(tool string, args json.RawMessage, v *policy.Verdict) *mcp.ElicitParams {
+	a := string(args)
+	if len(a) > 1000 {
+		a = a[:1000] + "…"
+	}
 	return &mcp.ElicitParams{
-		Message: fmt.Sprintf("rein asks before running this: %s\nApprove it?", policy.Printable(v.Reason)),
+		Message: fmt.Sprintf("rein asks before running %s %s:\n%s\nApprove it?", tool, policy.Printable(a), policy.Printable(v.Reason)),
 		RequestedSchema: map[string]any{"type": "object",
 			"properties": map[string]any{"approve": map[string]any{"type": "boolean", "description": "true to run it"}},
 			"required":   []string{"approve"}},
@@ -171,30 +271,28 @@ func question(v *policy.Verdict) *mcp.ElicitParams {
 // input requests.
 type clientApprover struct{ ss *mcp.ServerSession }
 
-// Approve answers from the client's response when the call carries one,
-// and otherwise asks for it; anything but an explicit approval rejects.
+// Approve answers each question from the answer the client gave to it in
+// this call's chain, and otherwise asks it; anything but an explicit
+// approval rejects.
 func (a *clientApprover) Approve(ctx context.Context, v *policy.Verdict) (policy.Approval, error) {
 	if p := a.ss.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation}, nil
 	}
 	st, _ := ctx.Value(stateKey{}).(*callState)
-	if st == nil {
+	if st == nil || st.chain == nil {
 		return policy.Approval{Answer: policy.Reject, Reason: NoElicitation}, nil
 	}
-	resp, ok := st.responses[approvalID]
-	if !ok {
-		st.asked = v
-		tool.AwaitingAnswer(ctx)
-		return policy.Approval{}, tool.ErrAwaitingAnswer
-	}
-	res, ok := resp.(*mcp.ElicitResult)
-	if !ok {
-		return policy.Approval{Answer: policy.Reject, Reason: "the MCP client answered with something other than an elicitation result"}, nil
-	}
-	if res.Action == "accept" {
-		if ok, _ := res.Content["approve"].(bool); ok {
+	h := questionHash(v)
+	st.chain.mu.Lock()
+	defer st.chain.mu.Unlock()
+	if approved, ok := st.chain.answers[h]; ok {
+		if approved {
 			return policy.Approval{Answer: policy.Approve, Reason: "approved by the MCP client's user"}, nil
 		}
+		return policy.Approval{Answer: policy.Reject, Reason: "the MCP client's user did not approve it"}, nil
 	}
-	return policy.Approval{Answer: policy.Reject, Reason: "the MCP client's user answered " + res.Action}, nil
+	st.asked, st.askedID = v, randomID()
+	st.chain.pending[st.askedID] = h
+	tool.AwaitingAnswer(ctx)
+	return policy.Approval{}, tool.ErrAwaitingAnswer
 }

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -131,7 +132,8 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 // mcpHandler is the streamable HTTP handler, behind the bearer token when
 // there is one.
 func mcpHandler(s *mcp.Server, token string) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	// An idle session ends, and with it its run and its handles.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
 	if token == "" {
 		return h
 	}
