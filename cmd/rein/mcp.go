@@ -62,7 +62,17 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 			if err != nil {
 				return err
 			}
-			red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
+			token := os.Getenv("REIN_MCP_TOKEN")
+			if tokenFile != "" {
+				data, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return &exitError{exitUsage, "--token-file: " + err.Error()}
+				}
+				token = strings.TrimSpace(string(data))
+			}
+			// The token is a secret like the environment's: never printed
+			// or stored.
+			red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), token)...)
 			store, err := tf.open(p.Workspace, red)
 			if err != nil {
 				return err
@@ -83,14 +93,6 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 			defer stop()
 			if httpAddr == "" {
 				return srv.Run(ctx, &mcp.StdioTransport{})
-			}
-			token := os.Getenv("REIN_MCP_TOKEN")
-			if tokenFile != "" {
-				data, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return &exitError{exitUsage, "--token-file: " + err.Error()}
-				}
-				token = strings.TrimSpace(string(data))
 			}
 			if token == "" && !loopback(httpAddr) {
 				return &exitError{exitUsage, fmt.Sprintf("--http %s is not a loopback address: give a bearer token (--token-file or REIN_MCP_TOKEN)", httpAddr)}
