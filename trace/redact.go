@@ -2,6 +2,7 @@ package trace
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,20 +53,11 @@ func SecretValues(env []string, extra ...string) []string {
 	var out []string
 	for _, e := range env {
 		k, v, ok := strings.Cut(e, "=")
-		if ok && v != "" && (secretKey().MatchString(k) || contains(extra, k)) {
+		if ok && v != "" && (secretKey().MatchString(k) || slices.Contains(extra, k)) {
 			out = append(out, v)
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // secretKey matches names that look like they hold a credential.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/workspace"
 )
@@ -84,7 +85,7 @@ timeout answers deny. Every decision is recorded in the trace.`,
 				return err
 			}
 			// Claude Code runs the command with a shell: the path is quoted.
-			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shellQuote(exe) + " hook claude-code", "timeout": 30}}}
+			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shell.Quote(exe) + " hook claude-code", "timeout": 30}}}
 			if settings == "" {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
 			}
@@ -155,8 +156,7 @@ var sessionChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 // recordHook records the decision as a step of the Claude Code session's
 // run.
 func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision) error {
-	red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
-	store, err := tf.open(p.Workspace, red)
+	store, _, err := tf.openFor(p)
 	if err != nil {
 		return err
 	}
@@ -256,12 +256,4 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "added to %s: rein decides every Claude Code tool call (%s)\n", path, want)
 	return nil
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
-	"github.com/reinhq/rein/trace"
 )
 
 func newMCPCmd(sf *scopeFlags) *cobra.Command {
@@ -72,8 +71,7 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 			}
 			// The token is a secret like the environment's: never printed
 			// or stored.
-			red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), token)...)
-			store, err := tf.open(p.Workspace, red)
+			store, red, err := tf.openFor(p, token)
 			if err != nil {
 				return err
 			}

@@ -26,6 +26,15 @@ func (t *traceFlag) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
 }
 
+// openFor opens the store of p's workspace with the redactor of p's
+// secrets (and of the extra values, such as a token), the one redactor the
+// run then prints and stores through.
+func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*trace.SQLite, *trace.Redactor, error) {
+	red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), extra...)...)
+	store, err := t.open(p.Workspace, red)
+	return store, red, err
+}
+
 // open opens the store: the flag, else REIN_TRACE, else the workspace's.
 func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, error) {
 	path := t.path
@@ -83,8 +92,7 @@ for any other status.`,
 			if err != nil {
 				return err
 			}
-			red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
-			store, err := tf.open(p.Workspace, red)
+			store, red, err := tf.openFor(p)
 			if err != nil {
 				return err
 			}
