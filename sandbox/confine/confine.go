@@ -55,12 +55,15 @@ type Spec struct {
 	// sockets are refused too. AF_PACKET sockets are refused whatever the
 	// list; unix sockets are not inet and stay allowed.
 	//
-	// With ports listed, inet sockets are allowed and Landlock allows TCP
-	// connect only to those ports (on any address, loopback included) and
-	// denies every TCP bind. UDP is then NOT restricted: Landlock before
-	// ABI 10 cannot see UDP, and this package does not handle UDP even on
-	// kernels that could. A caller that grants ports must accept that UDP
-	// is open, or isolate the network another way (a network namespace).
+	// With ports listed, inet and inet6 sockets are allowed for TCP only
+	// (stream sockets of protocol 0 or IPPROTO_TCP; UDP, raw and every
+	// other inet socket is refused by the seccomp filter), and Landlock
+	// allows TCP connect only to those ports and denies every TCP bind.
+	// Landlock restricts the port, not the address: a listed port is
+	// reachable on every address the host can route to, so a caller that
+	// grants one must either listen on it itself in a network namespace
+	// of the command's own, or accept that the same port elsewhere is
+	// reachable too.
 	NetworkTCP []uint16
 
 	// ScopeSignals forbids sending signals to processes outside the

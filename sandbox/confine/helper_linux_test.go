@@ -84,8 +84,10 @@ func outcome(err error) string {
 
 func rawOutcome(_, _ uintptr, errno syscall.Errno) string { return outcome(errno) }
 
-func socketOutcome(domain, typ uintptr) string {
-	fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, domain, typ, 0)
+func socketOutcome(domain, typ uintptr) string { return socketProtoOutcome(domain, typ, 0) }
+
+func socketProtoOutcome(domain, typ, proto uintptr) string {
+	fd, _, errno := unix.RawSyscall(unix.SYS_SOCKET, domain, typ, proto)
 	if errno == 0 {
 		unix.Close(int(fd))
 	}
@@ -223,13 +225,19 @@ var actions = map[string]func(arg string) string{
 	"socket-inet-stream": func(string) string { return socketOutcome(unix.AF_INET, unix.SOCK_STREAM) },
 	"socket-inet-dgram":  func(string) string { return socketOutcome(unix.AF_INET, unix.SOCK_DGRAM) },
 	"socket-inet-raw":    func(string) string { return socketOutcome(unix.AF_INET, unix.SOCK_RAW) },
-	"socket-inet6":       func(string) string { return socketOutcome(unix.AF_INET6, unix.SOCK_STREAM) },
-	"socket-inet-high":   func(string) string { return socketOutcome(1<<32|unix.AF_INET, unix.SOCK_STREAM) },
-	"socket-packet":      func(string) string { return socketOutcome(unix.AF_PACKET, unix.SOCK_DGRAM) },
-	"socket-vsock":       func(string) string { return socketOutcome(unix.AF_VSOCK, unix.SOCK_STREAM) },
-	"socket-alg":         func(string) string { return socketOutcome(unix.AF_ALG, unix.SOCK_SEQPACKET) },
-	"socket-unix":        func(string) string { return socketOutcome(unix.AF_UNIX, unix.SOCK_STREAM) },
-	"socket-netlink":     func(string) string { return socketOutcome(unix.AF_NETLINK, unix.SOCK_RAW) },
+	"socket-inet-tcp": func(string) string {
+		return socketProtoOutcome(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
+	},
+	"socket-inet-sctp":       func(string) string { return socketProtoOutcome(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP) },
+	"socket-inet6-dgram":     func(string) string { return socketOutcome(unix.AF_INET6, unix.SOCK_DGRAM) },
+	"socket-inet-dgram-high": func(string) string { return socketOutcome(unix.AF_INET, 1<<32|unix.SOCK_DGRAM) },
+	"socket-inet6":           func(string) string { return socketOutcome(unix.AF_INET6, unix.SOCK_STREAM) },
+	"socket-inet-high":       func(string) string { return socketOutcome(1<<32|unix.AF_INET, unix.SOCK_STREAM) },
+	"socket-packet":          func(string) string { return socketOutcome(unix.AF_PACKET, unix.SOCK_DGRAM) },
+	"socket-vsock":           func(string) string { return socketOutcome(unix.AF_VSOCK, unix.SOCK_STREAM) },
+	"socket-alg":             func(string) string { return socketOutcome(unix.AF_ALG, unix.SOCK_SEQPACKET) },
+	"socket-unix":            func(string) string { return socketOutcome(unix.AF_UNIX, unix.SOCK_STREAM) },
+	"socket-netlink":         func(string) string { return socketOutcome(unix.AF_NETLINK, unix.SOCK_RAW) },
 	"socketpair-unix": func(string) string {
 		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 		if err == nil {

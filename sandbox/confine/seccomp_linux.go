@@ -154,6 +154,10 @@ var personalityAllowed = []uint32{0xffffffff, perLinux}
 
 const perLinux = 0
 
+// sockTypeMask is the part of socket(2)'s type argument that is the
+// type; the rest are the SOCK_NONBLOCK and SOCK_CLOEXEC flags.
+const sockTypeMask = 0xf
+
 // ioprioWhoProcess is IOPRIO_WHO_PROCESS of ioprio_set(2).
 const ioprioWhoProcess = 1
 
@@ -161,8 +165,8 @@ const ioprioWhoProcess = 1
 // keystrokes into a terminal), clone with namespace flags, personality
 // other than the default, prlimit, setpriority, ioprio_set and the
 // scheduler and page-migration calls on any process but the caller, and sockets of any family but unix and netlink
-// (and inet and inet6 unless noInet, unix unless noUnix): packet, vsock and
-// the rest always.
+// (and inet and inet6 for TCP unless noInet, unix unless noUnix): packet,
+// vsock, UDP, raw inet sockets and the rest always.
 func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, error) {
 	lo := func(arg uint32) uint32 {
 		off := offArgs + 8*arg
@@ -213,12 +217,30 @@ func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, er
 	if !noUnix {
 		families = append(families, unix.AF_UNIX)
 	}
+	socket := noneOf(0, families)
 	if !noInet {
-		families = append(families, unix.AF_INET, unix.AF_INET6)
+		// inet and inet6 for TCP only: a stream socket (whatever its
+		// SOCK_NONBLOCK and SOCK_CLOEXEC bits) of protocol 0 or TCP.
+		// Landlock restricts TCP by port; UDP and raw sockets, which it
+		// cannot see, are refused here.
+		socket = []bpf.Instruction{bpf.LoadAbsolute{Off: lo(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: uint8(len(families) + 3)},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipTrue: uint8(len(families) + 2)}}
+		for i, v := range families {
+			socket = append(socket, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(len(families) - i)})
+		}
+		socket = append(socket, deny, allow,
+			bpf.LoadAbsolute{Off: lo(1), Size: 4},
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipFalse: 3},
+			bpf.LoadAbsolute{Off: lo(2), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 2},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipTrue: 1},
+			deny, allow)
 	}
 	blocks := []block{
 		{unix.SYS_IOCTL, oneOf(1, []uint32{unix.TIOCSTI, unix.TIOCLINUX})},
-		{unix.SYS_SOCKET, noneOf(0, families)},
+		{unix.SYS_SOCKET, socket},
 		{unix.SYS_CLONE, []bpf.Instruction{
 			bpf.LoadAbsolute{Off: lo(0), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaces, SkipTrue: 1},
