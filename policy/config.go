@@ -133,6 +133,12 @@ type Options struct {
 	Mode *Mode
 	// Rules are the flags layer's rules.
 	Rules []Rule
+	// Network, when set, overrides every file's sandbox.network (the
+	// --network flag): off, proxy or full.
+	Network string
+	// NoFiles reads no policy file: the builtin layer and the flags only
+	// (rein sandbox, whose only net rules are its --allow-host flags).
+	NoFiles bool
 	// Getenv reads the environment; defaults to os.Getenv.
 	Getenv func(string) string
 }
@@ -276,6 +282,9 @@ func Load(o Options) (*Policy, error) {
 	p.setting("mode", p.Mode.String(), LayerBuiltin, "")
 	scopes := DefaultScopes(o)
 	trust, err := loadTrust(trustFile(scopes))
+	if o.NoFiles {
+		scopes, trust, err = nil, nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -294,6 +303,13 @@ func Load(o Options) (*Policy, error) {
 	if o.Mode != nil {
 		p.Mode = *o.Mode
 		p.setting("mode", p.Mode.String(), LayerFlags, "")
+	}
+	if o.Network != "" {
+		if !slices.Contains(networkModes, o.Network) {
+			return nil, fmt.Errorf("policy: --network %q: use %s", o.Network, strings.Join(networkModes, ", "))
+		}
+		p.Sandbox.Network = o.Network
+		p.setting("sandbox.network", o.Network, LayerFlags, "")
 	}
 	if p.Sandbox.Timeout > p.Sandbox.MaxTimeout {
 		return nil, fmt.Errorf("policy: sandbox.timeout %s is above sandbox.max_timeout %s", p.Sandbox.Timeout, p.Sandbox.MaxTimeout)

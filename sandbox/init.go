@@ -53,6 +53,15 @@ type request struct {
 	ReportFD int `json:"report_fd"`
 	// Check, when set, makes this run a preflight.
 	Check *check `json:"check,omitempty"`
+	// Forward, in network proxy on the bwrap rung, is the forwarder the
+	// init runs from the sandbox's loopback to the proxy's socket.
+	Forward *forward `json:"forward,omitempty"`
+	// NetGoFD, in network full, is a pipe on which one byte says that the
+	// network is up; the plan waits for it.
+	NetGoFD int `json:"net_go_fd,omitempty"`
+	// NetUpFD, in network full, is a pipe on which the init says it has
+	// started: the namespace is set up, and the network can be attached.
+	NetUpFD int `json:"net_up_fd,omitempty"`
 }
 
 // check is what a preflight asserts from inside the confinement.
@@ -61,6 +70,7 @@ type check struct {
 	ReadOnly  bool   `json:"read_only"`
 	Home      string `json:"home"`
 	Tmp       string `json:"tmp"`
+	Network   string `json:"network"`
 }
 
 // report is what the init leaves for the outer process.
@@ -142,6 +152,31 @@ func initMain(dir string) int {
 	}
 	if err := confine.SetRlimits(req.Rlimits); err != nil {
 		return fail(err)
+	}
+	if req.NetUpFD >= 3 {
+		up := os.NewFile(uintptr(req.NetUpFD), "network up")
+		up.Write([]byte{1})
+		up.Close()
+	}
+	if req.NetGoFD >= 3 {
+		// rein writes one byte once slirp4netns has brought the
+		// namespace's network up, and closes the pipe without one when
+		// it could not.
+		goPipe := os.NewFile(uintptr(req.NetGoFD), "network")
+		var b [1]byte
+		n, _ := goPipe.Read(b[:])
+		goPipe.Close()
+		if n != 1 {
+			return fail(fmt.Errorf("the sandbox's network did not come up"))
+		}
+	}
+	if req.Forward != nil {
+		// Bound before the confinement, which refuses binding.
+		l, err := req.Forward.listen()
+		if err != nil {
+			return fail(err)
+		}
+		go req.Forward.serve(l)
 	}
 	if req.Confine != nil {
 		if err := confine.Apply(*req.Confine); err != nil {
@@ -301,15 +336,38 @@ func (c *check) run(req request) []string {
 		f.Close()
 		os.Remove(f.Name())
 	}
-	if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
-		unix.Close(fd)
-		bad("an inet socket could be made with the network off")
-	}
-	if c, err := net.DialTimeout("tcp", "127.0.0.1:1", 100*time.Millisecond); err == nil {
-		c.Close()
-		bad("the host's loopback is reachable with the network off")
+	switch c.Network {
+	case NetworkFull:
+		if !defaultRoute() {
+			bad("network full: the sandbox's namespace has no default route (slirp4netns did not configure it)")
+		}
+	default:
+		if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+			unix.Close(fd)
+			bad("an inet socket could be made with the network off")
+		}
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:1", 100*time.Millisecond); err == nil {
+			c.Close()
+			bad("the host's loopback is reachable with the network off")
+		}
 	}
 	return problems
+}
+
+// defaultRoute reports whether the namespace has an IPv4 default route on
+// an interface other than loopback.
+func defaultRoute() bool {
+	data, err := os.ReadFile("/proc/net/route")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(l)
+		if len(f) > 2 && f[0] != "lo" && f[1] == "00000000" {
+			return true
+		}
+	}
+	return false
 }
 
 func envValue(env []string, k string) string {

@@ -54,11 +54,38 @@ var preflightMem sync.Map // key -> PreflightResult
 // the workspace's writability, HOME, TMPDIR and that no network is
 // reachable; a version string proves nothing.
 func Preflight(ctx context.Context, rung, workspace string, fresh bool) PreflightResult {
+	return preflight(ctx, rung, NetworkOff, workspace, fresh)
+}
+
+// PreflightFull runs a real minimal sandbox with network full in
+// workspace, once per workspace and host state, like Preflight: the bwrap
+// rung with slirp4netns attached, whose init asserts that its namespace
+// has an interface with a default route.
+func PreflightFull(ctx context.Context, workspace string, fresh bool) PreflightResult {
+	if pf := Preflight(ctx, RungBwrap, workspace, fresh); !pf.OK {
+		return pf
+	}
+	return preflight(ctx, RungBwrap, NetworkFull, workspace, fresh)
+}
+
+// preflightFor is the preflight a run of rung and network needs.
+func preflightFor(ctx context.Context, rung, network, workspace string) PreflightResult {
+	if network == NetworkFull {
+		return PreflightFull(ctx, workspace, false)
+	}
+	return Preflight(ctx, rung, workspace, false)
+}
+
+func preflight(ctx context.Context, rung, network, workspace string, fresh bool) PreflightResult {
 	if rung == RungNone {
 		return PreflightResult{Rung: rung, OK: true, At: time.Now()}
 	}
-	key := preflightKey(rung, workspace)
-	file := filepath.Join(CacheDir(), "preflight", rung+"-"+workspaceKey(key)+".json")
+	name := rung
+	if network == NetworkFull {
+		name += "-full"
+	}
+	key := preflightKey(name, workspace)
+	file := filepath.Join(CacheDir(), "preflight", name+"-"+workspaceKey(key)+".json")
 	if !fresh {
 		if v, ok := preflightMem.Load(key); ok {
 			return v.(PreflightResult)
@@ -75,7 +102,12 @@ func Preflight(ctx context.Context, rung, workspace string, fresh bool) Prefligh
 			}
 		}
 	}
-	res := probeRung(ctx, rung, workspace)
+	var res PreflightResult
+	if network == NetworkFull {
+		res = probeFull(ctx, workspace)
+	} else {
+		res = probeRung(ctx, rung, workspace)
+	}
 	res.Rung, res.At, res.Key = rung, time.Now(), key
 	if res.OK || res.Terminal {
 		preflightMem.Store(key, res)
@@ -98,7 +130,14 @@ func preflightKey(rung, workspace string) string {
 	if exe, err := os.Executable(); err == nil {
 		parts = append(parts, fileStamp(exe))
 	}
-	if rung == RungBwrap {
+	if rung == RungBwrap+"-full" {
+		if sl, err := SlirpPath(); err == nil {
+			parts = append(parts, fileStamp(sl))
+		} else {
+			parts = append(parts, "no slirp4netns")
+		}
+	}
+	if strings.HasPrefix(rung, RungBwrap) {
 		if bw, err := bwrap.Find(); err == nil {
 			parts = append(parts, fileStamp(bw))
 		} else {
@@ -150,9 +189,26 @@ func probeRung(ctx context.Context, rung, ws string) PreflightResult {
 	if err != nil {
 		return PreflightResult{Problem: err.Error()}
 	}
+	return probeRun(ctx, Profile{Workspace: ws, Timeout: 20 * time.Second, Rung: rung}, line)
+}
+
+// probeFull runs a minimal sandbox with network full.
+func probeFull(ctx context.Context, ws string) PreflightResult {
+	if _, err := SlirpPath(); err != nil {
+		return PreflightResult{Terminal: true, Problem: err.Error() + " (absent)", Fix: "apt-get install slirp4netns"}
+	}
+	line, err := shell.FromArgv([]string{"true"})
+	if err != nil {
+		return PreflightResult{Problem: err.Error()}
+	}
+	return probeRun(ctx, Profile{Workspace: ws, Timeout: 20 * time.Second, Rung: RungBwrap, Network: NetworkFull}, line)
+}
+
+// probeRun runs line as a preflight under p.
+func probeRun(ctx context.Context, p Profile, line *shell.Line) PreflightResult {
+	rung := p.Rung
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	p := Profile{Workspace: ws, Timeout: 20 * time.Second, Rung: rung}
 	if err := p.validate(); err != nil {
 		return PreflightResult{Problem: err.Error(), Fix: "pass an existing workspace directory"}
 	}

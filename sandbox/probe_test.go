@@ -1,8 +1,11 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"golang.org/x/net/proxy"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,6 +99,65 @@ func probeAction(action, arg string) error {
 		defer c.Close()
 		_, err = c.Write([]byte("pwned"))
 		return err
+	case "dial-tcp6":
+		c, err := net.DialTimeout("tcp6", arg, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	case "resolve":
+		// Go's own resolver: a query to the nameservers of resolv.conf.
+		r := &net.Resolver{PreferGo: true}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err := r.LookupHost(ctx, arg)
+		return err
+	case "raw":
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	case "socks":
+		// TCP through the SOCKS5 proxy that ALL_PROXY names.
+		u, err := url.Parse(os.Getenv("ALL_PROXY"))
+		if err != nil {
+			return err
+		}
+		d, err := proxy.FromURL(u, proxy.Direct)
+		if err != nil {
+			return err
+		}
+		c, err := d.Dial("tcp", arg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		c.Write([]byte("ping"))
+		buf := make([]byte, 4)
+		if _, err := io.ReadFull(c, buf); err != nil || string(buf) != "ping" {
+			return fmt.Errorf("no echo: %q %v", buf, err)
+		}
+		fmt.Println("echoed")
+		return nil
+	case "proxy-env":
+		want := "http://127.0.0.1:"
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			if !strings.HasPrefix(os.Getenv(k), want) {
+				return fmt.Errorf("%s is %q", k, os.Getenv(k))
+			}
+		}
+		for _, k := range []string{"ALL_PROXY", "all_proxy"} {
+			if !strings.HasPrefix(os.Getenv(k), "socks5h://127.0.0.1:") {
+				return fmt.Errorf("%s is %q", k, os.Getenv(k))
+			}
+		}
+		for _, k := range []string{"NO_PROXY", "no_proxy"} {
+			if v, ok := os.LookupEnv(k); !ok || v != "" {
+				return fmt.Errorf("%s is %q (set %v)", k, v, ok)
+			}
+		}
+		return nil
 	case "dial-unix":
 		c, err := net.DialTimeout("unix", arg, time.Second)
 		if err == nil {

@@ -59,6 +59,9 @@ type run struct {
 	copies     sync.WaitGroup
 	readers    []*os.File
 	preflight  bool
+	egress     *egress  // the proxy, in network proxy
+	hostNet    string   // the proxy's socket directory, on the bwrap rung
+	full       *fullNet // the user-mode network, in network full
 
 	mu       sync.Mutex
 	killedAs Status // why rein ended the run, if it did
@@ -112,6 +115,19 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if err != nil {
 		return nil, err
 	}
+	switch p.Network {
+	case NetworkProxy:
+		if err := r.startEgress(); err != nil {
+			return nil, err
+		}
+	case NetworkFull:
+		if rung != RungBwrap {
+			return nil, refuse(Unavailable, "network full needs a network namespace of the sandbox's own, which only the bwrap rung has")
+		}
+		if r.full, err = r.prepareFull(); err != nil {
+			return nil, err
+		}
+	}
 	if !p.ReadOnly {
 		// Kept on disk too: if rein is killed mid-run, the next run's
 		// sweep puts the protected files back from it.
@@ -156,6 +172,10 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if err != nil {
 		r.lifelineClose()
 		return nil, refuse(Unavailable, "starting the sandbox (%s): %v", filepath.Base(cmd.Path), err)
+	}
+	if r.full != nil {
+		r.full.attaching = true
+		go r.full.attach()
 	}
 	r.copies.Add(len(r.readers))
 	for i, f := range r.readers {
@@ -327,6 +347,13 @@ func (r *run) finish(waitErr error) {
 		}
 	}
 	res.Limits = r.applied
+	res.Network = r.p.Network
+	r.stopEgress(res)
+	var netErr error
+	if r.full != nil {
+		r.full.stop()
+		netErr = r.full.err
+	}
 	hit, hitReason := limitHit(r.limits, r.groups.events(), rep.planStages())
 	r.lifelineClose()
 	// Read what is left in the pipes; a survivor could hold them open
@@ -376,6 +403,8 @@ func (r *run) finish(waitErr error) {
 		res.LimitHit = LimitTimeout
 	case killed != "":
 		res.Status, res.ExitCode, res.Reason = Cancelled, 130, "killed with its whole process tree: cancelled"
+	case !haveReport && netErr != nil:
+		res.Status, res.ExitCode, res.Reason = Unavailable, 125, "network full: "+netErr.Error()
 	case !haveReport && hit == LimitMemory:
 		// memory.oom.group ends the init with the command.
 		res.Status, res.ExitCode, res.LimitHit, res.Reason = Failed, 137, hit, hitReason
@@ -432,6 +461,13 @@ func (r *run) finish(waitErr error) {
 // workspace. Without a confirmed death the scratch directory is kept for
 // the next sweep, once this process is gone.
 func (r *run) cleanup() {
+	if r.res == nil {
+		// A run that never started.
+		r.stopEgress(nil)
+		if r.full != nil {
+			r.full.stop()
+		}
+	}
 	if r.res == nil || r.res.Poisoned == "" {
 		r.groups.remove()
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -51,6 +52,12 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	}
 	mounts := map[string]string{r.hostIO: ioDir}
 	env := withDefaults(p.Env, "PATH="+hostPATH, "HOME="+bwrap.SandboxHome, "TMPDIR=/tmp")
+	var ports []uint16
+	if r.egress != nil {
+		mounts[r.hostNet] = sandboxNet
+		env = proxyEnv(env, sandboxProxyPort)
+		ports = []uint16{sandboxProxyPort}
+	}
 	rw := []string{"/tmp", bwrap.SandboxHome, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 	for _, c := range caches {
 		dest := filepath.Join(sandboxCaches, c.name)
@@ -68,9 +75,33 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	}
 	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: p.Limits.rlimits(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
+		// With a proxy, the one port: the init's forwarder on the
+		// sandbox's own loopback, the only interface it has.
+		NetworkTCP: ports,
 	}}
+	if r.egress != nil {
+		req.Forward = &forward{Listen: "127.0.0.1:" + strconv.Itoa(sandboxProxyPort), Socket: sandboxNet + "/proxy.sock"}
+	}
+	if r.full != nil {
+		// Full: TCP to every port (the namespace's only way out is
+		// slirp4netns, whose host loopback is off); UDP stays refused.
+		req.Confine.NetworkTCP = nil
+		req.Confine.AnyNetwork = true
+	}
 	if r.preflight {
-		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: bwrap.SandboxHome, Tmp: "/tmp"}
+		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: bwrap.SandboxHome, Tmp: "/tmp", Network: p.Network}
+	}
+	var overlays map[string]string
+	var info *os.File
+	if r.full != nil {
+		dest, host, err := r.resolvConf()
+		if err != nil {
+			return nil, refuse(Unavailable, "network full: writing the sandbox's resolv.conf: %v", err)
+		}
+		if dest != "" {
+			overlays = map[string]string{dest: host}
+		}
+		info = r.full.infoW
 	}
 	view := bwrap.View{
 		SystemMasked: masked,
@@ -81,6 +112,8 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		HostReadPaths: p.HostReadPaths,
 		SystemDirs:    bwrap.DefaultSystemDirs,
 		Network:       bwrap.NetworkOff,
+		Overlays:      overlays,
+		InfoFile:      info,
 		Env:           env,
 		Chdir:         dir,
 		InitPath:      exe,
@@ -91,6 +124,11 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		return nil, refuse(Denied, "%v", err)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if r.full != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, r.full.goR, r.full.upW)
+		r.full.goR, r.full.upW = nil, nil // closed with the other extra files
+		req.NetGoFD, req.NetUpFD = 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles)
+	}
 	if err := r.reportPipe(cmd, &req); err != nil {
 		closeExtra(cmd)
 		return nil, err
@@ -122,6 +160,9 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 	if p.Limits.TmpBytes > 0 {
 		return nil, refuse(Unavailable, "the %s limit needs the bwrap rung: on the %s rung the command's TMPDIR is a directory on the host's disk, which no size cap covers", LimitTmp, r.rung)
 	}
+	if r.egress != nil {
+		env = proxyEnv(env, r.egress.port)
+	}
 	req := request{Line: line, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: p.Limits.rlimits()}
 	if r.rung == RungLandlock {
 		ro, err := landlockSystemRead()
@@ -142,9 +183,14 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 			// ends; they must stay outside the domain to signal it.
 			LandlockThisThread: true,
 		}
+		if r.egress != nil {
+			// No namespace of its own: TCP to the proxy's port, which
+			// Landlock allows on every address, not only the proxy's.
+			req.Confine.NetworkTCP = []uint16{uint16(r.egress.port)}
+		}
 	}
 	if r.preflight {
-		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: home, Tmp: tmp}
+		req.Check = &check{Workspace: p.Workspace, ReadOnly: p.ReadOnly, Home: home, Tmp: tmp, Network: p.Network}
 	}
 	if err := bwrap.CloseOnExecFrom(3); err != nil {
 		return nil, refuse(Unavailable, "marking inherited descriptors close-on-exec: %v", err)

@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/sandbox/runplan"
 	"github.com/reinhq/rein/shell"
 )
@@ -100,6 +101,12 @@ type Profile struct {
 	// Limits bound what the run may use; each one set is enforced or the
 	// run is refused.
 	Limits Limits
+	// Network is NetworkOff (or empty), NetworkProxy or NetworkFull.
+	Network string
+	// Egress decides and records every connection in proxy mode, where it
+	// is required: the sandbox asks it about each target and never learns
+	// why one was allowed.
+	Egress netproxy.Policy
 }
 
 // Result is how a run ended.
@@ -126,6 +133,12 @@ type Result struct {
 	// processes: memory, processes (a fork refused), cpu_seconds,
 	// file_size or timeout. Reason then says how.
 	LimitHit string `json:"limit_hit,omitempty"`
+	// Network is the network mode the run had.
+	Network string `json:"network"`
+	// Egress lists the connections through the proxy (at most 256; the
+	// rest are counted in EgressDropped), each as it ended.
+	Egress        []netproxy.Event `json:"egress,omitempty"`
+	EgressDropped int              `json:"egress_dropped,omitempty"`
 	// DurationMS is the wall time of the run in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
 }
@@ -185,6 +198,9 @@ func Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.W
 	if err != nil {
 		return nil, err
 	}
+	if why := Poisoned(rung, p.Workspace); why != "" && p.Network != NetworkOff {
+		return nil, refuse(Unavailable, "network %s is refused to the %s sandbox of %s for the rest of this process: it lost track of a process earlier (%s)", p.Network, rung, p.Workspace, why)
+	}
 	r, err := start(ctx, line, p, rung, false, stdout, stderr)
 	if err != nil {
 		return nil, err
@@ -227,6 +243,23 @@ func (p *Profile) validate() error {
 	case RungAuto, RungBwrap, RungLandlock, RungNone:
 	default:
 		return refuse(Denied, "unknown rung %q: use auto, bwrap, landlock or none", p.Rung)
+	}
+	switch p.Network {
+	case "":
+		p.Network = NetworkOff
+	case NetworkOff, NetworkFull:
+	case NetworkProxy:
+		if p.Egress == nil {
+			return refuse(Denied, "network proxy needs an egress policy to decide each connection")
+		}
+	default:
+		return refuse(Denied, "unknown network mode %q: use off, proxy or full", p.Network)
+	}
+	if p.Network != NetworkOff && p.Rung == RungNone {
+		return refuse(Denied, "the none rung confines nothing, the network included: network %s needs the bwrap or landlock rung", p.Network)
+	}
+	if p.Network == NetworkFull && p.Rung == RungLandlock {
+		return refuse(Unavailable, "network full needs a network namespace of the sandbox's own, which only the bwrap rung has")
 	}
 	if !filepath.IsAbs(p.Workspace) || filepath.Clean(p.Workspace) != p.Workspace {
 		return refuse(InvalidPath, "workspace %q is not a clean absolute path", p.Workspace)
@@ -278,14 +311,18 @@ func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
 	case RungNone:
 		return RungNone, "", nil
 	case RungBwrap, RungLandlock:
-		if pf := Preflight(ctx, p.Rung, p.Workspace, false); !pf.OK {
+		if pf := preflightFor(ctx, p.Rung, p.Network, p.Workspace); !pf.OK {
 			return "", "", refuse(Unavailable, "the %s rung cannot run here: %s", p.Rung, pf.Problem)
 		}
 		return p.Rung, "", nil
 	}
 	var why []string
 	for _, r := range []string{RungBwrap, RungLandlock} {
-		pf := Preflight(ctx, r, p.Workspace, false)
+		if r == RungLandlock && p.Network == NetworkFull {
+			why = append(why, "landlock: network full needs a network namespace of the sandbox's own")
+			break
+		}
+		pf := preflightFor(ctx, r, p.Network, p.Workspace)
 		if pf.OK {
 			return r, strings.Join(why, "; "), nil
 		}

@@ -295,8 +295,9 @@ func (c *Call) timeout(s string) (time.Duration, *Result) {
 	return d, nil
 }
 
-// profile is the execution profile of one command.
-func (c *Call) profile(timeout time.Duration) sandbox.Profile {
+// profile is the execution profile of one command, whose connections, in
+// network proxy, go to log.
+func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	p := c.Router.cfg.Policy
 	prof := c.Router.cfg.Profile
 	prof.Workspace = p.Workspace
@@ -304,6 +305,15 @@ func (c *Call) profile(timeout time.Duration) sandbox.Profile {
 	prof.Timeout = timeout
 	if prof.Rung == "" {
 		prof.Rung = p.Sandbox.Rung
+	}
+	if prof.Network == "" {
+		prof.Network = p.Sandbox.Network
+	}
+	if !policy.ForMode(p.Mode).Network {
+		prof.Network = sandbox.NetworkOff
+	}
+	if prof.Network == sandbox.NetworkProxy && prof.Egress == nil {
+		prof.Egress = Egress(p, c.Router.cfg.Approver, log.add)
 	}
 	if prof.Env == nil {
 		prof.Env = Env(os.Environ(), p)
@@ -319,9 +329,6 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	if bad != nil {
 		return bad
 	}
-	if p.Sandbox.Network != "off" {
-		return &Result{Status: Unavailable, Reason: fmt.Sprintf("network mode %q is not built yet: only \"off\" runs", p.Sandbox.Network)}
-	}
 	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
 	if v.Decision != policy.Allow {
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
@@ -332,9 +339,11 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	defer os.RemoveAll(dir)
-	prof := c.profile(timeout)
+	log := &egressLog{}
+	prof := c.profile(timeout, log)
 	prof.SpoolDir = dir
 	sr, err := sandbox.Run(ctx, line, prof, nil, nil)
+	res.records = append(res.records, log.take(c.Router.runID)...)
 	if err != nil {
 		var se *sandbox.Error
 		if errors.As(err, &se) {

@@ -45,6 +45,7 @@ type handle struct {
 	cancel   context.CancelFunc
 	cursor   int64
 	ended    bool // its end was reported
+	egress   *egressLog
 }
 
 // MaxCaptureBytes bounds what a handle's capture file keeps; beyond it the
@@ -167,9 +168,6 @@ func (c *Call) start(a StartArgs) *Result {
 		return bad
 	}
 	p := r.cfg.Policy
-	if p.Sandbox.Network != "off" {
-		return &Result{Status: Unavailable, Reason: fmt.Sprintf("network mode %q is not built yet: only \"off\" runs", p.Sandbox.Network)}
-	}
 	res = &Result{}
 	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
 	if v.Decision != policy.Allow {
@@ -201,7 +199,8 @@ func (c *Call) start(a StartArgs) *Result {
 	if err != nil {
 		return &Result{Status: Unavailable, Reason: "the handle's capture file: " + err.Error()}
 	}
-	prof := c.profile(timeout)
+	log := &egressLog{}
+	prof := c.profile(timeout, log)
 	// The handle lives as long as the run, not the call; but a call that
 	// ends while the start still waits (for another process's runs in the
 	// workspace) gives up the start.
@@ -225,7 +224,7 @@ func (c *Call) start(a StartArgs) *Result {
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	t.mu.Lock()
-	t.all[id] = &handle{id: id, line: a.Line, capture: capture, out: out, h: h, capped: capped, cancel: cancel}
+	t.all[id] = &handle{id: id, line: a.Line, capture: capture, out: out, h: h, capped: capped, cancel: cancel, egress: log}
 	t.mu.Unlock()
 	res.Status, res.Rung = OK, h.Rung()
 	res.Output = fmt.Sprintf("started %s on the %s rung: poll it with shell_poll {\"handle\": %q}", id, h.Rung(), id)
@@ -266,6 +265,8 @@ func (c *Call) poll(id string, kill bool) *Result {
 		res.Output = fmt.Sprintf("[%d bytes skipped; the newest %d follow]\n", skipped, len(data)) + res.Output
 	}
 	res.records = append(res.records, trace.HandleOutput{RunID: r.runID, Handle: id, Offset: offset, Skipped: skipped, Data: data, At: time.Now()})
+	// The connections made since the last poll.
+	res.records = append(res.records, h.egress.take(r.runID)...)
 	if d := h.capped.droppedBytes(); d > 0 {
 		res.Output += fmt.Sprintf("\n[rein: the capture keeps the first %d bytes; %d more were dropped]", MaxCaptureBytes, d)
 		info["dropped"] = d

@@ -95,6 +95,17 @@ when no confining rung can run.`,
 				}
 			}
 			tw.Flush()
+			fmt.Fprintln(out, "\nnetwork:")
+			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "  off\tbwrap: an empty network namespace; landlock: no inet socket (seccomp), no TCP (Landlock)")
+			fmt.Fprintln(tw, "  proxy\tbwrap: no route out; the only port is rein's forwarder on the sandbox's own loopback, to the egress proxy's unix socket; UDP and raw sockets refused")
+			fmt.Fprintln(tw, "  \tlandlock (weaker): the host's network, TCP to the proxy's port only (Landlock) and no UDP or raw sockets (seccomp); Landlock restricts the port, not the address, so that port is reachable on any address a command names by IP")
+			if pf := sandbox.PreflightFull(ctx, ws, true); pf.OK {
+				fmt.Fprintln(tw, "  full\tbwrap only: slirp4netns on the sandbox's own namespace, the host's loopback unreachable; private and metadata addresses are NOT refused")
+			} else {
+				fmt.Fprintf(tw, "  full\tunavailable: %s\t%s\n", pf.Problem, pf.Fix)
+			}
+			tw.Flush()
 			if !usable {
 				return &exitError{code: 1}
 			}
@@ -114,9 +125,9 @@ func bwrapEnforces(sup confine.Support) string {
 	if path, err := bwrap.Find(); err == nil {
 		version, _ = bwrap.Version(path)
 	}
-	return fmt.Sprintf("bubblewrap %s: new user/mount/pid/ipc/uts/cgroup/net namespaces, a view built from nothing, Landlock ABI %d, seccomp, no capabilities, network off", version, sup.LandlockABI)
+	return fmt.Sprintf("bubblewrap %s: new user/mount/pid/ipc/uts/cgroup/net namespaces, a view built from nothing, Landlock ABI %d, seccomp, no capabilities, network off, proxy or full", version, sup.LandlockABI)
 }
 
 func landlockEnforces(sup confine.Support) string {
-	return fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets), seccomp (no inet or unix sockets, no System V IPC), no capabilities, network off; weaker: host processes are listed in /proc, the protected paths are put back after the run rather than read-only during it", sup.LandlockABI)
+	return fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets), seccomp (no inet or unix sockets, no System V IPC), no capabilities, network off or proxy (not full); weaker: host processes are listed in /proc, the protected paths are put back after the run rather than read-only during it", sup.LandlockABI)
 }

@@ -31,6 +31,10 @@ type commonFlags struct {
 	allow     []string
 	ask       []string
 	deny      []string
+	// extraRules and networkFlag come from a command's own flags
+	// (--allow-host, --network).
+	extraRules  []policy.Rule
+	networkFlag string
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -69,6 +73,8 @@ func (c *commonFlags) load(sf *scopeFlags) (*policy.Policy, error) {
 			o.Rules = append(o.Rules, policy.Rule{Act: policy.ActExec, Effect: r.eff, Pattern: p})
 		}
 	}
+	o.Rules = append(o.Rules, c.extraRules...)
+	o.Network = c.networkFlag
 	p, err := policy.Load(o)
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}

@@ -30,6 +30,7 @@ type runFlags struct {
 	rung    string
 	asJSON  bool
 	limits  limitFlags
+	net     netFlags
 }
 
 func newExecCmd(sf *scopeFlags) *cobra.Command {
@@ -87,11 +88,14 @@ func (rf *runFlags) register(cmd *cobra.Command) {
 	f.StringVar(&rf.rung, "rung", "", "the sandbox rung: auto, bwrap, landlock or none (default: the policy's sandbox.rung)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
 	rf.limits.register(f)
+	rf.net.register(f, "")
 }
 
 // runDecided is the life of a line from the command line: policy, approver,
 // check again, sandbox.
 func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Line, text string) error {
+	rf.extraRules = rf.net.rules()
+	rf.networkFlag = rf.net.network
 	p, err := rf.load(sf)
 	if err != nil {
 		return err
@@ -117,9 +121,6 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if timeout > p.Sandbox.MaxTimeout {
 		return &exitError{exitSandbox, fmt.Sprintf("timeout %s is above the policy's %s ceiling (sandbox.max_timeout)", timeout, p.Sandbox.MaxTimeout)}
 	}
-	if p.Sandbox.Network != "off" {
-		return &exitError{exitSandbox, fmt.Sprintf("network mode %q is not built yet: only \"off\" runs (set sandbox.network = \"off\")", p.Sandbox.Network)}
-	}
 	limits, err := rf.limits.limits(p.Limits, p.Settings)
 	if err != nil {
 		return err
@@ -131,6 +132,7 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if rf.rung != "" {
 		prof.Rung = rf.rung
 	}
+	rf.net.profile(&prof, p, approver, cmd.ErrOrStderr(), rf.asJSON)
 	res, err := runSandboxed(cmd, ctx, line, prof, rf.asJSON)
 	if err != nil {
 		return err

@@ -32,15 +32,17 @@ func newSandboxCmd() *cobra.Command {
 		rung      string
 		asJSON    bool
 		lf        limitFlags
+		nf        netFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "sandbox [flags] -- PROGRAM ARG...",
 		Short: "Run a program confined, with no policy (the execution layer alone)",
 		Long: `Run PROGRAM with its arguments, used verbatim, in the sandbox: the
 workspace at its own path, system directories read-only, a private HOME
-and /tmp, no network, no host processes, the whole tree killed at the
-timeout. No policy is consulted: this confines any program, as one would
-wrap an MCP server.
+and /tmp, no network (unless --network says otherwise), no host
+processes, the whole tree killed at the timeout. No policy file is
+consulted: this confines any program, as one would wrap an MCP server.
+With --network proxy, only the hosts --allow-host names are reachable.
 
 The exit status is the program's; 124 after a timeout; 125 when the
 sandbox could not run it (the reason is printed).`,
@@ -71,6 +73,13 @@ sandbox could not run it (the reason is printed).`,
 				return err
 			}
 			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits}
+			// No policy file: the network mode and hosts are the flags'.
+			mode := policy.ModeAuto
+			pol, err := policy.Load(policy.Options{Workspace: ws, NoFiles: true, Mode: &mode, Rules: nf.rules(), Network: nf.network})
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			res, err := runSandboxed(cmd, ctx, line, p, asJSON)
 			if err != nil {
 				return err
@@ -97,6 +106,7 @@ sandbox could not run it (the reason is printed).`,
 	f.StringVar(&rung, "rung", "auto", "auto (the strongest that runs here), bwrap, landlock, or none (unconfined, only by name)")
 	f.BoolVar(&asJSON, "json", false, "print the result object instead of streaming the output")
 	lf.register(f)
+	nf.register(f, "off")
 	return cmd
 }
 

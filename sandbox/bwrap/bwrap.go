@@ -138,6 +138,17 @@ type View struct {
 	// Network is NetworkOff or NetworkFull; there is no default.
 	Network Network
 
+	// Overlays maps absolute sandbox paths of files to host files bound
+	// read-only over them, after the system directories: a resolv.conf
+	// naming the user-mode network's resolver, for instance. A sandbox
+	// path must lie inside SystemDirs.
+	Overlays map[string]string
+
+	// InfoFile, when set, receives bubblewrap's --info-fd report (a JSON
+	// object whose "child-pid" is the host pid of the sandbox's first
+	// process), to attach something to the sandbox's namespaces.
+	InfoFile *os.File
+
 	// Env is the command's complete environment, as NAME=value entries.
 	// Command starts bubblewrap itself with exactly this environment
 	// rather than passing --clearenv and --setenv: bubblewrap's own
@@ -317,6 +328,35 @@ func (b *builder) build(v View, argv []string) ([]string, error) {
 
 	if err := systemDirs(b, v.SystemDirs, v.SystemMasked); err != nil {
 		return nil, err
+	}
+	overlays := make([]string, 0, len(v.Overlays))
+	for dest := range v.Overlays {
+		overlays = append(overlays, dest)
+	}
+	slices.Sort(overlays)
+	for _, dest := range overlays {
+		d, err := absPath("Overlays", dest)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(v.SystemDirs, func(s string) bool { return within(d, filepath.Clean(s)) && d != filepath.Clean(s) }) {
+			return nil, &ViewError{Field: "Overlays", Value: d, Reason: "not inside SystemDirs"}
+		}
+		h, err := absPath("Overlays", v.Overlays[dest])
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(h); err != nil || !fi.Mode().IsRegular() {
+			return nil, &ViewError{Field: "Overlays", Value: h, Reason: "not a regular file"}
+		}
+		b.add("--ro-bind", h, d)
+	}
+	if v.InfoFile != nil {
+		f, err := dupFile(v.InfoFile)
+		if err != nil {
+			return nil, &ViewError{Field: "InfoFile", Reason: err.Error()}
+		}
+		b.add("--info-fd", b.fd(f))
 	}
 
 	if v.Home != "" {

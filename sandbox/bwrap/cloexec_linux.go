@@ -42,3 +42,13 @@ func closeOnExecFrom(low int) error {
 	}
 	return nil
 }
+
+// dupFile returns a close-on-exec duplicate of f, which the caller may
+// close independently.
+func dupFile(f *os.File) (*os.File, error) {
+	fd, _, errno := syscall.Syscall(syscall.SYS_FCNTL, f.Fd(), syscall.F_DUPFD_CLOEXEC, 3)
+	if errno != 0 {
+		return nil, errno
+	}
+	return os.NewFile(fd, f.Name()), nil
+}

@@ -66,6 +66,12 @@ type Spec struct {
 	// reachable too.
 	NetworkTCP []uint16
 
+	// AnyNetwork leaves inet and inet6 sockets of every type open (TCP to
+	// every port, UDP) and NetworkTCP unused: for a command whose network
+	// namespace is isolated another way, such as one whose only way out is
+	// a user-mode network stack. Packet and vsock sockets stay refused.
+	AnyNetwork bool
+
 	// ScopeSignals forbids sending signals to processes outside the
 	// confinement, such as the init's parent or the user's shell. It needs
 	// Landlock ABI 6.
@@ -246,6 +252,9 @@ func (s Spec) validate() error {
 				return bad("path %q is not absolute", p)
 			}
 		}
+	}
+	if s.AnyNetwork && len(s.NetworkTCP) > 0 {
+		return bad("AnyNetwork and NetworkTCP cannot both be set")
 	}
 	for _, port := range s.NetworkTCP {
 		if port == 0 {

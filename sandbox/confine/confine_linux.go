@@ -178,11 +178,15 @@ func landlockConfig(s Spec, abi int) landlock.Config {
 	if s.ScopeAbstractUnix {
 		scoped |= ll.ScopeAbstractUnixSocket
 	}
-	return landlock.Config{
+	cfg := landlock.Config{
 		HandledAccessFS:  preset.HandledAccessFS,
 		HandledAccessNet: ll.AccessNetBindTCP | ll.AccessNetConnectTCP,
 		Scoped:           scoped,
 	}
+	if s.AnyNetwork {
+		cfg.HandledAccessNet = 0
+	}
+	return cfg
 }
 
 const (

@@ -84,7 +84,7 @@ func seccompFilters(s Spec) ([][]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := argumentFilter(info, len(s.NetworkTCP) == 0, s.NoUnixSockets)
+	args, err := argumentFilter(info, len(s.NetworkTCP) == 0 && !s.AnyNetwork, s.AnyNetwork, s.NoUnixSockets)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +165,9 @@ const ioprioWhoProcess = 1
 // keystrokes into a terminal), clone with namespace flags, personality
 // other than the default, prlimit, setpriority, ioprio_set and the
 // scheduler and page-migration calls on any process but the caller, and sockets of any family but unix and netlink
-// (and inet and inet6 for TCP unless noInet, unix unless noUnix): packet,
-// vsock, UDP, raw inet sockets and the rest always.
-func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, error) {
+// (and inet and inet6 for TCP unless noInet, of every type with anyInet,
+// unix unless noUnix): packet, vsock and the rest always.
+func argumentFilter(info *arch.Info, noInet, anyInet, noUnix bool) ([]unix.SockFilter, error) {
 	lo := func(arg uint32) uint32 {
 		off := offArgs + 8*arg
 		if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
@@ -217,8 +217,11 @@ func argumentFilter(info *arch.Info, noInet, noUnix bool) ([]unix.SockFilter, er
 	if !noUnix {
 		families = append(families, unix.AF_UNIX)
 	}
+	if anyInet {
+		families = append(families, unix.AF_INET, unix.AF_INET6)
+	}
 	socket := noneOf(0, families)
-	if !noInet {
+	if !noInet && !anyInet {
 		// inet and inet6 for TCP only: a stream socket (whatever its
 		// SOCK_NONBLOCK and SOCK_CLOEXEC bits) of protocol 0 or TCP.
 		// Landlock restricts TCP by port; UDP and raw sockets, which it
