@@ -51,7 +51,7 @@ PY
 small="http://$addr/blob?size=1"
 urls=()
 for _ in $(seq 200); do urls+=("$small"); done
-t() { local s e; s=$(date +%s%N); "$@" -s -o /dev/null -H 'Connection: close' "${urls[@]}"; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
+t() { local s e; s=$(date +%s%N); "$@" -s -H 'Connection: close' "${urls[@]}" >/dev/null; e=$(date +%s%N); echo $(( (e - s) / 1000 )); }
 d_us=$(t curl --noproxy '*')
 p_us=$(t "${sandbox[@]}" --rung bwrap -- curl)
 t_us=$(t "${sandbox[@]}" --rung bwrap -- curl --proxytunnel)

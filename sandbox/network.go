@@ -101,7 +101,10 @@ func (r *run) startEgress() error {
 		if len(sock) >= 108 {
 			return refuse(Unavailable, "the proxy's socket path %s is longer than a unix socket address allows; set XDG_STATE_HOME to a shorter directory", sock)
 		}
-		l, err = net.Listen("unix", sock)
+		var ul *net.UnixListener
+		if ul, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err == nil {
+			l = newFDListener(ul)
+		}
 		e.port = sandboxProxyPort
 	} else {
 		l, err = net.Listen("tcp", "127.0.0.1:0")
@@ -171,7 +174,10 @@ func (f *forward) listen() (net.Listener, error) {
 	return l, nil
 }
 
-// serve forwards each connection to the proxy's socket until l closes.
+// serve hands each connection to the proxy until l closes: the accepted
+// socket itself, passed over the proxy's unix socket (SCM_RIGHTS), so
+// that the proxy reads and writes the client's socket directly and no
+// byte is copied twice.
 func (f *forward) serve(l net.Listener) {
 	for {
 		c, err := l.Accept()
@@ -182,39 +188,141 @@ func (f *forward) serve(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		go func() {
-			defer c.Close()
-			u, err := net.Dial("unix", f.Socket)
-			if err != nil {
+		go f.hand(c)
+	}
+}
+
+func (f *forward) hand(c net.Conn) {
+	defer c.Close()
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	file, err := tc.File()
+	if err != nil {
+		return
+	}
+	defer file.Close()
+	u, err := net.Dial("unix", f.Socket)
+	if err != nil {
+		return
+	}
+	defer u.Close()
+	u.(*net.UnixConn).WriteMsgUnix([]byte{0}, syscall.UnixRights(int(file.Fd())), nil)
+}
+
+// fdListener accepts the client sockets the init's forwarder passes over
+// the proxy's unix socket. Anything else that connects to that socket (a
+// command can, where Landlock does not cover unix sockets) gets only as
+// far as a TCP socket of its own sandbox would: a message without one, or
+// with anything but a connected TCP socket, is dropped.
+type fdListener struct {
+	l     *net.UnixListener
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+// maxHandoffs bounds the handoffs read at once.
+const maxHandoffs = 64
+
+func newFDListener(l *net.UnixListener) *fdListener {
+	fl := &fdListener{l: l, conns: make(chan net.Conn), done: make(chan struct{})}
+	go fl.run()
+	return fl
+}
+
+func (fl *fdListener) run() {
+	sem := make(chan struct{}, maxHandoffs)
+	for {
+		u, err := fl.l.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				fl.Close()
 				return
 			}
-			defer u.Close()
-			splice(c, u)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		default:
+			u.Close()
+			continue
+		}
+		go func() {
+			defer func() { <-sem }()
+			c := receiveConn(u)
+			if c == nil {
+				return
+			}
+			select {
+			case fl.conns <- c:
+			case <-fl.done:
+				c.Close()
+			}
 		}()
 	}
 }
 
-// splice copies both ways until both directions end, passing each end of
-// stream on as a half-close.
-func splice(a, b net.Conn) {
-	done := make(chan struct{})
-	go func() {
-		io.Copy(b, a)
-		closeWrite(b)
-		close(done)
-	}()
-	io.Copy(a, b)
-	closeWrite(a)
-	<-done
+// receiveConn reads one message with one descriptor from u, and returns it
+// as a connection if it is a connected TCP socket.
+func receiveConn(u *net.UnixConn) net.Conn {
+	defer u.Close()
+	u.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf, oob := make([]byte, 1), make([]byte, syscall.CmsgSpace(4*4))
+	_, oobn, _, _, err := u.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil
+	}
+	msgs, err := syscall.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, m := range msgs {
+		if got, err := syscall.ParseUnixRights(&m); err == nil {
+			fds = append(fds, got...)
+		}
+	}
+	if len(fds) == 0 {
+		return nil
+	}
+	for _, fd := range fds[1:] {
+		syscall.Close(fd)
+	}
+	syscall.CloseOnExec(fds[0])
+	f := os.NewFile(uintptr(fds[0]), "client")
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil
+	}
+	if _, ok := c.(*net.TCPConn); !ok || c.RemoteAddr() == nil {
+		c.Close()
+		return nil
+	}
+	return c
 }
 
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-	} else {
-		c.Close()
+func (fl *fdListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-fl.conns:
+		return c, nil
+	case <-fl.done:
+		return nil, net.ErrClosed
 	}
 }
+
+func (fl *fdListener) Close() error {
+	fl.once.Do(func() {
+		close(fl.done)
+		fl.l.Close()
+	})
+	return nil
+}
+
+func (fl *fdListener) Addr() net.Addr { return fl.l.Addr() }
 
 // SlirpPath is the user-mode network helper full mode needs, looked up
 // where a package manager installs it.

@@ -85,6 +85,10 @@ func TestClassify(t *testing.T) {
 		{"64:ff9b::808:808", ""},
 		{"2002:808:808::", ""},
 		{"fe80::1%eth0", "link-local"},
+		// Teredo: the client's address is stored inverted.
+		{"2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"},
+		{"2001:0:4136:e378:8000:63bf:f7f7:f7f7", ""},
+		{"2001:0:a9fe:a9fe:8000:63bf:f7f7:f7f7", "metadata"},
 	} {
 		a := netip.MustParseAddr(tc.addr)
 		if got := Classify(a); got != tc.class {

@@ -134,10 +134,10 @@ func TestPlainHTTPKeepAlive(t *testing.T) {
 	c := tp.dial(t)
 	c.SetDeadline(time.Now().Add(waitLimit))
 	br := bufio.NewReader(c)
-	get := func(host, path string) string {
+	get := func(host, path, extra string) string {
 		t.Helper()
 		hp := hostPort(host, port)
-		fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic Zm9vOmJhcg==\r\nProxy-Connection: keep-alive\r\nUser-Agent: test\r\n\r\n", hp, path, hp)
+		fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\nProxy-Authorization: Basic Zm9vOmJhcg==\r\nProxy-Connection: keep-alive\r\nUser-Agent: test\r\n%s\r\n", hp, path, hp, extra)
 		resp, err := http.ReadResponse(br, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -147,10 +147,10 @@ func TestPlainHTTPKeepAlive(t *testing.T) {
 		}
 		return readBody(t, resp)
 	}
-	if got, want := get("a.test", "/one?x=1;y"), fmt.Sprintf(`host=a.test:%d uri=/one?x=1;y pa="" pc="" xff="" ua="test"`, port); got != want {
+	if got, want := get("a.test", "/one?x=1;y", ""), fmt.Sprintf(`host=a.test:%d uri=/one?x=1;y pa="" pc="" xff="" ua="test"`, port); got != want {
 		t.Errorf("first: %s, want %s", got, want)
 	}
-	if got, want := get("B.test", "/two"), fmt.Sprintf(`host=B.test:%d uri=/two pa="" pc="" xff="" ua="test"`, port); got != want {
+	if got, want := get("B.test", "/two", "X-Forwarded-For: 192.0.2.1\r\n"), fmt.Sprintf(`host=B.test:%d uri=/two pa="" pc="" xff="192.0.2.1" ua="test"`, port); got != want {
 		t.Errorf("second: %s, want %s", got, want)
 	}
 

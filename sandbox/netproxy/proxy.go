@@ -109,12 +109,17 @@ func New(o Options) (*Proxy, error) {
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 1 << 20,
+		ReadBufferSize:         copyBuffer,
+		WriteBufferSize:        copyBuffer,
 	}
 	p.forwarder = &httputil.ReverseProxy{
 		Rewrite: rewrite,
-		// Every write reaches the client at once: a response streams as
-		// the upstream sends it, however small its pieces.
-		FlushInterval: -1,
+		// A response of unknown length (a stream) reaches the client at
+		// every write, the ReverseProxy's own rule; one of known length
+		// is flushed every 20 ms, so that a download goes in large
+		// writes and a slow upstream's first bytes still arrive at once.
+		FlushInterval: 20 * time.Millisecond,
+		BufferPool:    bufferPool{},
 		Transport:     p.transport,
 		ErrorHandler:  p.forwardError,
 		ErrorLog:      discardLog,
@@ -557,9 +562,11 @@ func tunnel(client net.Conn, pending []byte, upstream net.Conn) (up, down int64,
 	}
 	<-done
 	for _, e := range []error{upErr, downErr} {
-		// A side that hung up while the other still sent (EPIPE), or
-		// that the other error closed, ends the tunnel; it is no failure.
-		if e != nil && !errors.Is(e, net.ErrClosed) && !errors.Is(e, syscall.EPIPE) {
+		// A side that hung up, even abruptly (EPIPE, ECONNRESET: a
+		// client closing with the server's last words unread), or that
+		// the other side's error closed, ends the tunnel; it is no
+		// failure of it.
+		if e != nil && !errors.Is(e, net.ErrClosed) && !errors.Is(e, syscall.EPIPE) && !errors.Is(e, syscall.ECONNRESET) {
 			return up, down, e
 		}
 	}
@@ -672,3 +679,15 @@ type chanAddr struct{}
 
 func (chanAddr) Network() string { return "netproxy" }
 func (chanAddr) String() string  { return "netproxy" }
+
+// copyBuffer is the size of the buffers a plain HTTP response is copied
+// through.
+const copyBuffer = 256 << 10
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, copyBuffer); return &b }}
+
+// bufferPool lends the ReverseProxy its copy buffers.
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
