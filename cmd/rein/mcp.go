@@ -26,6 +26,7 @@ func newMCPCmd(sf *scopeFlags) *cobra.Command {
 		cf                     commonFlags
 		tf                     traceFlag
 		lf                     limitFlags
+		nf                     netFlags
 		surface, approve, rung string
 		httpAddr, tokenFile    string
 		tlsCert, tlsKey        string
@@ -43,6 +44,7 @@ Off loopback, HTTP requires a bearer token: --token-file FILE or the
 REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.extraRules, cf.networkFlag = nf.rules(), nf.network
 			p, err := cf.load(sf)
 			if err != nil {
 				return err
@@ -119,6 +121,7 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 	tf.register(cmd)
 	f := cmd.Flags()
 	lf.register(f)
+	nf.register(f, "")
 	f.StringVar(&surface, "surface", tool.SurfaceCoding, "the tool set served: "+tool.SurfaceCoding+" or "+tool.SurfaceReadOnly)
 	f.StringVar(&approve, "approve", "", "answer asks without the client: all or none (default: ask the client through elicitation)")
 	f.StringVar(&rung, "rung", "", "the sandbox rung for commands (default: the policy's sandbox.rung)")

@@ -74,3 +74,29 @@ func TestNetworkFlags(t *testing.T) {
 		t.Fatal("safe mode reached the network")
 	}
 }
+
+// TestNetworkTrace: through the router, every connection is in the trace,
+// the refused ones among the refusals.
+func TestNetworkTrace(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "hello") }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	code, out, errOut := rein(t, "tool", "--json", "--mode", "auto", "--allow", "curl *", "--network", "proxy", "--allow-host", host, "--approve", "none",
+		"shell", `{"line":"curl -sS `+srv.URL+`/ok ; curl -sS http://refused.test/"}`)
+	var v struct{ Run string }
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != 0 || v.Run == "" {
+		t.Fatalf("exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	code, out, _ = rein(t, "trace", "show", v.Run)
+	for _, want := range []string{"net: allow rule \"" + host + "\" (flags layer)", "net: deny", "sandbox egress: {", `"addr":"` + host + `"`} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("trace show lacks %q: exit %d\n%s", want, code, out)
+		}
+	}
+	code, out, _ = rein(t, "trace", "refusals")
+	if code != 0 || !strings.Contains(out, "refused.test:80/") || strings.Contains(out, host+"/ok") {
+		t.Fatalf("trace refusals: exit %d\n%s", code, out)
+	}
+}

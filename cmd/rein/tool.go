@@ -61,6 +61,7 @@ func newToolCmd(sf *scopeFlags) *cobra.Command {
 		cf      commonFlags
 		tf      traceFlag
 		lf      limitFlags
+		nf      netFlags
 		surface string
 		approve string
 		rung    string
@@ -76,6 +77,7 @@ model would see (printed), and the trace. The exit status is 0 for ok, 1
 for any other status.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.extraRules, cf.networkFlag = nf.rules(), nf.network
 			p, err := cf.load(sf)
 			if err != nil {
 				return err
@@ -136,6 +138,7 @@ for any other status.`,
 	tf.register(cmd)
 	f := cmd.Flags()
 	lf.register(f)
+	nf.register(f, "")
 	f.StringVar(&surface, "surface", tool.SurfaceCoding, "the tool set the call sees: "+tool.SurfaceCoding+" or "+tool.SurfaceReadOnly)
 	f.StringVar(&approve, "approve", "", "answer for asked actions without a terminal: all or none")
 	f.StringVar(&rung, "rung", "", "the sandbox rung for commands (default: the policy's sandbox.rung)")
@@ -299,6 +302,10 @@ func newTraceCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tAT\tKIND\tDECISION\tRULE\tREASON")
 			for _, e := range events {
+				if e.Kind == "net" && e.Decision == "allow" {
+					// A connection made, not a refusal: rein trace show has it.
+					continue
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.RunID, e.At.Format("15:04:05"), e.Kind, e.Decision, attribution(e), policy.Printable(e.Reason))
 			}
 			return tw.Flush()
