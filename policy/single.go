@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"strings"
 )
 
 // CheckPath decides one access to a path named by a file tool, resolved
@@ -15,28 +14,41 @@ func (p *Policy) CheckPath(access Act, path string) *Verdict {
 	return &Verdict{Decision: pv.Decision, Reason: pv.Reason, Rule: pv.Rule, Paths: []PathVerdict{pv}}
 }
 
-// CheckNet decides a network target: "host", "host:port", or for plain
-// HTTP "host:port/path". A target no rule names is asked (denied in safe
-// mode); the egress proxy applies the answer.
+// CheckNet decides a network target: "host:port" for a connection (a
+// CONNECT tunnel, SOCKS5), or "host:port/path" for a plain HTTP request;
+// a rule may also name a host alone. A rule without a path decides by the
+// host (its wildcards never reach into a path); a rule with a path decides
+// only plain HTTP requests, by host and path. A target no rule names is
+// asked (denied in safe mode); the egress proxy applies the answer.
 func (p *Policy) CheckNet(target string) *Verdict {
-	host, _, _ := strings.Cut(target, "/")
-	name, _, _ := strings.Cut(host, ":")
-	forms := []string{target, host, name}
-	if r := p.rules[ActNet][Deny].matchString(forms...); r != nil {
+	t := splitNetTarget(target)
+	if r := p.rules[ActNet][Deny].matchNet(t); r != nil {
 		return ruleVerdict(Deny, r)
 	}
-	if r := p.rules[ActNet][Ask].matchString(forms...); r != nil {
+	if t.path == "" {
+		// Deny and ask rules with a path hold only where the proxy sees
+		// each request: a tunnel to their host would get around them.
+		for _, d := range []Decision{Deny, Ask} {
+			if r := p.rules[ActNet][d].pathRuleFor(t); r != nil {
+				v := ruleVerdict(Deny, r)
+				v.Reason = "a connection to " + target + " would get around " + r.attribution().String() +
+					", which decides plain HTTP requests by path: only those reach this host"
+				return v
+			}
+		}
+	}
+	if r := p.rules[ActNet][Ask].matchNet(t); r != nil {
 		return p.askVerdict(r)
 	}
 	if !ForMode(p.Mode).Network {
 		return &Verdict{Decision: Deny, Reason: fmt.Sprintf("%s mode has no network", p.Mode)}
 	}
-	if r := p.rules[ActNet][Allow].matchString(forms...); r != nil {
+	if r := p.rules[ActNet][Allow].matchNet(t); r != nil {
 		return ruleVerdict(Allow, r)
 	}
 	for _, name := range p.NetPresets {
 		for _, h := range netPresets[name] {
-			if w := compileWildcard(h); w.match(host) || w.match(target) {
+			if splitNetPattern(h).matchHost(t) {
 				return &Verdict{Decision: Allow, Reason: fmt.Sprintf("in the %s preset", name),
 					Rule: &Attribution{Rule: "preset " + name, Act: ActNet, Effect: Allow, Layer: LayerBuiltin}}
 			}

@@ -222,10 +222,18 @@ func TestNetworkProxy(t *testing.T) {
 			"./probe send-udp 127.0.0.1:53",
 			"./probe resolve example.com",
 			"./probe raw",
+			"./probe fastopen " + around.Addr().String(),
 			"curl -sS --noproxy '*' http://" + around.Addr().String() + "/",
 		} {
 			if r := run(line); r.Status == OK {
 				t.Errorf("%s worked around the proxy", line)
+			}
+		}
+		if rung == RungLandlock {
+			// Without a namespace of its own, a listening socket would be
+			// the host's (in the bwrap rung's, it is the sandbox's own).
+			if r := run("./probe listen"); r.Status == OK {
+				t.Error("a socket listened on the host's network")
 			}
 		}
 		select {

@@ -83,8 +83,9 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		req.Forward = &forward{Listen: "127.0.0.1:" + strconv.Itoa(sandboxProxyPort), Socket: sandboxNet + "/proxy.sock"}
 	}
 	if r.full != nil {
-		// Full: TCP to every port (the namespace's only way out is
-		// slirp4netns, whose host loopback is off); UDP stays refused.
+		// Full: inet sockets of every kind (DNS needs UDP); the
+		// namespace's only way out is slirp4netns, with the host's
+		// loopback off.
 		req.Confine.NetworkTCP = nil
 		req.Confine.AnyNetwork = true
 	}
@@ -179,6 +180,9 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.C
 			ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true,
 			// No namespace hides the host's unix sockets and System V IPC.
 			NoUnixSockets: true, NoSysVIPC: true,
+			// A port of the host's, on every address, for a socket that
+			// listens without binding (which Landlock checks).
+			NoListen: true,
 			// The init's other threads kill the tree when the lifeline
 			// ends; they must stay outside the domain to signal it.
 			LandlockThisThread: true,

@@ -57,7 +57,8 @@ type Spec struct {
 	//
 	// With ports listed, inet and inet6 sockets are allowed for TCP only
 	// (stream sockets of protocol 0 or IPPROTO_TCP; UDP, raw and every
-	// other inet socket is refused by the seccomp filter), and Landlock
+	// other inet socket is refused by the seccomp filter, and so is TCP
+	// Fast Open, whose connect from sendto Landlock does not check), and Landlock
 	// allows TCP connect only to those ports and denies every TCP bind.
 	// Landlock restricts the port, not the address: a listed port is
 	// reachable on every address the host can route to, so a caller that
@@ -65,6 +66,12 @@ type Spec struct {
 	// of the command's own, or accept that the same port elsewhere is
 	// reachable too.
 	NetworkTCP []uint16
+
+	// NoListen refuses listen(2): without a network namespace of its own
+	// (the landlock rung) a socket the command listens on without binding
+	// it first gets a port of the host's, on every address, which Landlock,
+	// checking only bind(2), does not see.
+	NoListen bool
 
 	// AnyNetwork leaves inet and inet6 sockets of every type open (TCP to
 	// every port, UDP) and NetworkTCP unused: for a command whose network

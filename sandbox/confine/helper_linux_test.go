@@ -269,6 +269,25 @@ var actions = map[string]func(arg string) string{
 		defer unix.Close(fd)
 		return outcome(unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
 	},
+	// TCP Fast Open: a connect made by sendto, which Landlock does not see.
+	"fastopen": func(port string) string {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return outcome(err)
+		}
+		defer unix.Close(fd)
+		p, _ := strconv.Atoi(port)
+		return outcome(unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN, &unix.SockaddrInet4{Port: p, Addr: [4]byte{127, 0, 0, 1}}))
+	},
+	// listen without bind: the kernel picks a port.
+	"listen": func(string) string {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return outcome(err)
+		}
+		defer unix.Close(fd)
+		return outcome(unix.Listen(fd, 1))
+	},
 	"abstract": func(name string) string {
 		c, err := net.Dial("unix", "@"+name)
 		if err == nil {

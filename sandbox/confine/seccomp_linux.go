@@ -84,7 +84,7 @@ func seccompFilters(s Spec) ([][]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
-	args, err := argumentFilter(info, len(s.NetworkTCP) == 0 && !s.AnyNetwork, s.AnyNetwork, s.NoUnixSockets)
+	args, err := argumentFilter(info, len(s.NetworkTCP) == 0 && !s.AnyNetwork, s.AnyNetwork, s.NoUnixSockets, s.NoListen)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +167,7 @@ const ioprioWhoProcess = 1
 // scheduler and page-migration calls on any process but the caller, and sockets of any family but unix and netlink
 // (and inet and inet6 for TCP unless noInet, of every type with anyInet,
 // unix unless noUnix): packet, vsock and the rest always.
-func argumentFilter(info *arch.Info, noInet, anyInet, noUnix bool) ([]unix.SockFilter, error) {
+func argumentFilter(info *arch.Info, noInet, anyInet, noUnix, noListen bool) ([]unix.SockFilter, error) {
 	lo := func(arg uint32) uint32 {
 		off := offArgs + 8*arg
 		if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 {
@@ -272,6 +272,21 @@ func argumentFilter(info *arch.Info, noInet, anyInet, noUnix bool) ([]unix.SockF
 		}()},
 	}
 
+	if !noInet && !anyInet {
+		// TCP Fast Open connects from sendto, sendmsg and sendmmsg,
+		// where Landlock's check of connect(2) never sees it: with ports
+		// granted, a command could reach every port of every host.
+		fastOpen := func(arg uint32) []bpf.Instruction {
+			return []bpf.Instruction{bpf.LoadAbsolute{Off: lo(arg), Size: 4},
+				bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.MSG_FASTOPEN, SkipTrue: 1}, allow, deny}
+		}
+		blocks = append(blocks,
+			block{unix.SYS_SENDTO, fastOpen(3)}, block{unix.SYS_SENDMSG, fastOpen(2)}, block{unix.SYS_SENDMMSG, fastOpen(3)})
+	}
+	if noListen {
+		// A socket that listen(2) binds itself: Landlock checks bind(2).
+		blocks = append(blocks, block{unix.SYS_LISTEN, []bpf.Instruction{deny}})
+	}
 	prog := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipTrue: 1},
@@ -285,6 +300,9 @@ func argumentFilter(info *arch.Info, noInet, anyInet, noUnix bool) ([]unix.SockF
 	offset := 0
 	for i, b := range blocks {
 		jump := (tail - i - 1) + 1 + offset
+		if jump > 255 {
+			return nil, fmt.Errorf("the argument filter's dispatch jumps %d instructions, more than a BPF jump can", jump)
+		}
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(b.nr), SkipTrue: uint8(jump)})
 		offset += len(b.body)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,6 +177,14 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
 	if path == "" {
 		path = "/"
+	}
+	if why == "" {
+		why = ambiguousPath(r.URL)
+	}
+	if why == "" && r.Header.Get("Upgrade") != "" {
+		// An upgraded connection is a tunnel whose later requests the
+		// proxy would not see.
+		why = "a plain request asks to upgrade the connection, which would become a tunnel: use CONNECT"
 	}
 	req, lit, hwhy := newTarget(ProtoHTTP, r.URL.Hostname(), port, path)
 	ev.Request = req
@@ -371,4 +380,29 @@ func writeText(w http.ResponseWriter, status int, token, body string) {
 func readRequestHead(c io.Reader) {
 	br := bufio.NewReaderSize(io.LimitReader(c, maxHeaderBytes), 4096)
 	http.ReadRequest(br)
+}
+
+// ambiguousPath says why a request's path could mean another path to the
+// server than to the policy: dot segments, empty segments, an encoded
+// slash, backslash or dot, which servers resolve each their own way. Such
+// a request is refused rather than decided.
+func ambiguousPath(u *url.URL) string {
+	escaped := strings.ToLower(u.EscapedPath())
+	for _, enc := range []string{"%2f", "%5c", "%2e", "%00"} {
+		if strings.Contains(escaped, enc) {
+			return fmt.Sprintf("the path holds %s (an encoded %s), which servers decode each their own way", enc, map[string]string{"%2f": "slash", "%5c": "backslash", "%2e": "dot", "%00": "NUL"}[enc])
+		}
+	}
+	if strings.Contains(u.Path, "\\") {
+		return "the path holds a backslash, which some servers take for a slash"
+	}
+	if strings.Contains(u.Path, "//") {
+		return "the path holds an empty segment (//), which servers resolve each their own way"
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return "the path holds a dot segment (" + seg + "), which would make another path of it than the one decided"
+		}
+	}
+	return ""
 }

@@ -550,3 +550,50 @@ func TestDecideContext(t *testing.T) {
 	}
 	pol.waitEvents(t, 3)
 }
+
+// TestPlainHTTPAmbiguousPaths: a path a server could resolve to another
+// than the one decided is refused before the policy is asked, and so is
+// an upgrade, which would turn the request into a tunnel.
+func TestPlainHTTPAmbiguousPaths(t *testing.T) {
+	seen := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.RequestURI
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	pol := newFakePolicy().allow("127.0.0.1", true)
+	tp := startProxy(t, "tcp", Options{Policy: pol, Resolver: newFakeResolver()})
+	host := srv.Listener.Addr().String()
+	get := func(path, extra string) (int, string) {
+		t.Helper()
+		c := tp.dial(t)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(waitLimit))
+		fmt.Fprintf(c, "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n%s\r\n", host, path, host, extra)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, path := range []string{"/v2/../admin", "/v2/%2e%2e/admin", "/v2/..%2fadmin", "/v2/%2E%2E%2Fadmin", "//admin", "/v2/./x",
+		"/a%5cb", "/a\\b", "/v2/..", "/x%00"} {
+		code, body := get(path, "")
+		if code != http.StatusBadRequest || !strings.Contains(body, "refused") {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	if code, body := get("/chat", "Connection: Upgrade\r\nUpgrade: websocket\r\n"); code != http.StatusBadRequest || !strings.Contains(body, "upgrade") {
+		t.Errorf("an upgrade: %d %q", code, body)
+	}
+	pol.mu.Lock()
+	asked := len(pol.decided)
+	pol.mu.Unlock()
+	if asked != 0 || len(seen) != 0 {
+		t.Errorf("the policy was asked %d times and the upstream saw %d requests", asked, len(seen))
+	}
+	if code, body := get("/v2/a%20b/c.txt?x=1", ""); code != 200 || body != "ok" || <-seen != "/v2/a%20b/c.txt?x=1" {
+		t.Errorf("an ordinary path: %d %q", code, body)
+	}
+}

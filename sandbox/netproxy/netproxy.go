@@ -106,6 +106,8 @@ type Options struct {
 	// Dial connects to a checked address ("ip:port"); nil is a
 	// net.Dialer with a 10 s timeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// MaxConns bounds the connections open at once; zero is 256.
+	// MaxConns bounds the connections open at once; zero is 128. A
+	// plain HTTP response is copied through a 256 KiB buffer, lent only
+	// while its body is copied, so a proxy holds at most MaxConns of them.
 	MaxConns int
 }

@@ -17,7 +17,7 @@ import (
 )
 
 const (
-	defaultMaxConns    = 256
+	defaultMaxConns    = 128
 	dialTimeout        = 10 * time.Second
 	handshakeTimeout   = 30 * time.Second // SOCKS5 handshake, and the first byte of any connection
 	headerTimeout      = 30 * time.Second // an HTTP request's headers
@@ -109,8 +109,6 @@ func New(o Options) (*Proxy, error) {
 		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 1 << 20,
-		ReadBufferSize:         copyBuffer,
-		WriteBufferSize:        copyBuffer,
 	}
 	p.forwarder = &httputil.ReverseProxy{
 		Rewrite: rewrite,
@@ -681,7 +679,8 @@ func (chanAddr) Network() string { return "netproxy" }
 func (chanAddr) String() string  { return "netproxy" }
 
 // copyBuffer is the size of the buffers a plain HTTP response is copied
-// through.
+// through, lent only while a body is copied: a connection at rest holds
+// none.
 const copyBuffer = 256 << 10
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, copyBuffer); return &b }}

@@ -257,7 +257,8 @@ func (p *Proxy) serveSOCKS(c *clientConn) {
 		}
 		return
 	}
-	if err := writeSOCKSReply(c, repSucceeded, upstream.LocalAddr()); err != nil {
+	// The bound address is not told: it is the host's own address.
+	if err := writeSOCKSReply(c, repSucceeded, nil); err != nil {
 		ev.Err = err.Error()
 		return
 	}

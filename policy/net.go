@@ -1,0 +1,93 @@
+package policy
+
+import "strings"
+
+// netTarget is a net target taken apart: the host's name (an IPv6
+// literal without brackets), "host:port" as written, and the path of a
+// plain HTTP request ("" for a connection, which has none).
+type netTarget struct {
+	name, hostport, path string
+}
+
+func splitNetTarget(t string) netTarget {
+	hostport, path, found := strings.Cut(strings.ToLower(t), "/")
+	if found {
+		path = "/" + path
+	}
+	name := hostport
+	switch {
+	case strings.HasPrefix(hostport, "["):
+		if i := strings.IndexByte(hostport, ']'); i > 0 {
+			name = hostport[1:i]
+		}
+	case strings.Count(hostport, ":") == 1:
+		name, _, _ = strings.Cut(hostport, ":")
+	}
+	return netTarget{name: name, hostport: hostport, path: path}
+}
+
+// netPattern is a net rule's pattern taken apart the same way: a host
+// part ("host", "host:port", "*.domain", "[v6]" or "[v6]:port") and, for
+// a rule about plain HTTP, a path part.
+type netPattern struct {
+	host, path string
+	hasPath    bool
+}
+
+func splitNetPattern(p string) netPattern {
+	host, path, found := strings.Cut(strings.ToLower(p), "/")
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if found {
+		path = "/" + path
+	}
+	return netPattern{host: host, path: path, hasPath: found}
+}
+
+// matchHost reports whether the pattern's host part names the target's
+// host: a pattern with a port ("host:port", "[v6]:port") the target's
+// "host:port", one without (a name, "*.domain", an IPv6 literal) its name
+// alone. Its wildcards match within that part only, never into a port
+// or a path.
+func (np netPattern) matchHost(t netTarget) bool {
+	if strings.HasPrefix(np.host, "[") || strings.Count(np.host, ":") == 1 {
+		return globMatch(np.host, t.hostport)
+	}
+	return globMatch(np.host, t.name)
+}
+
+// match reports whether the pattern decides the target: a pattern without
+// a path by its host alone; one with a path only a plain HTTP request,
+// by host and path separately.
+func (np netPattern) match(t netTarget) bool {
+	if !np.matchHost(t) {
+		return false
+	}
+	if !np.hasPath {
+		return true
+	}
+	return t.path != "" && globMatch(np.path, t.path)
+}
+
+// matchNet returns the first rule of s (the strongest) that decides t.
+func (s *ruleSet) matchNet(t netTarget) *Rule {
+	for _, r := range s.rules {
+		if splitNetPattern(r.Pattern).match(t) {
+			return r
+		}
+	}
+	return nil
+}
+
+// pathRuleFor returns the first rule of s with a path whose host part
+// names t's host: a connection to that host (a tunnel, whose requests the
+// proxy cannot see) would get around it.
+func (s *ruleSet) pathRuleFor(t netTarget) *Rule {
+	for _, r := range s.rules {
+		if np := splitNetPattern(r.Pattern); np.hasPath && np.matchHost(t) {
+			return r
+		}
+	}
+	return nil
+}
