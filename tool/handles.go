@@ -108,7 +108,9 @@ func newHandleTable(r *Router) *handleTable {
 
 // killAll kills every live handle and waits for their ends: the run is
 // over, however it ended.
-func (t *handleTable) killAll() {
+// killAll kills every handle and returns the connections they made since
+// their last poll, for the trace.
+func (t *handleTable) killAll(runID string) []trace.Record {
 	t.mu.Lock()
 	hs := make([]*handle, 0, len(t.all))
 	for _, h := range t.all {
@@ -127,6 +129,11 @@ func (t *handleTable) killAll() {
 		h.out.Close()
 		os.Remove(h.capture)
 	}
+	var out []trace.Record
+	for _, h := range hs {
+		out = append(out, h.egress.take(runID)...)
+	}
+	return out
 }
 
 func (t *handleTable) live() int {

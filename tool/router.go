@@ -201,13 +201,14 @@ func (r *Router) Close(status string) {
 	}
 	r.closed = true
 	r.mu.Unlock()
-	r.handles.killAll()
+	left := r.handles.killAll(r.runID)
 	if r.ownResults {
 		os.RemoveAll(r.cfg.Results.Dir)
 	}
 	if r.cfg.Store != nil {
-		r.cfg.Store.AppendAll(context.Background(), trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
+		recs := append(left, trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
 			trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
+		r.cfg.Store.AppendAll(context.Background(), recs...)
 	}
 }
 
