@@ -13,20 +13,34 @@ for tool in go bwrap hyperfine; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$here/.." && go build -o "$work/rein" ./cmd/rein)
+(cd "$here/.." && go build -o "$work/rein" ./cmd/rein && go build -o "$work/floor" ./bench/cmd/floor)
 mkdir -p "$work/ws"
 bare=(bwrap --unshare-all --unshare-user --die-with-parent --new-session --cap-drop ALL --as-pid-1
   --proc /proc --dev /dev --tmpfs /tmp --ro-bind /usr /usr --ro-bind /etc /etc
   --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/sbin /sbin
   --bind "$work/ws" "$work/ws" --chdir "$work/ws" /usr/bin/true)
+# The floor: a Go program that does nothing but start bubblewrap, whose
+# command is a Go program that does nothing (bound in at /floor), which
+# is the least a Go CLI with a re-executed Go init can cost; and what one
+# start of rein's own binary costs over the smallest Go program (every
+# start maps and initialises the whole binary, and a run starts it twice).
+floorcmd=("${bare[@]:0:${#bare[@]}-1}")
+floorcmd+=(--ro-bind "$work/floor" /floor /floor)
 hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/out.json" \
   -n bare-bwrap "${bare[*]}" \
+  -n go-floor "$work/floor ${floorcmd[*]}" \
+  -n go-start "$work/floor" \
+  -n rein-start "$work/rein help" \
   -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true"
 python3 - "$work/out.json" <<'PY'
 import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-b, s = r["bare-bwrap"]["median"], r["rein-sandbox"]["median"]
+r = {x["command"]: x["median"] for x in json.load(open(sys.argv[1]))["results"]}
+b, f, s = r["bare-bwrap"], r["go-floor"], r["rein-sandbox"]
+extra = r["rein-start"] - r["go-start"]
 print(f"median: bare bwrap {b*1000:.2f} ms, rein sandbox {s*1000:.2f} ms; rein/bare = {s/b:.2f}")
+print(f"floor of a Go CLI with a Go init: {f*1000:.2f} ms; floor/bare = {f/b:.2f}")
+print(f"a start of rein's binary costs {extra*1000:.2f} ms more than the smallest Go program's; "
+      f"the floor with rein's binary in both places: {(f+2*extra)*1000:.2f} ms, /bare = {(f+2*extra)/b:.2f}")
 PY
 
 # The landlock rung against a bare spawn of /bin/true: the added median

@@ -29,6 +29,7 @@ var allowed = map[string][]string{
 	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "trace"},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/blobserver":  {},
+	"bench/cmd/floor":       {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"cmd/rein":              {"*"},
 	"internal/layering":     {},
