@@ -74,12 +74,14 @@ sandbox could not run it (the reason is printed).`,
 			}
 			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits}
 			// No policy file: the network mode and hosts are the flags'.
-			mode := policy.ModeAuto
-			pol, err := policy.Load(policy.Options{Workspace: ws, NoFiles: true, Mode: &mode, Rules: nf.rules(), Network: nf.network})
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
+			if nf.network != sandbox.NetworkOff || len(nf.allowHosts) > 0 {
+				mode := policy.ModeAuto
+				pol, err := policy.Load(policy.Options{Workspace: ws, NoFiles: true, Mode: &mode, Rules: nf.rules(), Network: nf.network})
+				if err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
+				nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			}
-			nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			res, err := runSandboxed(cmd, ctx, line, p, asJSON)
 			if err != nil {
 				return err
