@@ -173,9 +173,10 @@ func Probe() Support {
 // Apply is meant for a process that is about to exec the command. Call it
 // from a goroutine locked to its OS thread (runtime.LockOSThread) and exec
 // from that same goroutine. Every mechanism reaches every thread of the
-// process: rlimits are per process, no_new_privs, capabilities and Landlock
-// go through all-threads enforcement (the psx mechanism, or Landlock's
-// TSYNC from ABI 8), seccomp uses SECCOMP_FILTER_FLAG_TSYNC. Locking still
+// process: rlimits are per process, capabilities and Landlock go through
+// all-threads enforcement (the psx mechanism, or Landlock's TSYNC from ABI
+// 8), seccomp uses SECCOMP_FILTER_FLAG_TSYNC, which also gives every thread
+// the caller's no_new_privs (Apply checks that each has it). Locking still
 // matters because the thread that calls execve is the one whose state the
 // command inherits, and a locked goroutine makes that the thread Apply ran
 // on. After Apply the process itself is confined: it can no longer open

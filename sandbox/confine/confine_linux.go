@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -42,14 +43,27 @@ func apply(s Spec) error {
 		return &Error{Mechanism: MechanismSeccomp, Err: err}
 	}
 
-	if err := allThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0); err != nil {
-		return &Error{Mechanism: MechanismNoNewPrivs, Err: err}
+	// no_new_privs on this thread, which Landlock and seccomp need of
+	// their caller; the seccomp filter's TSYNC gives it to every other
+	// thread (checked below), without a round of signals to each. The
+	// filter goes on before the Landlock domain, whose setup it allows.
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return &Error{Mechanism: MechanismNoNewPrivs, Err: fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)}
 	}
 	if err := dropCapabilities(); err != nil {
 		return &Error{Mechanism: MechanismCapabilities, Err: err}
 	}
 	if err := setRlimits(s.Rlimits); err != nil {
 		return &Error{Mechanism: MechanismRlimit, Err: err}
+	}
+	for _, f := range filters {
+		if err := loadFilter(f); err != nil {
+			return &Error{Mechanism: MechanismSeccomp, Err: err}
+		}
+	}
+	// Checked before Landlock, which leaves /proc/self/task unreadable.
+	if err := everyThreadNoNewPrivs(); err != nil {
+		return &Error{Mechanism: MechanismNoNewPrivs, Err: err}
 	}
 	if s.LandlockThisThread {
 		fd, flags, err := cfg.NewRulesetFD(rules...)
@@ -64,17 +78,33 @@ func apply(s Spec) error {
 	} else if err := cfg.Restrict(rules...); err != nil {
 		return &Error{Mechanism: MechanismLandlock, Err: err}
 	}
-	for _, f := range filters {
-		if err := loadFilter(f); err != nil {
-			return &Error{Mechanism: MechanismSeccomp, Err: err}
+	return nil
+}
+
+// everyThreadNoNewPrivs checks that every thread of the process has
+// no_new_privs, as seccomp's TSYNC sets it.
+func everyThreadNoNewPrivs() error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // a thread that exited
+			}
+			return err
+		}
+		if !strings.Contains(string(data), "\nNoNewPrivs:\t1\n") {
+			return fmt.Errorf("thread %s lacks no_new_privs after the seccomp filter's synchronisation", t.Name())
 		}
 	}
 	return nil
 }
 
-// allThreadsPrctl runs prctl on every thread: no_new_privs and the
-// capability sets are per thread, and a thread left out could exec with
-// them intact.
+// allThreadsPrctl runs prctl on every thread: the capability sets are
+// per thread, and a thread left out could exec with them intact.
 func allThreadsPrctl(option, arg2, arg3 uintptr) error {
 	if _, _, e := psx.Syscall6(unix.SYS_PRCTL, option, arg2, arg3, 0, 0, 0); e != 0 {
 		return fmt.Errorf("prctl(%d, %d): %w", option, arg2, e)
