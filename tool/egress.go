@@ -43,7 +43,7 @@ func (e *egressPolicy) Decide(ctx context.Context, r netproxy.Request) netproxy.
 	if a := v.Rule; a != nil {
 		out.Rule, out.Layer, out.File = a.Rule, a.Layer.String(), a.File
 		out.ByName = out.Allow && first.Decision == policy.Allow && a.Effect == policy.Allow &&
-			!strings.HasPrefix(a.Rule, "preset ") && !strings.ContainsAny(a.Rule, "*?[")
+			!strings.HasPrefix(a.Rule, "preset ") && !strings.ContainsAny(a.Rule, "*?")
 	}
 	return out
 }
