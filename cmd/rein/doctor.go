@@ -99,9 +99,9 @@ when no confining rung can run.`,
 			tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "  off\tbwrap: an empty network namespace; landlock: no inet socket (seccomp), no TCP (Landlock)")
 			fmt.Fprintln(tw, "  proxy\tbwrap: no route out; the only port is rein's forwarder on the sandbox's own loopback, to the egress proxy's unix socket; UDP and raw sockets refused")
-			fmt.Fprintln(tw, "  \tlandlock (weaker): the host's network, TCP to the proxy's port only (Landlock) and no UDP or raw sockets (seccomp); Landlock restricts the port, not the address, so that port is reachable on any address a command names by IP")
+			fmt.Fprintln(tw, "  \tlandlock (weaker): the host's network, TCP to the proxy's port only (Landlock); no UDP, raw or unix sockets, TCP Fast Open or listen (seccomp); Landlock restricts the port, not the address, so that port is reachable on any address a command names by IP")
 			if pf := sandbox.PreflightFull(ctx, ws, true); pf.OK {
-				fmt.Fprintln(tw, "  full\tbwrap only: slirp4netns on the sandbox's own namespace, the host's loopback unreachable; private and metadata addresses are NOT refused")
+				fmt.Fprintln(tw, "  full\tbwrap only: slirp4netns on the sandbox's own namespace, the host's loopback unreachable; private and metadata addresses, and the host's services on its other addresses, are NOT refused")
 			} else {
 				fmt.Fprintf(tw, "  full\tunavailable: %s\t%s\n", pf.Problem, pf.Fix)
 			}
