@@ -15,11 +15,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -298,9 +300,11 @@ func stricter(a, b Decision) Decision {
 }
 
 // fetchTarget is the net target of a WebFetch URL: its host, normalised as
-// a browser would (lower case, no trailing dot, IDNA), on port 443 (Claude
-// Code upgrades http to https). An IP literal that is not a public
-// address, or a numeric host form, is refused.
+// a browser would (lower case, no trailing dot, IDNA), with the URL's port,
+// or 443 when it names none (Claude Code upgrades http to https), written
+// as the egress proxy writes targets ("host:port", "[v6]:port"). An IP
+// literal that is not a public address, or a numeric host form, is
+// refused.
 func fetchTarget(raw string) (string, string) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
@@ -309,13 +313,21 @@ func fetchTarget(raw string) (string, string) {
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Sprintf("WebFetch of a %q URL: only http and https are decided", u.Scheme)
 	}
+	port := "443"
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return "", fmt.Sprintf("WebFetch of %q, whose port is not a port", raw)
+		}
+		port = strconv.Itoa(n)
+	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	if addr, err := netip.ParseAddr(host); err == nil {
 		addr = addr.Unmap()
 		if !addr.IsGlobalUnicast() || addr.IsPrivate() {
 			return "", fmt.Sprintf("WebFetch of %s, which is not a public address", addr)
 		}
-		return addr.String(), ""
+		return net.JoinHostPort(addr.String(), port), ""
 	}
 	ascii, err := idna.Lookup.ToASCII(host)
 	if err != nil {
@@ -324,7 +336,7 @@ func fetchTarget(raw string) (string, string) {
 	if strings.Trim(ascii, "0123456789.x") == "" || strings.HasPrefix(ascii, "0x") {
 		return "", fmt.Sprintf("WebFetch of the numeric host %q", ascii)
 	}
-	return ascii + ":443", ""
+	return ascii + ":" + port, ""
 }
 
 func fromVerdict(v *policy.Verdict) Decision {

@@ -162,6 +162,9 @@ func TestBashMeaningInAShell(t *testing.T) {
 		{"WebFetch", `{"url":"http://169.254.169.254/latest/meta-data"}`, Deny, "not a public address"},
 		{"WebFetch", `{"url":"https://[::ffff:127.0.0.1]/"}`, Deny, "not a public address"},
 		{"WebFetch", `{"url":"https://ｐｒｏｘｙ.golang.org/"}`, Allow, ""},
+		{"WebFetch", `{"url":"https://proxy.golang.org:8443/"}`, Ask, "proxy.golang.org:8443"},
+		{"WebFetch", `{"url":"https://1.1.1.1/"}`, Ask, "no net rule names 1.1.1.1:443"},
+		{"WebFetch", `{"url":"https://[2606:4700::1111]:8080/"}`, Ask, "[2606:4700::1111]:8080"},
 	} {
 		in, _ := Parse([]byte(`{"cwd":"` + ws + `","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`))
 		d := Decide(p, w, in)

@@ -388,6 +388,8 @@ func (p *Policy) checkExamples(r *Rule) error {
 		case r.Act.isPath():
 			g, err := anchorGlob(ex, p.Home, p.Workspace)
 			return err == nil && one.matchPath(g) != nil
+		case r.Act == ActNet:
+			return netExample(r.Pattern, ex)
 		}
 		return one.matchString(ex) != nil
 	}

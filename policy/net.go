@@ -1,6 +1,9 @@
 package policy
 
-import "strings"
+import (
+	"net/netip"
+	"strings"
+)
 
 // netTarget is a net target taken apart: the host's name (an IPv6
 // literal without brackets), "host:port" as written, and the path of a
@@ -42,7 +45,39 @@ func splitNetPattern(p string) netPattern {
 	if found {
 		path = "/" + path
 	}
-	return netPattern{host: host, path: path, hasPath: found}
+	return netPattern{host: canonicalHost(host), path: path, hasPath: found}
+}
+
+// canonicalHost writes a pattern's host part the way the egress proxy
+// writes a target's: an IP literal in its canonical form (IPv6
+// compressed, an IPv4-mapped address as IPv4), a name without its
+// trailing dot, a port kept.
+func canonicalHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().String()
+	}
+	name, port := h, ""
+	if strings.HasPrefix(h, "[") {
+		if i := strings.Index(h, "]:"); i > 0 {
+			name, port = h[1:i], h[i+2:]
+			if a, err := netip.ParseAddr(name); err == nil {
+				if a = a.Unmap(); a.Is4() {
+					return a.String() + ":" + port
+				}
+				return "[" + a.String() + "]:" + port
+			}
+			return h
+		}
+		return h
+	}
+	if strings.Count(h, ":") == 1 {
+		name, port, _ = strings.Cut(h, ":")
+		port = ":" + port
+	}
+	if a, err := netip.ParseAddr(name); err == nil {
+		return a.Unmap().String() + port
+	}
+	return strings.TrimSuffix(name, ".") + port
 }
 
 // matchHost reports whether the pattern's host part names the target's
@@ -90,4 +125,9 @@ func (s *ruleSet) pathRuleFor(t netTarget) *Rule {
 		}
 	}
 	return nil
+}
+
+// netExample reports whether a rule's example target is decided by it.
+func netExample(pattern, target string) bool {
+	return splitNetPattern(pattern).match(splitNetTarget(target))
 }

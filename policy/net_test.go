@@ -12,7 +12,7 @@ func TestCheckNetShapes(t *testing.T) {
 	f := newFixture(t)
 	f.write(f.user, `[net]
 allow = ["*.npmjs.org", "api.example.com", "files.example.com:80/v2/*", "[2606:4700::1]:443", "*:8443"]
-deny = ["api.example.com:80/admin*", "2001:db8::1", "Evil.Example"]
+deny = ["api.example.com:80/admin*", "2001:db8::1", "Evil.Example", "2001:DB8:0:0::2", "::ffff:1.2.3.4", "dotted.example.", "[2001:DB8::3]:8443"]
 ask = ["ask.example.com:80/private/*"]
 presets = ["npm"]
 `)
@@ -48,6 +48,11 @@ presets = ["npm"]
 		{"[2001:db8::1]:443", Deny, ""},
 		{"[2001:db8::1]:80/x", Deny, ""},
 		{"evil.example:443", Deny, ""},
+		// Patterns are read as the proxy writes targets.
+		{"[2001:db8::2]:443", Deny, ""},
+		{"1.2.3.4:443", Deny, ""},
+		{"dotted.example:443", Deny, ""},
+		{"[2001:db8::3]:8443", Deny, ""},
 		// The preset's hosts, by host and port only.
 		{"evil.com:443/registry.npmjs.org:443", Ask, ""},
 	}
@@ -82,4 +87,21 @@ func FuzzCheckNet(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNetRuleExamples: a net rule's examples are checked with the matcher
+// that decides connections.
+func TestNetRuleExamples(t *testing.T) {
+	dir := t.TempDir()
+	load := func(r Rule) error {
+		_, err := Load(Options{Workspace: dir, Home: dir, NoFiles: true, Rules: []Rule{r}})
+		return err
+	}
+	if err := load(Rule{Act: ActNet, Effect: Allow, Pattern: "*.npmjs.org", Match: []string{"registry.npmjs.org:443"},
+		NotMatch: []string{"evil.com:80/x.npmjs.org"}}); err != nil {
+		t.Errorf("examples read as connections failed: %v", err)
+	}
+	if err := load(Rule{Act: ActNet, Effect: Allow, Pattern: "*.npmjs.org", Match: []string{"evil.com:80/x.npmjs.org"}}); err == nil {
+		t.Error("an example that the rule does not decide passed")
+	}
 }

@@ -111,7 +111,11 @@ func initMain(dir string) int {
 	go func() {
 		signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGUSR1,
 			syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGPIPE, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
-			syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGTRAP, syscall.SIGWINCH, syscall.SIGIO)
+			syscall.SIGVTALRM, syscall.SIGPROF, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGTRAP, syscall.SIGWINCH, syscall.SIGIO,
+			// The synchronous signals too: sent with kill, the Go runtime
+			// would otherwise crash on them (a real fault still does).
+			syscall.SIGSEGV, syscall.SIGBUS, syscall.SIGFPE, syscall.SIGILL, syscall.SIGABRT, syscall.SIGSYS,
+			syscall.SIGSTKFLT, syscall.SIGPWR)
 		close(caught)
 		for range sigs {
 		}

@@ -587,7 +587,7 @@ func TestInitCannotBeKilledFromInside(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
 		if rung == RungBwrap {
-			for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL"} {
+			for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL", "SEGV", "BUS", "FPE", "ILL", "ABRT", "SYS", "PWR"} {
 				res := runLine(t, ws, "sh -c 'kill -"+sig+" 1; sleep 0.2; echo after'", Profile{Rung: rung})
 				if res.Status != OK || res.Stdout.Text != "after\n" || len(res.Stages) != 1 {
 					t.Errorf("SIG%s to the init: %+v", sig, res)

@@ -206,7 +206,7 @@ const (
 // remedy says, per mechanism, what the user can do about a failure.
 var remedy = map[string]string{
 	MechanismSpec:         "fix the execution profile that produced it",
-	MechanismNoNewPrivs:   "the kernel refused prctl(PR_SET_NO_NEW_PRIVS); run on Linux 3.5 or later",
+	MechanismNoNewPrivs:   "the kernel refused prctl(PR_SET_NO_NEW_PRIVS), or a thread did not get it from the seccomp filter's synchronisation; run on Linux 3.5 or later, and report the second",
 	MechanismCapabilities: "the process could not drop its capabilities; do not run rein's init under a capability-restricting wrapper that forbids capset",
 	MechanismRlimit:       "lower or remove the limit in the configuration",
 	MechanismLandlock:     "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter, Linux 6.7 or later for ABI 4, 6.12 for ABI 6), or use the bwrap rung",

@@ -91,7 +91,7 @@ func everyThreadNoNewPrivs() error {
 	for _, t := range tasks {
 		data, err := os.ReadFile("/proc/self/task/" + t.Name() + "/status")
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
+			if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 				continue // a thread that exited
 			}
 			return err

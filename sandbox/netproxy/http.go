@@ -393,6 +393,13 @@ func ambiguousPath(u *url.URL) string {
 			return fmt.Sprintf("the path holds %s (an encoded %s), which servers decode each their own way", enc, map[string]string{"%2f": "slash", "%5c": "backslash", "%2e": "dot", "%00": "NUL"}[enc])
 		}
 	}
+	if strings.Contains(u.Path, ";") {
+		// "/public/..;/admin" is "/admin" to Tomcat, Jetty and Spring.
+		return "the path holds a ; (path parameters), which some servers strip before they resolve the path"
+	}
+	if strings.Contains(u.Path, "%") {
+		return "the path still holds a % once decoded (encoded twice), which some servers decode again"
+	}
 	if strings.Contains(u.Path, "\\") {
 		return "the path holds a backslash, which some servers take for a slash"
 	}

@@ -578,7 +578,7 @@ func TestPlainHTTPAmbiguousPaths(t *testing.T) {
 		return resp.StatusCode, string(body)
 	}
 	for _, path := range []string{"/v2/../admin", "/v2/%2e%2e/admin", "/v2/..%2fadmin", "/v2/%2E%2E%2Fadmin", "//admin", "/v2/./x",
-		"/a%5cb", "/a\\b", "/v2/..", "/x%00"} {
+		"/a%5cb", "/a\\b", "/v2/..", "/x%00", "/public/..;/admin", "/;/admin", "/v2/%252e%252e/admin"} {
 		code, body := get(path, "")
 		if code != http.StatusBadRequest || !strings.Contains(body, "refused") {
 			t.Errorf("%s: %d %q", path, code, body)
