@@ -87,11 +87,8 @@ func (e *egress) Record(ev netproxy.Event) {
 // namespace to run a forwarder in.
 func (r *run) startEgress() error {
 	e := &egress{policy: r.p.Egress}
-	px, err := netproxy.New(netproxy.Options{Policy: e, Resolver: egressResolver})
-	if err != nil {
-		return refuse(Unavailable, "starting the egress proxy: %v", err)
-	}
 	var l net.Listener
+	var err error
 	if r.rung == RungBwrap {
 		r.hostNet = filepath.Join(r.scratch, "net")
 		if err := os.Mkdir(r.hostNet, 0o700); err != nil {
@@ -99,25 +96,25 @@ func (r *run) startEgress() error {
 		}
 		sock := filepath.Join(r.hostNet, "proxy.sock")
 		if len(sock) >= 108 {
-			return refuse(Unavailable, "the proxy's socket path %s is longer than a unix socket address allows; set XDG_STATE_HOME to a shorter directory", sock)
+			return refuse(Unavailable, "the proxy's socket path %s is longer than a unix socket address allows; set REIN_CACHE_DIR to a shorter directory", sock)
 		}
 		var ul *net.UnixListener
 		if ul, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err == nil {
 			l = newFDListener(ul)
 		}
 		e.port = sandboxProxyPort
-	} else {
-		l, err = net.Listen("tcp", "127.0.0.1:0")
-		if err == nil {
-			e.port = l.Addr().(*net.TCPAddr).Port
-		}
+	} else if l, err = net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		e.port = l.Addr().(*net.TCPAddr).Port
 	}
 	if err != nil {
 		return refuse(Unavailable, "listening for the egress proxy: %v", err)
 	}
-	e.proxy = px
+	if e.proxy, err = netproxy.New(netproxy.Options{Policy: e, Resolver: egressResolver}); err != nil {
+		l.Close()
+		return refuse(Unavailable, "starting the egress proxy: %v", err)
+	}
 	r.egress = e
-	go px.Serve(l)
+	go e.proxy.Serve(l)
 	return nil
 }
 

@@ -53,28 +53,31 @@ func TestMain(m *testing.M) {
 
 var rungs = []string{RungBwrap, RungLandlock}
 
+// missing fails the test where REIN_REQUIRE_SANDBOX=1 (CI, where every
+// mechanism and tool must be there), and skips it elsewhere.
+func missing(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
 // requireRung fails the test where REIN_REQUIRE_SANDBOX=1 and the rung
 // cannot run, and skips it elsewhere.
 func requireRung(t *testing.T, rung string) {
 	t.Helper()
-	missing := func(format string, args ...any) {
-		t.Helper()
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf(format, args...)
-		}
-		t.Skipf(format, args...)
-	}
 	if sup := confine.Probe(); sup.LandlockABI < minABI || !sup.Seccomp {
-		missing("the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
+		missing(t, "the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
 	}
 	if rung != RungBwrap {
 		return
 	}
 	if _, err := bwrap.Find(); err != nil {
-		missing("the bwrap rung needs bubblewrap: %v", err)
+		missing(t, "the bwrap rung needs bubblewrap: %v", err)
 	}
 	if out, err := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		missing("user namespaces are refused here: %v %s", err, out)
+		missing(t, "user namespaces are refused here: %v %s", err, out)
 	}
 }
 

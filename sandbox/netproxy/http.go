@@ -62,25 +62,9 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	} else {
 		why = hwhy
 	}
-	if why != "" {
-		p.refuseHTTP(w, &ev, http.StatusBadRequest, refusedHost, why)
-		return
-	}
-
 	ctx := r.Context()
-	v := p.policy.Decide(ctx, req)
-	ev.Verdict = v
-	if !v.Allow {
-		p.refusePolicy(w, &ev)
-		return
-	}
-	addrs, why, err := p.checkedAddrs(ctx, req.Host, lit, req.Port, v)
-	if err != nil {
-		p.failHTTP(w, &ev, err)
-		return
-	}
-	if why != "" {
-		p.refuseHTTP(w, &ev, http.StatusForbidden, refusedAddress, why)
+	addrs, ok := p.admitHTTP(ctx, w, &ev, req, lit, why)
+	if !ok {
 		return
 	}
 	upstream, addr, id, err := p.dialChecked(ctx, addrs, req.Port)
@@ -193,25 +177,9 @@ func (p *Proxy) serveForward(w http.ResponseWriter, r *http.Request) {
 	} else {
 		why = hwhy
 	}
-	if why != "" {
-		p.refuseHTTP(w, &ev, http.StatusBadRequest, refusedHost, why)
-		return
-	}
-
 	ctx := r.Context()
-	v := p.policy.Decide(ctx, req)
-	ev.Verdict = v
-	if !v.Allow {
-		p.refusePolicy(w, &ev)
-		return
-	}
-	addrs, why, err := p.checkedAddrs(ctx, req.Host, lit, req.Port, v)
-	if err != nil {
-		p.failHTTP(w, &ev, err)
-		return
-	}
-	if why != "" {
-		p.refuseHTTP(w, &ev, http.StatusForbidden, refusedAddress, why)
+	addrs, ok := p.admitHTTP(ctx, w, &ev, req, lit, why)
+	if !ok {
 		return
 	}
 
@@ -412,4 +380,30 @@ func ambiguousPath(u *url.URL) string {
 		}
 	}
 	return ""
+}
+
+// admitHTTP answers a request whose host is malformed (why), that the
+// policy refuses, or whose addresses may not be reached, and records it;
+// otherwise it returns the checked addresses to dial.
+func (p *Proxy) admitHTTP(ctx context.Context, w http.ResponseWriter, ev *Event, req Request, lit netip.Addr, why string) ([]netip.Addr, bool) {
+	if why != "" {
+		p.refuseHTTP(w, ev, http.StatusBadRequest, refusedHost, why)
+		return nil, false
+	}
+	v := p.policy.Decide(ctx, req)
+	ev.Verdict = v
+	if !v.Allow {
+		p.refusePolicy(w, ev)
+		return nil, false
+	}
+	addrs, why, err := p.checkedAddrs(ctx, req.Host, lit, req.Port, v)
+	if err != nil {
+		p.failHTTP(w, ev, err)
+		return nil, false
+	}
+	if why != "" {
+		p.refuseHTTP(w, ev, http.StatusForbidden, refusedAddress, why)
+		return nil, false
+	}
+	return addrs, true
 }
