@@ -216,7 +216,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		sv.Class, classReason = Unknown, "xargs gives it arguments from its input, which the policy cannot see"
 	}
 	allowForms := execStrings(stripped)
-	if local, where := p.localProgram(stripped[0], cwds); local {
+	local, where := p.localProgram(stripped[0], cwds)
+	if !local && st.Program != "" && len(stripped) == len(argv) {
+		// The program the sandbox's PATH found for the bare name is the
+		// one that runs: the class table speaks of the system's.
+		local, where = p.foundOutside(st.Program)
+	}
+	if local {
 		// ./cat is whatever file the workspace holds under that name: the
 		// class table's cat says nothing about it, and an allow rule for
 		// cat must not allow it. Only its raw argv can be allowed.
@@ -359,6 +365,21 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// foundOutside reports whether the program a resolver found for a bare
+// name lies (physically) outside the system directories, and where.
+func (p *Policy) foundOutside(program string) (bool, string) {
+	r, err := filepath.EvalSymlinks(program)
+	if err != nil || !filepath.IsAbs(r) {
+		return true, program
+	}
+	for _, d := range systemProgramDirs {
+		if workspace.Within(d, r) {
+			return false, ""
+		}
+	}
+	return true, r
 }
 
 // canonName returns the system program a path-named program is a link to,

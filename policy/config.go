@@ -16,6 +16,7 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/workspace"
 )
 
 // fileConfig is the policy file of every scope. Unknown keys are errors.
@@ -37,7 +38,8 @@ type fileConfig struct {
 		Rung       string `toml:"rung"`
 		Network    string `toml:"network"`
 		Timeout    string `toml:"timeout"`
-		MaxTimeout string `toml:"max_timeout"`
+		MaxTimeout string   `toml:"max_timeout"`
+		ReadPaths  []string `toml:"read_paths"`
 	} `toml:"sandbox"`
 	Limits struct {
 		Memory     string `toml:"memory"`
@@ -136,6 +138,8 @@ type Options struct {
 	// Network, when set, overrides every file's sandbox.network (the
 	// --network flag): off, proxy or full.
 	Network string
+	// ReadPaths are the flags layer's sandbox.read_paths (--read-path).
+	ReadPaths []string
 	// NoFiles reads no policy file: the builtin layer and the flags only
 	// (rein sandbox, whose only net rules are its --allow-host flags).
 	NoFiles bool
@@ -168,6 +172,11 @@ type SandboxSettings struct {
 	Network    string
 	Timeout    time.Duration
 	MaxTimeout time.Duration
+	// ReadPaths are host paths every command may read, at their own path
+	// (a toolchain installed outside the system directories): absolute,
+	// existing, never protected. A project file adds them only when
+	// trusted.
+	ReadPaths []string
 }
 
 // Defaults of the spec.
@@ -310,6 +319,16 @@ func Load(o Options) (*Policy, error) {
 		}
 		p.Sandbox.Network = o.Network
 		p.setting("sandbox.network", o.Network, LayerFlags, "")
+	}
+	for _, raw := range o.ReadPaths {
+		rp, err := p.readPath(raw)
+		if err != nil {
+			return nil, fmt.Errorf("policy: --read-path: %w", err)
+		}
+		if !slices.Contains(p.Sandbox.ReadPaths, rp) {
+			p.Sandbox.ReadPaths = append(p.Sandbox.ReadPaths, rp)
+		}
+		p.setting("sandbox.read_paths", strings.Join(p.Sandbox.ReadPaths, ", "), LayerFlags, "")
 	}
 	if p.Sandbox.Timeout > p.Sandbox.MaxTimeout {
 		return nil, fmt.Errorf("policy: sandbox.timeout %s is above sandbox.max_timeout %s", p.Sandbox.Timeout, p.Sandbox.MaxTimeout)
@@ -667,6 +686,19 @@ func (a *applier) sandbox(c *fileConfig) error {
 			p.setting("sandbox.network", s.Network, a.layer, a.file)
 		}
 	}
+	for _, raw := range s.ReadPaths {
+		if a.narrowOnly {
+			break
+		}
+		rp, err := p.readPath(raw)
+		if err != nil {
+			return a.fail("sandbox.read_paths", err)
+		}
+		if !slices.Contains(p.Sandbox.ReadPaths, rp) {
+			p.Sandbox.ReadPaths = append(p.Sandbox.ReadPaths, rp)
+		}
+		p.setting("sandbox.read_paths", strings.Join(p.Sandbox.ReadPaths, ", "), a.layer, a.file)
+	}
 	for _, d := range []struct {
 		key string
 		raw string
@@ -744,4 +776,33 @@ func ParseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size such as \"512MiB\" or \"4GiB\"", s)
 	}
 	return n * mult, nil
+}
+
+// readPath checks one sandbox.read_paths entry and returns it clean: an
+// absolute path (or ~/...) that exists, lies outside the workspace, and
+// that no protected pattern guards against reading, as written or as
+// resolved.
+func (p *Policy) readPath(raw string) (string, error) {
+	x := p.expandHome(raw)
+	if !filepath.IsAbs(x) {
+		return "", fmt.Errorf("%q is not an absolute path", raw)
+	}
+	x = filepath.Clean(x)
+	real, err := filepath.EvalSymlinks(x)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", raw, err)
+	}
+	if real == "/" || workspace.Within(real, p.Workspace) || workspace.Within(p.Workspace, real) {
+		return "", fmt.Errorf("%q overlaps the workspace; only paths outside it can be added", raw)
+	}
+	if a := p.Protection(ActRead, x, real); a != nil {
+		return "", fmt.Errorf("%q is protected by %s and is never exposed", raw, a)
+	}
+	if a := p.ProtectedWithin(real); a != nil || p.ProtectedWithin(x) != nil {
+		if a == nil {
+			a = p.ProtectedWithin(x)
+		}
+		return "", fmt.Errorf("%q holds paths protected by %s, which exposing it would expose", raw, a)
+	}
+	return x, nil
 }

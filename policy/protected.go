@@ -177,3 +177,25 @@ func inlineWords(code string) []string {
 	}
 	return out
 }
+
+// ProtectedWithin returns the attribution of a protected-from-reading
+// entry anchored inside dir (~/.ssh inside a HOME given whole), or nil.
+// Entries that match anywhere (**/.env) cannot be told apart from the
+// tree without walking it, and are left to the paths' own checks.
+func (p *Policy) ProtectedWithin(dir string) *Attribution {
+	for i := range p.protected {
+		pr := &p.protected[i]
+		if !pr.guards(ActRead) {
+			continue
+		}
+		lit := pr.glob
+		if j := strings.IndexAny(lit, "*?[{"); j >= 0 {
+			lit = lit[:j]
+		}
+		lit = strings.TrimSuffix(lit, "/")
+		if strings.HasPrefix(lit, "/") && (lit == dir || strings.HasPrefix(lit, dir+"/") || dir == "/") {
+			return pr.rule.attribution()
+		}
+	}
+	return nil
+}

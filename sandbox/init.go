@@ -36,6 +36,9 @@ func Main() {
 // request is what the outer process hands the init.
 type request struct {
 	Line *shell.Line `json:"line"`
+	// NotFound are the stages whose program the sandbox's PATH does not
+	// lead to, by index, with why.
+	NotFound map[int]string `json:"not_found,omitempty"`
 	Dir  string      `json:"dir"`
 	Home string      `json:"home"`
 	Env  []string    `json:"env"`
@@ -207,7 +210,7 @@ func initMain(dir string) int {
 		rep.Problems = req.Check.run(req)
 	}
 	res, err := runplan.Run(context.Background(), req.Line, runplan.Options{
-		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdout: os.Stdout, Stderr: os.Stderr,
+		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdout: os.Stdout, Stderr: os.Stderr, NotFound: req.NotFound,
 	})
 	if err != nil {
 		return fail(err)

@@ -59,6 +59,7 @@ type run struct {
 	copies     sync.WaitGroup
 	readers    []*os.File
 	preflight  bool
+	notFound   map[int]string // the stages whose program is not found, by index
 	egress     *egress  // the proxy, in network proxy
 	hostNet    string   // the proxy's socket directory, on the bwrap rung
 	full       *fullNet // the user-mode network, in network full
@@ -75,6 +76,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	// Not the named result: the error paths return nil, and the deferred
 	// cleanup needs the run.
 	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
+	// The programs are found once, here, on the sandbox's PATH; the
+	// runner executes what was found.
+	line, r.notFound = resolved(line, p)
 	if err := checkStateOutside(p.Workspace); err != nil {
 		return nil, err
 	}

@@ -13,15 +13,19 @@ import (
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/toolchain"
 )
 
 const (
 	initFlag = "--rein-sandbox-init"
 	// ioDir is where the bwrap rung mounts the run's io directory.
 	ioDir = "/rein/io"
-	// sandboxCaches is where the bwrap rung mounts the toolchain caches.
-	sandboxCaches = "/var/cache/rein"
-	hostPATH      = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+	// sandboxCaches is where the bwrap rung mounts the workspace's
+	// toolchain caches, and sandboxHostCaches the host's read-only ones
+	// (each at its name), so that no host path shows inside.
+	sandboxCaches     = "/var/cache/rein"
+	sandboxHostCaches = "/var/cache/rein-host"
+	hostPATH          = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 )
 
 // systemDirs are the host's system directories that exist here.
@@ -36,7 +40,7 @@ func systemDirs() []string {
 }
 
 // bwrapCommand builds the bubblewrap command whose init runs line.
-func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.Cmd, error) {
+func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.Cmd, error) {
 	p := r.p
 	bw, err := bwrap.Find()
 	if err != nil {
@@ -51,7 +55,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		dir = p.Workspace
 	}
 	mounts := map[string]string{r.hostIO: ioDir}
-	env := withDefaults(p.Env, "PATH="+hostPATH, "HOME="+bwrap.SandboxHome, "TMPDIR=/tmp")
+	env := withDefaults(withPath(p), "HOME="+bwrap.SandboxHome, "TMPDIR=/tmp")
 	var ports []uint16
 	if r.egress != nil {
 		mounts[r.hostNet] = sandboxNet
@@ -59,21 +63,30 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 		ports = []uint16{sandboxProxyPort}
 	}
 	rw := []string{"/tmp", bwrap.SandboxHome, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
-	for _, c := range caches {
-		dest := filepath.Join(sandboxCaches, c.name)
-		mounts[c.host] = dest
-		env = withDefaults(env, c.env+"="+dest)
-		rw = append(rw, dest)
+	ro := append(systemDirs(), "/proc", "/dev/urandom", "/dev/random", bwrap.SandboxInit)
+	if caches != "" {
+		mounts[caches] = sandboxCaches
+		rw = append(rw, sandboxCaches)
 	}
+	hostCaches := map[string]string{}
+	hostAt := func(h toolchain.HostCache) string {
+		if d, ok := hostCaches[h.Path]; ok {
+			return d
+		}
+		d := filepath.Join(sandboxHostCaches, h.Name)
+		hostCaches[h.Path] = d
+		ro = append(ro, d)
+		return d
+	}
+	env = toolchainEnv(env, p, caches != "", sandboxCaches, hostAt)
 	if !p.ReadOnly {
 		rw = append(rw, p.Workspace)
 	}
-	ro := append(systemDirs(), "/proc", "/dev/urandom", "/dev/random", bwrap.SandboxInit)
 	ro = append(ro, p.HostReadPaths...)
 	if p.ReadOnly {
 		ro = append(ro, p.Workspace)
 	}
-	req := request{Line: line, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: p.Limits.rlimits(), Confine: &confine.Spec{
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: p.Limits.rlimits(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
 		// With a proxy, the one port: the init's forwarder on the
 		// sandbox's own loopback, the only interface it has.
@@ -107,18 +120,19 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
-		Protected:     r.session.protected,
-		Home:          filepath.Join(r.scratch, "home"),
-		Caches:        mounts,
-		HostReadPaths: p.HostReadPaths,
-		SystemDirs:    bwrap.DefaultSystemDirs,
-		Network:       bwrap.NetworkOff,
-		Overlays:      overlays,
-		InfoFile:      info,
-		Env:           env,
-		Chdir:         dir,
-		InitPath:      exe,
-		Tmp:           p.Limits.tmpBytes(),
+		Protected:      r.session.protected,
+		Home:           filepath.Join(r.scratch, "home"),
+		Caches:         mounts,
+		ReadOnlyCaches: hostCaches,
+		HostReadPaths:  p.HostReadPaths,
+		SystemDirs:     bwrap.DefaultSystemDirs,
+		Network:        bwrap.NetworkOff,
+		Overlays:       overlays,
+		InfoFile:       info,
+		Env:            env,
+		Chdir:          dir,
+		InitPath:       exe,
+		Tmp:            p.Limits.tmpBytes(),
 	}
 	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir})
 	if err != nil {
@@ -145,32 +159,37 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches []cache) (*exec.
 // in the host's namespaces, in a session of its own (no controlling
 // terminal to read or push keystrokes into), with a lifeline on
 // descriptor 3 whose end tells it that rein is gone.
-func (r *run) hostCommand(line *shell.Line, exe string, caches []cache) (*exec.Cmd, error) {
+func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cmd, error) {
 	p := r.p
 	dir := p.Dir
 	if dir == "" {
 		dir = p.Workspace
 	}
 	home, tmp := filepath.Join(r.scratch, "home"), filepath.Join(r.scratch, "tmp")
-	env := withDefaults(p.Env, "PATH="+hostPATH, "HOME="+home, "TMPDIR="+tmp)
+	env := withDefaults(withPath(p), "HOME="+home, "TMPDIR="+tmp)
 	rw := []string{home, tmp, "/dev/null", "/dev/zero", "/dev/full"}
-	for _, c := range caches {
-		env = withDefaults(env, c.env+"="+c.host)
-		rw = append(rw, c.host)
+	var hostRO []string
+	if caches != "" {
+		rw = append(rw, caches)
 	}
+	env = toolchainEnv(env, p, caches != "", caches, func(h toolchain.HostCache) string {
+		hostRO = append(hostRO, h.Path)
+		return h.Path
+	})
 	if p.Limits.TmpBytes > 0 {
 		return nil, refuse(Unavailable, "the %s limit needs the bwrap rung: on the %s rung the command's TMPDIR is a directory on the host's disk, which no size cap covers", LimitTmp, r.rung)
 	}
 	if r.egress != nil {
 		env = proxyEnv(env, r.egress.port)
 	}
-	req := request{Line: line, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: p.Limits.rlimits()}
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: p.Limits.rlimits()}
 	if r.rung == RungLandlock {
 		ro, err := landlockSystemRead()
 		if err != nil {
 			return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
 		}
 		ro = append(ro, p.HostReadPaths...)
+		ro = append(ro, hostRO...)
 		if p.ReadOnly {
 			ro = append(ro, p.Workspace)
 		} else {
@@ -267,4 +286,34 @@ func withDefaults(env []string, defs ...string) []string {
 		}
 	}
 	return out
+}
+
+// withPath is p.Env with its PATH replaced by the sandbox's (SearchPath).
+func withPath(p Profile) []string {
+	out := make([]string, 0, len(p.Env)+1)
+	for _, e := range p.Env {
+		if !strings.HasPrefix(e, "PATH=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, "PATH="+strings.Join(SearchPath(p), ":"))
+}
+
+// toolchainEnv adds the toolchain table's variables that env does not
+// set: each per-workspace cache under base (as the command sees it) when
+// there are caches, each host cache where at says it is mounted, and the
+// table's fixed variables, with the offline ones when the network is off.
+func toolchainEnv(env []string, p Profile, caches bool, base string, at func(toolchain.HostCache) string) []string {
+	online := p.Network != NetworkOff
+	var defs []string
+	if caches {
+		for _, c := range toolchain.WorkspaceCaches() {
+			defs = append(defs, c.Env+"="+c.Setting(filepath.Join(base, c.Name), online))
+		}
+	}
+	for _, h := range p.HostCaches {
+		defs = append(defs, h.Env+"="+h.Setting(at(h), online))
+	}
+	defs = append(defs, toolchain.Env(!online)...)
+	return withDefaults(env, defs...)
 }

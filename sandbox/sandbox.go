@@ -34,6 +34,7 @@ import (
 	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/sandbox/runplan"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/toolchain"
 )
 
 // Status is how a run ended.
@@ -81,9 +82,17 @@ type Profile struct {
 	// their own path. The caller vets them (never a protected path).
 	HostReadPaths []string
 	// Env is the plan's environment (built by the caller, never
-	// inherited). PATH, HOME, TMPDIR and the toolchain cache variables are
-	// set by the sandbox when absent.
+	// inherited). Its PATH is the caller's: the sandbox keeps the
+	// directories of it that the view exposes read-only (SearchPath), or
+	// uses a fixed system PATH when there is none. HOME, TMPDIR, the
+	// toolchain caches' variables and the toolchain table's fixed ones
+	// are set by the sandbox when absent.
 	Env []string
+	// HostCaches are the user's own toolchain caches exposed read-only
+	// and served to their toolchains (toolchain.HostCaches lists those of
+	// this host). The caller vets them, as it does HostReadPaths: never
+	// a protected path.
+	HostCaches []toolchain.HostCache
 	// Timeout bounds the whole run; zero is DefaultTimeout, and more than
 	// MaxTimeout is refused.
 	Timeout time.Duration
@@ -285,6 +294,23 @@ func (p *Profile) validate() error {
 		if _, err := os.Stat(h); err != nil {
 			return refuse(NotFound, "host read path %s: %v", h, err)
 		}
+	}
+	names := map[string]bool{}
+	for _, h := range p.HostCaches {
+		switch {
+		case !filepath.IsAbs(h.Path) || filepath.Clean(h.Path) != h.Path:
+			return refuse(InvalidPath, "host cache %q is not a clean absolute path", h.Path)
+		case h.Name == "" || strings.ContainsAny(h.Name, "/\x00") || h.Name == "." || h.Name == ".." || names[h.Name]:
+			return refuse(Denied, "host cache %s: the name %q is empty, not one path element or used twice", h.Path, h.Name)
+		case h.Env == "" || strings.ContainsAny(h.Env, "=\x00"):
+			return refuse(Denied, "host cache %s: %q is not a variable name", h.Path, h.Env)
+		case within(h.Path, p.Workspace) || within(p.Workspace, h.Path):
+			return refuse(InvalidPath, "host cache %s overlaps the workspace", h.Path)
+		}
+		if fi, err := os.Stat(h.Path); err != nil || !fi.IsDir() {
+			return refuse(NotFound, "host cache %s is not a directory", h.Path)
+		}
+		names[h.Name] = true
 	}
 	if p.SpoolDir != "" {
 		if !filepath.IsAbs(p.SpoolDir) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/sandbox/cgroup"
+	"github.com/reinhq/rein/toolchain"
 )
 
 const noFollow = syscall.O_NOFOLLOW
@@ -83,33 +84,24 @@ func workspaceKey(ws string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
-// cache is a toolchain cache: a per-workspace directory rein owns and the
-// variable that points the toolchain at it.
-type cache struct{ name, env, host string }
-
-var toolchains = []struct{ name, env string }{
-	{"go-build", "GOCACHE"}, {"go-mod", "GOMODCACHE"}, {"npm", "npm_config_cache"},
-	{"pip", "PIP_CACHE_DIR"}, {"cargo", "CARGO_HOME"},
-}
-
-// toolchainCaches makes the workspace's toolchain caches, so that builds
-// stay fast across runs without sharing the user's own caches.
-func toolchainCaches(ws string) ([]cache, error) {
+// toolchainCaches makes the workspace's per-workspace toolchain caches
+// (toolchain.WorkspaceCaches, one directory each under one base) and
+// returns the base, so that builds stay fast across runs without sharing
+// the user's own caches; "" when the base would lie inside the workspace.
+func toolchainCaches(ws string) (string, error) {
 	base := filepath.Join(CacheDir(), "toolchain", workspaceKey(ws))
 	if within(base, ws) {
 		// Inside the workspace the command could plant what the next run
 		// trusts; a cache dir there is no cache of rein's.
-		return nil, nil
+		return "", nil
 	}
-	var out []cache
-	for _, t := range toolchains {
-		p := filepath.Join(base, t.name)
+	for _, c := range toolchain.WorkspaceCaches() {
+		p := filepath.Join(base, c.Name)
 		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, refuse(Unavailable, "making the toolchain cache %s: %v", p, err)
+			return "", refuse(Unavailable, "making the toolchain cache %s: %v", p, err)
 		}
-		out = append(out, cache{name: t.name, env: t.env, host: p})
 	}
-	return out, nil
+	return base, nil
 }
 
 // privateEtc is the cached list of what only root may read under /etc,

@@ -73,6 +73,16 @@ type Stage struct {
 	//	grep -n 'a b' "c\"d"  =>  ["grep", "-n", "a b", `c"d`]
 	Argv []string
 
+	// Program, when set, is the absolute path of the program Argv[0]
+	// names without a slash, as the sandbox's PATH finds it: set by a
+	// resolver (sandbox.ResolvePrograms) before the policy decides the
+	// stage, so that the policy decides the program the runner executes
+	// and no second lookup can pick another. Parse never sets it; the
+	// runner looks up a stage without one (Command only).
+	//
+	//	go test ./...  =>  "/usr/local/go/bin/go"
+	Program string `json:",omitempty"`
+
 	// Dir is the target of a cd stage after quote removal and tilde
 	// expansion; empty means a bare cd, which goes to HOME (Cd only).
 	Dir string

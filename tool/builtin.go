@@ -318,6 +318,10 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	if prof.Env == nil {
 		prof.Env = Env(os.Environ(), p)
 	}
+	if prof.HostCaches == nil {
+		prof.HostCaches = HostCaches(os.Environ(), p)
+	}
+	prof.HostReadPaths = append(slices.Clip(prof.HostReadPaths), p.Sandbox.ReadPaths...)
 	return prof
 }
 
@@ -329,6 +333,11 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	if bad != nil {
 		return bad
 	}
+	log := &egressLog{}
+	prof := c.profile(timeout, log)
+	// The policy decides the programs the sandbox's PATH finds, which are
+	// the ones that run.
+	sandbox.ResolvePrograms(line, prof)
 	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
 	if v.Decision != policy.Allow {
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
@@ -339,8 +348,6 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	defer os.RemoveAll(dir)
-	log := &egressLog{}
-	prof := c.profile(timeout, log)
 	prof.SpoolDir = dir
 	sr, err := sandbox.Run(ctx, line, prof, nil, nil)
 	res.records = append(res.records, log.take(c.Router.runID)...)
@@ -417,14 +424,15 @@ func (c *Call) resultDir() (string, error) {
 }
 
 // Env is the environment a decided command runs with: the locale, the
-// terminal type, and what the policy passes by name ([env] pass and
+// terminal type, PATH (which the sandbox keeps to the directories its
+// view exposes), and what the policy passes by name ([env] pass and
 // secrets). Nothing else of the caller's environment goes in.
 func Env(env []string, p *policy.Policy) []string {
 	var out []string
 	names := append(slices.Clone(p.EnvPass), p.EnvSecrets...)
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
-		if k == "LANG" || k == "TERM" || strings.HasPrefix(k, "LC_") || slices.Contains(names, k) {
+		if k == "LANG" || k == "TERM" || k == "PATH" || strings.HasPrefix(k, "LC_") || slices.Contains(names, k) {
 			out = append(out, e)
 		}
 	}

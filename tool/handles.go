@@ -176,6 +176,9 @@ func (c *Call) start(a StartArgs) *Result {
 	}
 	p := r.cfg.Policy
 	res = &Result{}
+	log := &egressLog{}
+	prof := c.profile(timeout, log)
+	sandbox.ResolvePrograms(line, prof)
 	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
 	if v.Decision != policy.Allow {
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
@@ -206,8 +209,6 @@ func (c *Call) start(a StartArgs) *Result {
 	if err != nil {
 		return &Result{Status: Unavailable, Reason: "the handle's capture file: " + err.Error()}
 	}
-	log := &egressLog{}
-	prof := c.profile(timeout, log)
 	// The handle lives as long as the run, not the call; but a call that
 	// ends while the start still waits (for another process's runs in the
 	// workspace) gives up the start.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -35,6 +36,7 @@ type commonFlags struct {
 	// (--allow-host, --network).
 	extraRules  []policy.Rule
 	networkFlag string
+	readPaths   []string
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -44,6 +46,7 @@ func (c *commonFlags) register(cmd *cobra.Command) {
 	f.StringArrayVar(&c.allow, "allow", nil, "add an exec allow rule to the flags layer (repeatable)")
 	f.StringArrayVar(&c.ask, "ask", nil, "add an exec ask rule to the flags layer (repeatable)")
 	f.StringArrayVar(&c.deny, "deny", nil, "add an exec deny rule to the flags layer (repeatable)")
+	f.StringArrayVar(&c.readPaths, "read-path", nil, "let commands read this host directory at its own path, as [sandbox] read_paths does (repeatable; never a protected path)")
 }
 
 // load builds the policy from the scope files and the flags. Any error is
@@ -75,6 +78,7 @@ func (c *commonFlags) load(sf *scopeFlags) (*policy.Policy, error) {
 	}
 	o.Rules = append(o.Rules, c.extraRules...)
 	o.Network = c.networkFlag
+	o.ReadPaths = c.readPaths
 	p, err := policy.Load(o)
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
@@ -122,6 +126,9 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 				printRefusal(out, args[0], ref)
 				return &exitError{code: exitRefuse}
 			}
+			// The programs as the sandbox's PATH finds them, as rein shell
+			// decides them.
+			sandbox.ResolvePrograms(line, sandbox.Profile{Workspace: p.Workspace, Env: runEnv(os.Environ(), p), HostReadPaths: p.Sandbox.ReadPaths})
 			v := p.Check(line)
 			code := map[policy.Decision]int{policy.Allow: exitOK, policy.Ask: exitAsk, policy.Deny: exitDeny}[v.Decision]
 			if asJSON {

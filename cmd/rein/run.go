@@ -106,14 +106,6 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	v := policy.Resolve(ctx, approver, p.Check(line), func() *policy.Verdict { return p.Check(line) })
-	if v.Decision != policy.Allow {
-		if rf.asJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]any{"decision": v.Decision.String(), "reason": v.Reason, "stages": v.Stages}, exitDeny)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "rein: not run: %s: %s\n", v.Decision, policy.Printable(v.Reason))
-		return &exitError{code: exitDeny}
-	}
 	timeout := rf.timeout
 	if timeout == 0 {
 		timeout = p.Sandbox.Timeout
@@ -128,11 +120,23 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	prof := sandbox.Profile{
 		Workspace: p.Workspace, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
 		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p), Limits: limits,
+		HostReadPaths: p.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), p),
 	}
 	if rf.rung != "" {
 		prof.Rung = rf.rung
 	}
 	rf.net.profile(&prof, p, approver, cmd.ErrOrStderr(), rf.asJSON)
+	// The policy decides the programs the sandbox's PATH finds, which are
+	// the ones that run.
+	sandbox.ResolvePrograms(line, prof)
+	v := policy.Resolve(ctx, approver, p.Check(line), func() *policy.Verdict { return p.Check(line) })
+	if v.Decision != policy.Allow {
+		if rf.asJSON {
+			return writeJSON(cmd.OutOrStdout(), map[string]any{"decision": v.Decision.String(), "reason": v.Reason, "stages": v.Stages}, exitDeny)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "rein: not run: %s: %s\n", v.Decision, policy.Printable(v.Reason))
+		return &exitError{code: exitDeny}
+	}
 	res, err := runSandboxed(cmd, ctx, line, prof, rf.asJSON)
 	if err != nil {
 		return err

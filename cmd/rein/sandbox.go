@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
 )
 
 // exitSandbox is the status when the sandbox could not run the command at
@@ -31,6 +32,7 @@ func newSandboxCmd() *cobra.Command {
 		timeout   time.Duration
 		rung      string
 		asJSON    bool
+		readPaths []string
 		lf        limitFlags
 		nf        netFlags
 	)
@@ -72,14 +74,17 @@ sandbox could not run it (the reason is printed).`,
 			if err != nil {
 				return err
 			}
-			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits}
-			// No policy file: the network mode and hosts are the flags'.
+			// No policy file: the network mode, hosts and read paths are
+			// the flags', vetted by the builtin layer, whose protected set
+			// also keeps the host caches that may be exposed.
+			mode := policy.ModeAuto
+			pol, err := policy.Load(policy.Options{Workspace: ws, NoFiles: true, Mode: &mode, Rules: nf.rules(), Network: nf.network, ReadPaths: readPaths})
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits,
+				HostReadPaths: pol.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), pol)}
 			if nf.network != sandbox.NetworkOff || len(nf.allowHosts) > 0 {
-				mode := policy.ModeAuto
-				pol, err := policy.Load(policy.Options{Workspace: ws, NoFiles: true, Mode: &mode, Rules: nf.rules(), Network: nf.network})
-				if err != nil {
-					return &exitError{exitUsage, err.Error()}
-				}
 				nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			}
 			res, err := runSandboxed(cmd, ctx, line, p, asJSON)
@@ -107,6 +112,7 @@ sandbox could not run it (the reason is printed).`,
 	f.DurationVar(&timeout, "timeout", sandbox.DefaultTimeout, "kill the whole process tree after this long (at most 10m)")
 	f.StringVar(&rung, "rung", "auto", "auto (the strongest that runs here), bwrap, landlock, or none (unconfined, only by name)")
 	f.BoolVar(&asJSON, "json", false, "print the result object instead of streaming the output")
+	f.StringArrayVar(&readPaths, "read-path", nil, "let the program read this host directory at its own path (repeatable; never a protected path)")
 	lf.register(f)
 	nf.register(f, "off")
 	return cmd
@@ -164,13 +170,14 @@ func resultDir() (string, error) {
 }
 
 // sandboxEnv keeps only what a confined program needs of the caller's
-// environment: the locale and the terminal type. Everything else,
+// environment: the locale, the terminal type and PATH (which the sandbox
+// keeps to the directories its view exposes). Everything else,
 // credentials above all, stays outside.
 func sandboxEnv(env []string) []string {
 	var out []string
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
-		if k == "LANG" || k == "TERM" || strings.HasPrefix(k, "LC_") {
+		if k == "LANG" || k == "TERM" || k == "PATH" || strings.HasPrefix(k, "LC_") {
 			out = append(out, e)
 		}
 	}

@@ -22,11 +22,12 @@ var allowed = map[string][]string{
 	"sandbox/confine":       {},
 	"sandbox/cgroup":        {},
 	"sandbox/netproxy":      {},
-	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan"},
+	"toolchain":             {},
+	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain"},
 	"trace":                 {},
 	"hook":                  {"shell", "workspace", "policy"},
-	"mcpserver":             {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "trace", "tool"},
-	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "trace"},
+	"mcpserver":             {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool"},
+	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace"},
 	"bench/cmd/gentree":     {},
 	"bench/cmd/blobserver":  {},
 	"bench/cmd/floor":       {},
@@ -71,7 +72,7 @@ func TestImportLayers(t *testing.T) {
 // TestForbiddenNames pins the rules docs/architecture.md states in words, for packages
 // that do not exist yet as much as for those that do.
 func TestForbiddenNames(t *testing.T) {
-	for _, forbidden := range []string{"sandbox", "sandbox/runplan", "tool", "trace", "cmd/rein"} {
+	for _, forbidden := range []string{"sandbox", "sandbox/runplan", "toolchain", "tool", "trace", "cmd/rein"} {
 		for _, pkg := range []string{"shell", "policy", "workspace", "files"} {
 			if contains(allowed[pkg], forbidden) || (len(allowed[pkg]) == 1 && allowed[pkg][0] == "*") {
 				t.Errorf("the layering table lets %s import %s", pkg, forbidden)

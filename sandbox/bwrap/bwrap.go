@@ -119,6 +119,11 @@ type View struct {
 	// that rein owns, never the user's own.
 	Caches map[string]string
 
+	// ReadOnlyCaches maps host directories to absolute sandbox paths,
+	// mounted read-only: the user's own immutable caches (Go's module
+	// download cache), which the toolchain reads but never writes.
+	ReadOnlyCaches map[string]string
+
 	// HostReadPaths are extra absolute host paths mounted read-only at the
 	// same path. The caller vets them; Args only refuses paths that would
 	// cover the view's own mounts.
@@ -370,29 +375,13 @@ func (b *builder) build(v View, argv []string) ([]string, error) {
 		b.add("--bind", home, SandboxHome)
 	}
 
-	dests := make([]string, 0, len(v.Caches))
-	byDest := make(map[string]string, len(v.Caches))
-	for host, dest := range v.Caches {
-		h, err := absPath("Caches", host)
-		if err != nil {
+	for _, m := range []struct {
+		op   string
+		maps map[string]string
+	}{{"--bind", v.Caches}, {"--ro-bind", v.ReadOnlyCaches}} {
+		if err := bindCaches(b, m.op, m.maps); err != nil {
 			return nil, err
 		}
-		d, err := absPath("Caches", dest)
-		if err != nil {
-			return nil, err
-		}
-		if coversView(d) {
-			return nil, &ViewError{Field: "Caches", Value: d, Reason: "covers a path the sandbox mounts itself"}
-		}
-		if err := isDir("Caches", h); err != nil {
-			return nil, err
-		}
-		dests = append(dests, d)
-		byDest[d] = h
-	}
-	slices.Sort(dests)
-	for _, d := range dests {
-		b.add("--bind", byDest[d], d)
 	}
 
 	for _, p := range v.HostReadPaths {
@@ -688,4 +677,34 @@ func within(p, dir string) bool {
 func compactSorted(s []string) []string {
 	slices.Sort(s)
 	return slices.Compact(s)
+}
+
+// bindCaches adds a bind of op for each host directory of caches, in the
+// order of their sandbox paths.
+func bindCaches(b *builder, op string, caches map[string]string) error {
+	dests := make([]string, 0, len(caches))
+	byDest := make(map[string]string, len(caches))
+	for host, dest := range caches {
+		h, err := absPath("Caches", host)
+		if err != nil {
+			return err
+		}
+		d, err := absPath("Caches", dest)
+		if err != nil {
+			return err
+		}
+		if coversView(d) {
+			return &ViewError{Field: "Caches", Value: d, Reason: "covers a path the sandbox mounts itself"}
+		}
+		if err := isDir("Caches", h); err != nil {
+			return err
+		}
+		dests = append(dests, d)
+		byDest[d] = h
+	}
+	slices.Sort(dests)
+	for _, d := range dests {
+		b.add(op, byDest[d], d)
+	}
+	return nil
 }

@@ -84,6 +84,11 @@ type Options struct {
 	Stdin *os.File
 	// Stdout and Stderr receive the stages' output.
 	Stdout, Stderr *os.File
+	// NotFound holds, by a stage's index among all the line's stages, why
+	// its program could not be found before the run (a resolver's
+	// message, which can name where the host has it); the stage fails
+	// with it when it runs.
+	NotFound map[int]string
 	// SysProcAttr, when set, is given to every stage (the sandbox sets
 	// process groups and the parent-death signal there).
 	SysProcAttr func() *syscall.SysProcAttr
@@ -134,7 +139,7 @@ func Run(ctx context.Context, line *shell.Line, o Options) (*Result, error) {
 			}
 			continue
 		}
-		stages := r.pipeline(ctx, pl)
+		stages := r.pipeline(ctx, pl, idx)
 		for k := range stages {
 			stages[k].Index = idx
 			idx++
@@ -166,9 +171,9 @@ type runner struct {
 	path []string
 }
 
-// pipeline runs one pipeline: its stages start together, joined by pipes,
-// and are all waited for.
-func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline) []StageResult {
+// pipeline runs one pipeline, whose first stage is the line's stage base:
+// its stages start together, joined by pipes, and are all waited for.
+func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline, base int) []StageResult {
 	if len(pl.Stages) == 1 && pl.Stages[0].Kind == shell.Cd {
 		return []StageResult{r.cd(pl.Stages[0])}
 	}
@@ -202,7 +207,12 @@ func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline) []StageResult
 			fmt.Fprintf(r.o.Stderr, "rein: %v\n", err)
 			continue
 		}
-		prog, err := r.lookup(st.Argv[0])
+		if msg, ok := r.o.NotFound[base+i]; ok {
+			out[i] = StageResult{Argv: st.Argv, Status: Unavailable, ExitCode: 127, Error: msg}
+			fmt.Fprintf(r.o.Stderr, "rein: %s: %s\n", st.Argv[0], msg)
+			continue
+		}
+		prog, err := r.program(st)
 		if err != nil {
 			code := 127
 			if errors.Is(err, fs.ErrPermission) {
@@ -343,6 +353,18 @@ func (r *runner) cd(st *shell.Stage) StageResult {
 	}
 	fmt.Fprintf(r.o.Stderr, "rein: cd: %s\n", res.Error)
 	return res
+}
+
+// program is the program a stage runs: the one a resolver found before
+// the policy decided the stage, or else the one lookup finds.
+func (r *runner) program(st *shell.Stage) (string, error) {
+	if st.Program != "" {
+		if !filepath.IsAbs(st.Program) {
+			return "", fmt.Errorf("the resolved program %q is not an absolute path", st.Program)
+		}
+		return st.Program, executable(st.Program)
+	}
+	return r.lookup(st.Argv[0])
 }
 
 // lookup finds a program: a name with a slash is taken relative to the

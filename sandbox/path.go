@@ -1,0 +1,193 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// SearchPath is the sandbox's PATH for p: the directories of the PATH in
+// p.Env (hostPATH when it has none), in their order, kept to those the
+// view exposes read-only: the system directories and p.HostReadPaths.
+// Relative entries are dropped (they would search the working directory),
+// and so is every directory the command could write (the workspace, its
+// HOME, /tmp, the caches): a program planted there could be found by name
+// by a later stage, or by a wrapper, where the policy saw another.
+func SearchPath(p Profile) []string {
+	kept, _ := splitPath(p)
+	return kept
+}
+
+// splitPath is SearchPath and the caller's entries it left out.
+func splitPath(p Profile) (kept, dropped []string) {
+	roots := exposedRoots(p)
+	for _, d := range filepath.SplitList(callerPath(p.Env)) {
+		if d == "" || !filepath.IsAbs(d) {
+			continue
+		}
+		d = filepath.Clean(d)
+		if slices.Contains(kept, d) || slices.Contains(dropped, d) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil && inRoots(real, roots) && !within(real, p.Workspace) {
+			kept = append(kept, d)
+		} else {
+			dropped = append(dropped, d)
+		}
+	}
+	return kept, dropped
+}
+
+// callerPath is the PATH in env, or hostPATH.
+func callerPath(env []string) string {
+	if v, ok := envLookup(env, "PATH"); ok {
+		return v
+	}
+	return hostPATH
+}
+
+func envLookup(env []string, k string) (string, bool) {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// exposedRoots are the physical host directories the view shows
+// read-only at their own path, where programs may live.
+func exposedRoots(p Profile) []string {
+	var out []string
+	for _, d := range append(systemDirs(), p.HostReadPaths...) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func inRoots(real string, roots []string) bool {
+	return slices.ContainsFunc(roots, func(r string) bool { return within(real, r) })
+}
+
+// ProgramError is a program that the sandbox's PATH does not lead to.
+type ProgramError struct {
+	// Name is the program as the line names it.
+	Name string
+	// Searched is the sandbox's PATH.
+	Searched []string
+	// Host, when set, is where the caller's PATH finds it on the host,
+	// outside what the sandbox exposes; HostDir is the directory to
+	// expose.
+	Host, HostDir string
+}
+
+func (e *ProgramError) Error() string { return e.Name + ": " + e.Detail() }
+
+// Detail is the error without the program's name in front.
+func (e *ProgramError) Detail() string {
+	msg := fmt.Sprintf("command not found in the sandbox's PATH (%s)", strings.Join(e.Searched, ":"))
+	if e.Host != "" {
+		msg += fmt.Sprintf("; the host has it at %s, and %s is not in the sandbox's view: expose it with [sandbox] read_paths = [%q] in a policy file, or name a program the view holds", e.Host, e.HostDir, e.HostDir)
+	}
+	return msg
+}
+
+// LookPath finds the program a stage names without a slash as the sandbox
+// will: on SearchPath(p), in order, the first executable file whose target
+// the view holds. The path it returns is the one the runner executes, so
+// the policy can decide that program and no other.
+func LookPath(p Profile, name string) (string, error) {
+	if name == "" || strings.Contains(name, "/") {
+		return "", fmt.Errorf("%q is not a program name without a slash", name)
+	}
+	kept, dropped := splitPath(p)
+	roots := exposedRoots(p)
+	e := &ProgramError{Name: name, Searched: kept}
+	for _, d := range kept {
+		c := filepath.Join(d, name)
+		if !isExecutable(c) {
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(c); err == nil && inRoots(real, roots) && !within(real, p.Workspace) {
+			return c, nil
+		} else if err == nil && e.Host == "" {
+			// A link out of the view: found here, absent inside.
+			e.Host, e.HostDir = c, filepath.Dir(real)
+		}
+	}
+	if e.Host == "" {
+		for _, d := range dropped {
+			if c := filepath.Join(d, name); isExecutable(c) {
+				e.Host, e.HostDir = c, d
+				break
+			}
+		}
+	}
+	return "", e
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// ResolvePrograms looks up, as LookPath does, the program of every command
+// stage of line that names one without a slash and has no Program yet,
+// and sets the stage's Program to it. The stages not found are left
+// without one and returned by their index among all the line's stages,
+// each with its error: the runner reports them when (and if) they run, as
+// a shell reports a missing command, so `a || b` still runs b.
+func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
+	var missing map[int]error
+	idx := 0
+	for _, pl := range line.Pipelines {
+		for _, st := range pl.Stages {
+			i := idx
+			idx++
+			if st.Kind != shell.Command || len(st.Argv) == 0 || st.Program != "" || strings.Contains(st.Argv[0], "/") {
+				continue
+			}
+			prog, err := LookPath(p, st.Argv[0])
+			if err != nil {
+				if missing == nil {
+					missing = map[int]error{}
+				}
+				missing[i] = err
+				continue
+			}
+			st.Program = prog
+		}
+	}
+	return missing
+}
+
+// resolved is a copy of line with every stage's program resolved, and the
+// messages of those not found by stage index, for the runner.
+func resolved(line *shell.Line, p Profile) (*shell.Line, map[int]string) {
+	cp := &shell.Line{Connectors: line.Connectors}
+	for _, pl := range line.Pipelines {
+		np := &shell.Pipeline{}
+		for _, st := range pl.Stages {
+			c := *st
+			np.Stages = append(np.Stages, &c)
+		}
+		cp.Pipelines = append(cp.Pipelines, np)
+	}
+	var msgs map[int]string
+	for i, err := range ResolvePrograms(cp, p) {
+		if msgs == nil {
+			msgs = map[int]string{}
+		}
+		msgs[i] = err.Error()
+		if pe, ok := err.(*ProgramError); ok {
+			msgs[i] = pe.Detail()
+		}
+	}
+	return cp, msgs
+}
