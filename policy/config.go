@@ -35,9 +35,9 @@ type fileConfig struct {
 		Protected []string `toml:"protected"`
 	} `toml:"workspace"`
 	Sandbox struct {
-		Rung       string `toml:"rung"`
-		Network    string `toml:"network"`
-		Timeout    string `toml:"timeout"`
+		Rung       string   `toml:"rung"`
+		Network    string   `toml:"network"`
+		Timeout    string   `toml:"timeout"`
 		MaxTimeout string   `toml:"max_timeout"`
 		ReadPaths  []string `toml:"read_paths"`
 	} `toml:"sandbox"`

@@ -39,9 +39,9 @@ type request struct {
 	// NotFound are the stages whose program the sandbox's PATH does not
 	// lead to, by index, with why.
 	NotFound map[int]string `json:"not_found,omitempty"`
-	Dir  string      `json:"dir"`
-	Home string      `json:"home"`
-	Env  []string    `json:"env"`
+	Dir      string         `json:"dir"`
+	Home     string         `json:"home"`
+	Env      []string       `json:"env"`
 	// Confine is nil on the none rung.
 	Confine *confine.Spec `json:"confine,omitempty"`
 	// Rlimits are set on every rung, before the confinement.

@@ -60,9 +60,9 @@ type run struct {
 	readers    []*os.File
 	preflight  bool
 	notFound   map[int]string // the stages whose program is not found, by index
-	egress     *egress  // the proxy, in network proxy
-	hostNet    string   // the proxy's socket directory, on the bwrap rung
-	full       *fullNet // the user-mode network, in network full
+	egress     *egress        // the proxy, in network proxy
+	hostNet    string         // the proxy's socket directory, on the bwrap rung
+	full       *fullNet       // the user-mode network, in network full
 
 	mu       sync.Mutex
 	killedAs Status // why rein ended the run, if it did
