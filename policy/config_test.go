@@ -25,7 +25,7 @@ func TestConfigErrors(t *testing.T) {
 		{"bad duration", "[sandbox]\ntimeout = \"soon\"\n", 2, "sandbox.timeout", "not a positive duration"},
 		{"bad rung", "[sandbox]\nrung = \"docker\"\n", 2, "sandbox.rung", "unknown rung"},
 		{"bad network", "[sandbox]\nnetwork = \"some\"\n", 2, "sandbox.network", "unknown network mode"},
-		{"bad preset", "[net]\npresets = [\"go\", \"maven\"]\n", 2, "net.presets", `unknown preset "maven"`},
+		{"bad preset", "[net]\npresets = [\"go\", \"cpan\"]\n", 2, "net.presets", `unknown preset "cpan"`},
 		{"bad act", "[[rule]]\nact = \"run\"\neffect = \"allow\"\npattern = \"x\"\n", 2, "rule[0].act", `unknown act "run"`},
 		{"bad effect", "[[rule]]\nact = \"exec\"\neffect = \"maybe\"\npattern = \"x\"\n", 3, "rule[0].effect", "unknown effect"},
 		{"example must match", "[[rule]]\nact = \"exec\"\neffect = \"allow\"\npattern = \"npm run *\"\nmatch = [\"npm test\"]\n", 1, "rule[0]", `does not match its example "npm test"`},

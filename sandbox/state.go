@@ -84,12 +84,19 @@ func workspaceKey(ws string) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// ToolchainCacheDir is the host directory that holds the workspace's
+// per-workspace toolchain caches, one directory per cache name; the bwrap
+// rung mounts it at /var/cache/rein.
+func ToolchainCacheDir(ws string) string {
+	return filepath.Join(CacheDir(), "toolchain", workspaceKey(ws))
+}
+
 // toolchainCaches makes the workspace's per-workspace toolchain caches
 // (toolchain.WorkspaceCaches, one directory each under one base) and
 // returns the base, so that builds stay fast across runs without sharing
 // the user's own caches; "" when the base would lie inside the workspace.
 func toolchainCaches(ws string) (string, error) {
-	base := filepath.Join(CacheDir(), "toolchain", workspaceKey(ws))
+	base := ToolchainCacheDir(ws)
 	if within(base, ws) {
 		// Inside the workspace the command could plant what the next run
 		// trusts; a cache dir there is no cache of rein's.

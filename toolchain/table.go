@@ -50,7 +50,9 @@ var table = []Row{
 			{
 				Name: "pnpm", Lockfiles: []string{"pnpm-lock.yaml"},
 				Programs:   []Program{{"node", "nodejs"}, {"pnpm", ""}},
-				Caches:     []Cache{{Name: "pnpm-store", Env: "npm_config_store_dir"}},
+				// pnpm keeps its store in $PNPM_HOME/store when it is set
+				// (npm would warn about a store-dir setting).
+				Caches:     []Cache{{Name: "pnpm", Env: "PNPM_HOME"}},
 				Env:        npmEnv,
 				OfflineEnv: npmOffline,
 				Commands:   Commands{Install: "pnpm install --frozen-lockfile", Build: "pnpm run build", Test: "pnpm test", Lint: "pnpm run lint"},
