@@ -217,10 +217,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	}
 	allowForms := execStrings(stripped)
 	local, where := p.localProgram(stripped[0], cwds)
+	named := stripped
 	if !local && st.Program != "" && len(stripped) == len(argv) {
 		// The program the sandbox's PATH found for the bare name is the
-		// one that runs: the class table speaks of the system's.
+		// one that runs: the class table speaks of the system's, and a
+		// rule for the name does not reach it (only its path does).
 		local, where = p.foundOutside(st.Program)
+		named = append([]string{st.Program}, stripped[1:]...)
 	}
 	if local {
 		// ./cat is whatever file the workspace holds under that name: the
@@ -229,7 +232,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		if sv.Class < Unknown {
 			sv.Class, classReason = Unknown, fmt.Sprintf("%s is a program at %s, not a system program", stripped[0], where)
 		}
-		allowForms = []string{strings.Join(stripped, " ")}
+		allowForms = []string{strings.Join(named, " ")}
 	}
 
 	// Paths: what the program reads, writes and deletes, and where its

@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// TestResolvedProgram: a bare name decided by the program the sandbox's
+// PATH found for it. A system program keeps its class; one outside the
+// system directories is whatever file that is (unknown, asked in ask
+// mode), and an allow rule for the name does not reach it.
+func TestResolvedProgram(t *testing.T) {
+	f := newFixture(t)
+	tools := filepath.Join(filepath.Dir(f.ws), "tools")
+	f.write(filepath.Join(tools, "cat"), "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(tools, "cat"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/bin/cat", filepath.Join(tools, "syscat")); err != nil {
+		t.Fatal(err)
+	}
+	p := f.load(ModeAsk, exec(Allow, "cat *"))
+	for _, tc := range []struct {
+		program string
+		want    Decision
+		class   Class
+	}{
+		{"", Allow, ReadOnly},
+		{"/usr/bin/cat", Allow, ReadOnly},
+		{filepath.Join(tools, "cat"), Ask, Unknown},
+		// A link into the system directories is the system's program.
+		{filepath.Join(tools, "syscat"), Allow, ReadOnly},
+		{filepath.Join(tools, "missing"), Ask, Unknown},
+	} {
+		l, err := shell.Parse("cat main.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Pipelines[0].Stages[0].Program = tc.program
+		v := p.Check(l)
+		if v.Decision != tc.want || v.Stages[0].Class != tc.class {
+			t.Errorf("program %q: %s %s (%s)", tc.program, v.Decision, v.Stages[0].Class, v.Reason)
+		}
+	}
+	// A rule naming the program's path reaches it.
+	p = f.load(ModeAsk, exec(Allow, filepath.Join(tools, "cat")+" *"))
+	l, _ := shell.Parse("cat main.go")
+	l.Pipelines[0].Stages[0].Program = filepath.Join(tools, "cat")
+	if v := p.Check(l); v.Decision != Allow {
+		t.Fatalf("a rule for the path: %s (%s)", v.Decision, v.Reason)
+	}
+}
+
+// TestReadPaths: [sandbox] read_paths and --read-path take absolute,
+// existing paths outside the workspace that nothing protected lies in.
+func TestReadPaths(t *testing.T) {
+	f := newFixture(t)
+	tools := filepath.Join(filepath.Dir(f.ws), "tools")
+	f.write(filepath.Join(tools, "bin", "x"), "")
+	o := f.options()
+	o.ReadPaths = []string{tools, tools + "/bin/../bin"}
+	p, err := Load(o)
+	if err != nil || len(p.Sandbox.ReadPaths) != 2 || p.Sandbox.ReadPaths[0] != tools || p.Sandbox.ReadPaths[1] != tools+"/bin" {
+		t.Fatalf("%v %v", p.Sandbox.ReadPaths, err)
+	}
+	for _, bad := range []string{"relative/dir", f.home, "~/.ssh", f.ws, f.ws + "/src", "/", filepath.Join(tools, "nope")} {
+		o := f.options()
+		o.ReadPaths = []string{bad}
+		if _, err := Load(o); err == nil {
+			t.Errorf("read path %q was accepted", bad)
+		}
+	}
+	// From a file: the user's applies; an untrusted project file's does
+	// not widen what commands read.
+	f.write(f.user, "[sandbox]\nread_paths = [\""+tools+"\"]\n")
+	o = f.options()
+	o.UserFile = f.user
+	if p, err := Load(o); err != nil || len(p.Sandbox.ReadPaths) != 1 {
+		t.Fatalf("user file: %v %v", p, err)
+	}
+	f.write(f.user, "")
+	f.write(f.proj, "[sandbox]\nread_paths = [\""+tools+"\"]\n")
+	o = f.options()
+	o.UserFile, o.ProjectFile = f.user, f.proj
+	if p, err := Load(o); err != nil || len(p.Sandbox.ReadPaths) != 0 {
+		t.Fatalf("untrusted project file: %v %v", p.Sandbox.ReadPaths, err)
+	}
+	f.write(f.user, "[sandbox]\nread_paths = [\"~/.ssh\"]\n")
+	o = f.options()
+	o.UserFile = f.user
+	if _, err := Load(o); err == nil {
+		t.Fatal("a protected read path in a file was accepted")
+	}
+}
