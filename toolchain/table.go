@@ -49,7 +49,7 @@ var table = []Row{
 			},
 			{
 				Name: "pnpm", Lockfiles: []string{"pnpm-lock.yaml"},
-				Programs:   []Program{{"node", "nodejs"}, {"pnpm", ""}},
+				Programs: []Program{{"node", "nodejs"}, {"pnpm", ""}},
 				// pnpm keeps its store in $PNPM_HOME/store when it is set
 				// (npm would warn about a store-dir setting).
 				Caches:     []Cache{{Name: "pnpm", Env: "PNPM_HOME"}},
