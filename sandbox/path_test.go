@@ -210,3 +210,37 @@ func TestHostCachesReadOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestStableHomeAndTmp: HOME and TMPDIR are the same paths from one run
+// to the next, so toolchains that key caches on them (go test) find them
+// again, but empty at each start; runs side by side get their own.
+func TestStableHomeAndTmp(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		t.Setenv("REIN_CACHE_DIR", filepath.Join(filepath.Dir(ws), "state"))
+		p := Profile{Rung: rung}
+		line := `sh -c 'echo "$HOME $TMPDIR"; ls -A "$HOME" "$TMPDIR"; touch "$HOME/left" "$TMPDIR/left"'`
+		first := runLine(t, ws, line, p)
+		second := runLine(t, ws, line, p)
+		if first.Status != OK || first.Stdout.Text != second.Stdout.Text || strings.Contains(second.Stdout.Text, "left") {
+			t.Fatalf("first %q\nsecond %q", first.Stdout.Text, second.Stdout.Text)
+		}
+		l, _ := shell.Parse("sleep 5")
+		bg := p
+		bg.Workspace = ws
+		h, err := Start(t.Context(), l, bg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Wait()
+		defer h.Kill()
+		beside := runLine(t, ws, `sh -c 'echo "$HOME $TMPDIR"'`, p)
+		same := strings.SplitN(first.Stdout.Text, "\n", 2)[0] + "\n"
+		if rung == RungBwrap && beside.Stdout.Text != same {
+			t.Fatalf("bwrap mounts HOME and /tmp at fixed paths: %q, %q", beside.Stdout.Text, same)
+		}
+		if rung != RungBwrap && beside.Stdout.Text == same {
+			t.Fatalf("a run beside another shares its HOME and TMPDIR: %q", beside.Stdout.Text)
+		}
+	})
+}

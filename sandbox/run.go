@@ -48,6 +48,8 @@ type run struct {
 	reportDone chan struct{} // closed when the init's report is read
 	reportData []byte
 	scratch    string
+	home, tmp  string // the host's HOME and TMPDIR of the landlock and none rungs
+	slot       int    // the session's slot they are in, or -1
 	hostIO     string
 	guard      *guard
 	session    *session
@@ -75,7 +77,7 @@ type run struct {
 func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (_ *run, err error) {
 	// Not the named result: the error paths return nil, and the deferred
 	// cleanup needs the run.
-	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight}
+	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight, slot: -1}
 	// The programs are found once, here, on the sandbox's PATH; the
 	// runner executes what was found.
 	line, r.notFound = resolved(line, p)
@@ -113,6 +115,14 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	for _, d := range []string{"home", "tmp", "io"} {
 		if err := os.Mkdir(filepath.Join(r.scratch, d), 0o700); err != nil {
 			return nil, refuse(Unavailable, "making the run's scratch directory: %v", err)
+		}
+	}
+	if rung != RungBwrap {
+		// The bwrap rung mounts its HOME and /tmp at fixed paths; the
+		// others name host directories, which must not change from run to
+		// run either.
+		if r.slot, r.home, r.tmp, err = r.session.takeSlot(); err != nil {
+			return nil, err
 		}
 	}
 	caches, err := toolchainCaches(p.Workspace)
@@ -478,6 +488,9 @@ func (r *run) cleanup() {
 	r.lifelineClose()
 	if r.scratch != "" {
 		os.RemoveAll(r.scratch)
+	}
+	if r.slot >= 0 {
+		r.session.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
 	}
 	if r.unlock != nil {
 		r.unlock()

@@ -165,7 +165,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if dir == "" {
 		dir = p.Workspace
 	}
-	home, tmp := filepath.Join(r.scratch, "home"), filepath.Join(r.scratch, "tmp")
+	home, tmp := r.home, r.tmp
 	env := withDefaults(withPath(p), "HOME="+home, "TMPDIR="+tmp)
 	rw := []string{home, tmp, "/dev/null", "/dev/zero", "/dev/full"}
 	var hostRO []string

@@ -245,6 +245,56 @@ type session struct {
 	// a run reports every one put back while it ran, whichever run's end
 	// found it, since runs side by side cannot tell whose it was.
 	changed []string
+	// slots are the HOME and TMPDIR directories of the session's runs on
+	// the rungs without a mount namespace, by index: true while a run
+	// holds one (or forever, once a run lost track of a process).
+	slots []bool
+}
+
+// takeSlot gives a run on the landlock or none rung a HOME and a TMPDIR of
+// its own, emptied, at paths that stay the same from one run to the next
+// (slot 0 for a run alone): a toolchain that keys its caches on them (go
+// test's results depend on HOME and TMPDIR) then finds them again.
+func (s *session) takeSlot() (n int, home, tmp string, err error) {
+	s.mu.Lock()
+	n = slices.Index(s.slots, false)
+	if n < 0 {
+		n = len(s.slots)
+		s.slots = append(s.slots, true)
+	}
+	s.slots[n] = true
+	s.mu.Unlock()
+	dir, err := stateDir("slots")
+	if err == nil {
+		dir = filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n))
+		err = os.RemoveAll(dir)
+	}
+	home, tmp = filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
+	for _, d := range []string{dir, home, tmp} {
+		if err == nil {
+			err = os.Mkdir(d, 0o700)
+		}
+	}
+	if err != nil {
+		s.releaseSlot(n, true)
+		return 0, "", "", refuse(Unavailable, "making the run's HOME and TMPDIR: %v", err)
+	}
+	return n, home, tmp, nil
+}
+
+// releaseSlot empties slot n and frees it, unless a process of its run may
+// still be alive (keep), when it stays taken for the session's life.
+func (s *session) releaseSlot(n int, keep bool) {
+	if !keep {
+		if dir, err := stateDir("slots"); err == nil {
+			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n)))
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n < len(s.slots) && !keep {
+		s.slots[n] = false
+	}
 }
 
 var sessions = struct {
