@@ -371,18 +371,24 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 }
 
 // foundOutside reports whether the program a resolver found for a bare
-// name lies (physically) outside the system directories, and where.
+// name lies outside the system directories, and where: both the path it
+// was found at and the file that path reaches must lie inside them (a
+// link named cat in a tool directory that leads to /bin/rm is not cat).
 func (p *Policy) foundOutside(program string) (bool, string) {
 	r, err := filepath.EvalSymlinks(program)
 	if err != nil || !filepath.IsAbs(r) {
 		return true, program
 	}
-	for _, d := range systemProgramDirs {
-		if workspace.Within(d, r) {
-			return false, ""
-		}
+	inSystem := func(x string) bool {
+		return slices.ContainsFunc(systemProgramDirs, func(d string) bool { return workspace.Within(d, x) })
 	}
-	return true, r
+	switch {
+	case !inSystem(program):
+		return true, program
+	case !inSystem(r):
+		return true, r
+	}
+	return false, ""
 }
 
 // canonName returns the system program a path-named program is a link to,

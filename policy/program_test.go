@@ -31,8 +31,9 @@ func TestResolvedProgram(t *testing.T) {
 		{"", Allow, ReadOnly},
 		{"/usr/bin/cat", Allow, ReadOnly},
 		{filepath.Join(tools, "cat"), Ask, Unknown},
-		// A link into the system directories is the system's program.
-		{filepath.Join(tools, "syscat"), Allow, ReadOnly},
+		// A link in a tool directory is that directory's program, even
+		// where it leads into the system directories.
+		{filepath.Join(tools, "syscat"), Ask, Unknown},
 		{filepath.Join(tools, "missing"), Ask, Unknown},
 	} {
 		l, err := shell.Parse("cat main.go")

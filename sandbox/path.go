@@ -103,11 +103,27 @@ func (e *ProgramError) Detail() string {
 // the view holds. The path it returns is the one the runner executes, so
 // the policy can decide that program and no other.
 func LookPath(p Profile, name string) (string, error) {
+	return newSearch(p).look(name)
+}
+
+// search is a profile's PATH, split once for every lookup of a line.
+type search struct {
+	p             Profile
+	kept, dropped []string
+	roots         []string
+}
+
+func newSearch(p Profile) *search {
+	s := &search{p: p, roots: exposedRoots(p)}
+	s.kept, s.dropped = splitPath(p)
+	return s
+}
+
+func (s *search) look(name string) (string, error) {
 	if name == "" || strings.Contains(name, "/") {
 		return "", fmt.Errorf("%q is not a program name without a slash", name)
 	}
-	kept, dropped := splitPath(p)
-	roots := exposedRoots(p)
+	p, kept, dropped, roots := s.p, s.kept, s.dropped, s.roots
 	e := &ProgramError{Name: name, Searched: kept}
 	for _, d := range kept {
 		c := filepath.Join(d, name)
@@ -124,7 +140,13 @@ func LookPath(p Profile, name string) (string, error) {
 	if e.Host == "" {
 		for _, d := range dropped {
 			if c := filepath.Join(d, name); isExecutable(c) {
+				// The directory to expose is the one the entry leads to
+				// (a /usr/local/go that links to /opt/go is exposed as
+				// /opt/go/bin).
 				e.Host, e.HostDir = c, d
+				if real, err := filepath.EvalSymlinks(d); err == nil {
+					e.HostDir = real
+				}
 				break
 			}
 		}
@@ -145,6 +167,7 @@ func isExecutable(p string) bool {
 // a shell reports a missing command, so `a || b` still runs b.
 func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 	var missing map[int]error
+	var s *search
 	idx := 0
 	for _, pl := range line.Pipelines {
 		for _, st := range pl.Stages {
@@ -153,7 +176,10 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 			if st.Kind != shell.Command || len(st.Argv) == 0 || st.Program != "" || strings.Contains(st.Argv[0], "/") {
 				continue
 			}
-			prog, err := LookPath(p, st.Argv[0])
+			if s == nil {
+				s = newSearch(p)
+			}
+			prog, err := s.look(st.Argv[0])
 			if err != nil {
 				if missing == nil {
 					missing = map[int]error{}

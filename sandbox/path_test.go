@@ -96,6 +96,16 @@ func TestLookPath(t *testing.T) {
 			t.Fatalf("%s: the error does not say how to expose it: %v", name, err)
 		}
 	}
+	// Found through a link to a hidden directory, it is that directory
+	// that must be exposed.
+	if err := os.Symlink(hidden, filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	q := Profile{Workspace: ws, Env: []string{"PATH=" + filepath.Join(root, "alias") + ":/usr/bin"}}
+	var pe *ProgramError
+	if _, err := LookPath(q, "only-hidden"); !errors.As(err, &pe) || pe.Host != filepath.Join(root, "alias", "only-hidden") || pe.HostDir != hidden {
+		t.Fatalf("through a link: %#v", err)
+	}
 	if _, err := LookPath(p, "./tool"); err == nil {
 		t.Fatal("a name with a slash was looked up")
 	}
@@ -241,6 +251,28 @@ func TestStableHomeAndTmp(t *testing.T) {
 		}
 		if rung != RungBwrap && beside.Stdout.Text == same {
 			t.Fatalf("a run beside another shares its HOME and TMPDIR: %q", beside.Stdout.Text)
+		}
+	})
+}
+
+// FuzzSearchPath: whatever the caller's PATH holds, the sandbox's is only
+// clean absolute directories, each once, that lead into what the view
+// exposes and never into the workspace.
+func FuzzSearchPath(f *testing.F) {
+	for _, s := range []string{"/usr/bin:/bin", "", ":", "bin:/usr/bin/:.:..", "/usr/bin/../../tmp:/proc/self/cwd", "/usr/local/go/bin:/root/go/bin", "/\x00/usr/bin", "/usr//bin:/usr/./bin"} {
+		f.Add(s)
+	}
+	ws := f.TempDir()
+	roots := exposedRoots(Profile{Workspace: ws})
+	f.Fuzz(func(t *testing.T, path string) {
+		p := Profile{Workspace: ws, Env: []string{"PATH=" + path}}
+		seen := map[string]bool{}
+		for _, d := range SearchPath(p) {
+			real, err := filepath.EvalSymlinks(d)
+			if !filepath.IsAbs(d) || filepath.Clean(d) != d || seen[d] || err != nil || !inRoots(real, roots) || within(real, ws) {
+				t.Fatalf("PATH %q kept %q (%q, %v)", path, d, real, err)
+			}
+			seen[d] = true
 		}
 	})
 }

@@ -207,7 +207,9 @@ func HostCaches(env []string) []HostCache {
 					continue
 				}
 				p := hostPath(c.Host, env)
-				if p == "" {
+				if p == "" || !plainPath(p) {
+					// A value such as GOPROXY is a list: a comma or a bar
+					// in the path would make it name something else.
 					continue
 				}
 				if fi, err := os.Stat(p); err != nil || !fi.IsDir() {
@@ -334,4 +336,17 @@ func (m *Manager) commandsIn(ws string) Commands {
 		*s = r.Replace(*s)
 	}
 	return c
+}
+
+// plainPath reports whether p holds only the characters a cache path
+// needs, none of which a variable's list syntax or a URL gives a meaning.
+func plainPath(p string) bool {
+	for _, r := range p {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune("/._-+@~", r):
+		default:
+			return false
+		}
+	}
+	return true
 }

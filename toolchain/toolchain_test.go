@@ -254,6 +254,7 @@ func TestHostCaches(t *testing.T) {
 	}
 	a := mk("a/cache/download")
 	b := mk("b/pkg/mod/cache/download")
+	mk("c,https:/cache/download")
 	h := mk("home/go/pkg/mod/cache/download")
 	mk("home/.gradle/caches")
 	find := func(env []string, name string) string {
@@ -274,6 +275,8 @@ func TestHostCaches(t *testing.T) {
 		{[]string{home}, h},
 		{[]string{home, "GOMODCACHE=" + filepath.Join(root, "missing")}, ""},
 		{[]string{"HOME="}, ""},
+		// A comma would split GOPROXY's list: such a path is not served.
+		{[]string{home, "GOMODCACHE=" + filepath.Join(root, "c,https:")}, ""},
 	} {
 		if got := find(tc.env, "go-mod-download"); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.env, got, tc.want)
