@@ -216,21 +216,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		sv.Class, classReason = Unknown, "xargs gives it arguments from its input, which the policy cannot see"
 	}
 	allowForms := execStrings(stripped)
-	local, where := p.localProgram(stripped[0], cwds)
-	named := stripped
-	if !local && st.Program != "" && len(stripped) == len(argv) {
-		// The program the sandbox's PATH found for the bare name is the
-		// one that runs: the class table speaks of the system's, and a
-		// rule for the name does not reach it (only its path does).
-		local, where = p.foundOutside(st.Program)
-		named = append([]string{st.Program}, stripped[1:]...)
-	}
+	local, which, where, named := p.chainOutside(st, stripped, cwds)
 	if local {
 		// ./cat is whatever file the workspace holds under that name: the
 		// class table's cat says nothing about it, and an allow rule for
 		// cat must not allow it. Only its raw argv can be allowed.
 		if sv.Class < Unknown {
-			sv.Class, classReason = Unknown, fmt.Sprintf("%s is a program at %s, not a system program", stripped[0], where)
+			sv.Class, classReason = Unknown, fmt.Sprintf("%s is a program at %s, not a system program", which, where)
 		}
 		allowForms = []string{strings.Join(named, " ")}
 	}
@@ -370,6 +362,56 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 	return false, ""
 }
 
+// chainOutside reports whether a program the stage runs is not a system
+// program, and where, with the argv an allow rule must then name: the
+// stage's own program and every benign wrapper's inner one (timeout 5 ls
+// runs timeout, which runs ls), each the file a path names or, for a bare
+// name, the file the sandbox's PATH found (Stage.Program, Stage.Programs).
+// The class table speaks of the system's programs; a wrapper that is a
+// workspace file, or found in a tool directory, runs whatever it likes.
+func (p *Policy) chainOutside(st *shell.Stage, stripped, cwds []string) (local bool, which, where string, named []string) {
+	_, _, chain := stripBenignChain(st.Argv)
+	for i, name := range chain {
+		last := i == len(chain)-1
+		// Allowed by its raw argv, with the program found in place of a
+		// bare name; for a wrapper, the whole line's.
+		named := st.Argv
+		if last {
+			named = stripped
+		}
+		switch {
+		case strings.Contains(name, "/"):
+			if local, where := p.localProgram(name, cwds); local {
+				return true, name, where, named
+			}
+		case i == 0 && st.Program != "":
+			if local, where := p.foundOutside(st.Program); local {
+				return true, name, where, append([]string{st.Program}, named[1:]...)
+			}
+		case i > 0 && st.Programs != nil:
+			found, looked := st.Programs[name]
+			if !looked {
+				return true, name, "a path not looked up on the sandbox's PATH", named
+			}
+			if found == "" {
+				continue // not found: the wrapper fails to run it
+			}
+			if local, where := p.foundOutside(found); local {
+				if last {
+					named = append([]string{found}, named[1:]...)
+				}
+				return true, name, where, named
+			}
+		}
+	}
+	return false, "", "", stripped
+}
+
+// resolvedSystemDirs are where a program found on the sandbox's PATH must
+// lie, as found and as reached, to be the system's: the system directories
+// the sandbox mounts, not /opt, where a read path's tools would be.
+var resolvedSystemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/alternatives"}
+
 // foundOutside reports whether the program a resolver found for a bare
 // name lies outside the system directories, and where: both the path it
 // was found at and the file that path reaches must lie inside them (a
@@ -380,7 +422,7 @@ func (p *Policy) foundOutside(program string) (bool, string) {
 		return true, program
 	}
 	inSystem := func(x string) bool {
-		return slices.ContainsFunc(systemProgramDirs, func(d string) bool { return workspace.Within(d, x) })
+		return slices.ContainsFunc(resolvedSystemDirs, func(d string) bool { return workspace.Within(d, x) })
 	}
 	switch {
 	case !inSystem(program):

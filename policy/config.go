@@ -192,6 +192,10 @@ type Policy struct {
 	Workspace string
 	Home      string
 	ReadOnly  bool
+	// homeReal is where Home leads when it is a link, else "".
+	homeReal string
+	// getenv reads the environment (Options.Getenv).
+	getenv func(string) string
 
 	Sandbox          SandboxSettings
 	Limits           Limits
@@ -270,6 +274,10 @@ func Load(o Options) (*Policy, error) {
 	if o.Home == "" {
 		p.Home = ""
 	}
+	if real, err := filepath.EvalSymlinks(p.Home); err == nil && p.Home != "" && real != p.Home {
+		p.homeReal = real
+	}
+	p.getenv = env
 	if o.Workspace != "" {
 		ws, err := filepath.Abs(o.Workspace)
 		if err == nil {
@@ -347,7 +355,20 @@ func (p *Policy) setting(key, value string, l Layer, file string) {
 }
 
 func (p *Policy) addProtected(pattern string, kind protection, except []string, r Rule) error {
-	g, err := anchorGlob(pattern, p.Home, p.Workspace)
+	if err := p.addProtectedAt(pattern, p.Home, kind, except, r); err != nil {
+		return err
+	}
+	// Where HOME is a link (/home to /var/home), ~/.ssh is also the
+	// directory it leads to, which a command can name instead.
+	if p.homeReal != "" && (pattern == "~" || strings.HasPrefix(pattern, "~/")) {
+		return p.addProtectedAt(pattern, p.homeReal, kind, except, r)
+	}
+	return nil
+}
+
+// addProtectedAt adds a protected pattern with ~ standing for home.
+func (p *Policy) addProtectedAt(pattern, home string, kind protection, except []string, r Rule) error {
+	g, err := anchorGlob(pattern, home, p.Workspace)
 	if err != nil {
 		// A ~ pattern without HOME or a relative one without a workspace
 		// cannot match anything here; it is not an error of the file.
@@ -358,7 +379,7 @@ func (p *Policy) addProtected(pattern string, kind protection, except []string, 
 	}
 	var ex []string
 	for _, e := range except {
-		eg, err := anchorGlob(e, p.Home, p.Workspace)
+		eg, err := anchorGlob(e, home, p.Workspace)
 		if err != nil {
 			return err
 		}
@@ -795,6 +816,22 @@ func (p *Policy) readPath(raw string) (string, error) {
 	if real == "/" || workspace.Within(real, p.Workspace) || workspace.Within(p.Workspace, real) {
 		return "", fmt.Errorf("%q overlaps the workspace; only paths outside it can be added", raw)
 	}
+	// A read-only mount does not stop a connect to a unix socket in it:
+	// the directories where the host keeps its sockets (docker, the SSH
+	// agent, the session bus, X) and the kernel's own are never exposed.
+	for _, d := range p.socketDirs() {
+		if workspace.Within(real, d) || workspace.Within(x, d) || workspace.Within(d, real) {
+			return "", fmt.Errorf("%q is or holds where the host keeps sockets and devices (%s), which a command could reach there; name the directory that holds what it needs", raw, d)
+		}
+	}
+	for _, d := range []string{"/tmp", "/var/tmp"} {
+		if workspace.Within(real, d) || strings.HasPrefix(real, d+"/ssh-") {
+			return "", fmt.Errorf("%q is or holds %s, where programs keep their sockets (the SSH agent's, X's), which a command could reach there", raw, d)
+		}
+	}
+	if fi, err := os.Stat(real); err == nil && fi.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeNamedPipe) != 0 {
+		return "", fmt.Errorf("%q is a socket, device or pipe, not a file or directory to read", raw)
+	}
 	if a := p.Protection(ActRead, x, real); a != nil {
 		return "", fmt.Errorf("%q is protected by %s and is never exposed", raw, a)
 	}
@@ -805,4 +842,13 @@ func (p *Policy) readPath(raw string) (string, error) {
 		return "", fmt.Errorf("%q holds paths protected by %s, which exposing it would expose", raw, a)
 	}
 	return x, nil
+}
+
+// socketDirs are the host directories that hold sockets and devices.
+func (p *Policy) socketDirs() []string {
+	dirs := []string{"/run", "/var/run", "/proc", "/sys", "/dev", "/tmp/.X11-unix", "/tmp/.ICE-unix"}
+	if d := p.getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return dirs
 }

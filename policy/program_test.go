@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -67,7 +68,14 @@ func TestReadPaths(t *testing.T) {
 	if err != nil || len(p.Sandbox.ReadPaths) != 2 || p.Sandbox.ReadPaths[0] != tools || p.Sandbox.ReadPaths[1] != tools+"/bin" {
 		t.Fatalf("%v %v", p.Sandbox.ReadPaths, err)
 	}
-	for _, bad := range []string{"relative/dir", f.home, "~/.ssh", f.ws, f.ws + "/src", "/", filepath.Join(tools, "nope")} {
+	sock := filepath.Join(tools, "agent.sock")
+	if l, err := net.Listen("unix", sock); err == nil {
+		defer l.Close()
+	} else {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"relative/dir", f.home, "~/.ssh", f.ws, f.ws + "/src", "/", filepath.Join(tools, "nope"),
+		"/run", "/var/run/x", "/proc", "/dev", "/tmp", "/tmp/.X11-unix", "/tmp/ssh-XXXXabc", sock} {
 		o := f.options()
 		o.ReadPaths = []string{bad}
 		if _, err := Load(o); err == nil {
@@ -94,5 +102,79 @@ func TestReadPaths(t *testing.T) {
 	o.UserFile = f.user
 	if _, err := Load(o); err == nil {
 		t.Fatal("a protected read path in a file was accepted")
+	}
+}
+
+// TestWrapperChain: every program a stage runs through benign wrappers is
+// decided as the file it is: a wrapper that is a workspace file, or any
+// program of the chain found outside the system directories, makes the
+// stage unknown, whatever the class of the last one.
+func TestWrapperChain(t *testing.T) {
+	f := newFixture(t)
+	f.write(filepath.Join(f.ws, "timeout"), "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(f.ws, "timeout"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools := filepath.Join(filepath.Dir(f.ws), "tools")
+	f.write(filepath.Join(tools, "ls"), "#!/bin/sh\n")
+	p := f.load(ModeAsk)
+	for _, tc := range []struct {
+		line     string
+		program  string
+		programs map[string]string
+		want     Class
+	}{
+		{"timeout 5 ls", "", nil, ReadOnly},
+		{"./timeout 5 ls", "", nil, Unknown},
+		{"nice ./timeout 5 ls", "", nil, Unknown},
+		{"timeout 5 ls", "/usr/bin/timeout", map[string]string{"timeout": "/usr/bin/timeout", "5": "", "ls": "/usr/bin/ls"}, ReadOnly},
+		{"timeout 5 ls", "/usr/bin/timeout", map[string]string{"timeout": "/usr/bin/timeout", "5": "", "ls": filepath.Join(tools, "ls")}, Unknown},
+		{"timeout 5 ls", filepath.Join(tools, "ls"), map[string]string{"timeout": filepath.Join(tools, "ls"), "ls": "/usr/bin/ls"}, Unknown},
+		// A word the resolver did not look up is not assumed to be the
+		// system's.
+		{"timeout 5 ls", "/usr/bin/timeout", map[string]string{"timeout": "/usr/bin/timeout"}, Unknown},
+		{"nice -n 5 timeout 5 ls", "/usr/bin/nice", map[string]string{"nice": "/usr/bin/nice", "timeout": filepath.Join(tools, "ls"), "ls": "/usr/bin/ls"}, Unknown},
+	} {
+		l, err := shell.Parse(tc.line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := l.Pipelines[0].Stages[0]
+		st.Program, st.Programs = tc.program, tc.programs
+		v := p.Check(l)
+		if v.Stages[0].Class != tc.want || (tc.want == Unknown) != (v.Decision == Ask) {
+			t.Errorf("%q %v: %s %s (%s)", tc.line, tc.programs, v.Decision, v.Stages[0].Class, v.Reason)
+		}
+	}
+}
+
+// TestSymlinkedHome: where HOME is a link, what it protects is protected
+// where the link leads too, for a read path, a file read and a host cache.
+func TestSymlinkedHome(t *testing.T) {
+	f := newFixture(t)
+	link := filepath.Join(filepath.Dir(f.ws), "homelink")
+	if err := os.Symlink(f.home, link); err != nil {
+		t.Fatal(err)
+	}
+	o := f.options()
+	o.Home = link
+	p, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []string{filepath.Join(f.home, ".ssh", "id_rsa"), filepath.Join(link, ".ssh", "id_rsa")} {
+		if v := p.CheckPath(ActRead, x); v.Decision != Deny {
+			t.Errorf("read %s: %s (%s)", x, v.Decision, v.Reason)
+		}
+	}
+	for _, rp := range []string{f.home, filepath.Join(f.home, ".ssh")} {
+		o := f.options()
+		o.Home, o.ReadPaths = link, []string{rp}
+		if _, err := Load(o); err == nil {
+			t.Errorf("read path %s was accepted with HOME a link to it", rp)
+		}
+	}
+	if p.ProtectedWithin(f.home) == nil {
+		t.Error("HOME's own directory holds nothing protected, says the policy")
 	}
 }

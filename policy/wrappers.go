@@ -707,16 +707,25 @@ func stdinArgs(argv []string) bool {
 // stripBenignXargs is stripBenign, also reporting whether it removed a
 // bare xargs.
 func stripBenignXargs(argv []string) (rest []string, xargs bool) {
+	rest, xargs, _ = stripBenignChain(argv)
+	return rest, xargs
+}
+
+// stripBenignChain is stripBenignXargs, also listing the program names it
+// passed through: each wrapper's, then the command's. Each is a program
+// that runs, found by a wrapper on PATH when it has no slash.
+func stripBenignChain(argv []string) (rest []string, xargs bool, chain []string) {
 	for range maxUnwrapDepth {
 		if len(argv) == 0 {
-			return argv, xargs
+			return argv, xargs, chain
 		}
+		chain = append(chain, argv[0])
 		name := path.Base(argv[0])
 		w, ok := execWrappers[name]
 		switch {
 		case name == "xargs":
 			if !bareXargs(argv[1:]) {
-				return argv, xargs
+				return argv, xargs, chain
 			}
 			xargs = true
 			argv = argv[1:]
@@ -726,14 +735,17 @@ func stripBenignXargs(argv []string) (rest []string, xargs bool) {
 		case ok && w.benign:
 			r := w.unwrap(argv[1:])
 			if len(r.writes) > 0 {
-				return argv, xargs
+				return argv, xargs, chain
 			}
 			argv = r.argv
 		default:
-			return argv, xargs
+			return argv, xargs, chain
 		}
 	}
-	return argv, xargs
+	if len(argv) > 0 {
+		chain = append(chain, argv[0])
+	}
+	return argv, xargs, chain
 }
 
 // chdirOf returns the directory a command moves to before it runs

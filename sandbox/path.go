@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,9 +23,15 @@ func SearchPath(p Profile) []string {
 	return kept
 }
 
-// splitPath is SearchPath and the caller's entries it left out.
+// splitPath is SearchPath and the caller's entries it left out. An entry
+// is kept when it lies in a directory the view exposes read-only both as
+// written and where its links lead, so that it names the same directory
+// inside, and nothing the command does can change what it holds: a link
+// the command can write (in the workspace, or at a path the sandbox's own
+// /tmp could hold) that leads into /usr/bin today could lead anywhere by
+// the next stage.
 func splitPath(p Profile) (kept, dropped []string) {
-	roots := exposedRoots(p)
+	roots, lexical := exposedRoots(p), exposedLexical(p)
 	for _, d := range filepath.SplitList(callerPath(p.Env)) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
@@ -33,13 +40,23 @@ func splitPath(p Profile) (kept, dropped []string) {
 		if slices.Contains(kept, d) || slices.Contains(dropped, d) {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(d); err == nil && inRoots(real, roots) && !within(real, p.Workspace) {
+		if real, err := filepath.EvalSymlinks(d); err == nil && inRoots(d, lexical) && inRoots(real, roots) && !within(real, p.Workspace) && !within(d, p.Workspace) {
 			kept = append(kept, d)
 		} else {
 			dropped = append(dropped, d)
 		}
 	}
 	return kept, dropped
+}
+
+// exposedLexical are the directories the view shows read-only, as the
+// view names them.
+func exposedLexical(p Profile) []string {
+	var out []string
+	for _, d := range append(systemDirs(), p.HostReadPaths...) {
+		out = append(out, filepath.Clean(d))
+	}
+	return out
 }
 
 // callerPath is the PATH in env, or hostPATH.
@@ -159,12 +176,18 @@ func isExecutable(p string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
+// programWords bounds how many leading words of a stage are looked up
+// for Stage.Programs: a chain of wrappers and their options is short.
+const programWords = 32
+
 // ResolvePrograms looks up, as LookPath does, the program of every command
 // stage of line that names one without a slash and has no Program yet,
-// and sets the stage's Program to it. The stages not found are left
-// without one and returned by their index among all the line's stages,
-// each with its error: the runner reports them when (and if) they run, as
-// a shell reports a missing command, so `a || b` still runs b.
+// and sets the stage's Program to it; and fills Stage.Programs with what
+// the stage's first words without a slash lead to, for the programs a
+// wrapper in the stage runs. The stages not found are left without a
+// Program and returned by their index among all the line's stages, each
+// with its error: the runner reports them when (and if) they run, as a
+// shell reports a missing command, so `a || b` still runs b.
 func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 	var missing map[int]error
 	var s *search
@@ -173,11 +196,23 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 		for _, st := range pl.Stages {
 			i := idx
 			idx++
-			if st.Kind != shell.Command || len(st.Argv) == 0 || st.Program != "" || strings.Contains(st.Argv[0], "/") {
+			if st.Kind != shell.Command || len(st.Argv) == 0 {
 				continue
 			}
 			if s == nil {
 				s = newSearch(p)
+			}
+			if st.Programs == nil {
+				st.Programs = map[string]string{}
+				for _, w := range st.Argv[:min(len(st.Argv), programWords)] {
+					if _, done := st.Programs[w]; done || strings.Contains(w, "/") || w == "" || w[0] == '-' {
+						continue
+					}
+					st.Programs[w], _ = s.look(w)
+				}
+			}
+			if st.Program != "" || strings.Contains(st.Argv[0], "/") {
+				continue
 			}
 			prog, err := s.look(st.Argv[0])
 			if err != nil {
@@ -201,6 +236,7 @@ func resolved(line *shell.Line, p Profile) (*shell.Line, map[int]string) {
 		np := &shell.Pipeline{}
 		for _, st := range pl.Stages {
 			c := *st
+			c.Programs = maps.Clone(st.Programs)
 			np.Stages = append(np.Stages, &c)
 		}
 		cp.Pipelines = append(cp.Pipelines, np)

@@ -38,11 +38,18 @@ func TestSearchPath(t *testing.T) {
 		}
 	}
 	// A link from an exposed directory to a hidden one leads out of the
-	// view, and is dropped.
+	// view, and is dropped; so is a link the command could change that
+	// leads into the view (in the workspace, or outside the view, where
+	// the sandbox's own /tmp could hold another).
 	if err := os.Symlink(hidden, filepath.Join(exposed, "out")); err != nil {
 		t.Fatal(err)
 	}
-	caller := strings.Join([]string{"/usr/bin", "bin", "", hidden, filepath.Join(ws, "bin"), exposed, "/no/such/dir", "/bin", "/usr/bin/", filepath.Join(exposed, "out"), "/usr/local/bin"}, ":")
+	for _, l := range []string{filepath.Join(ws, "usrbin"), filepath.Join(root, "usrbin")} {
+		if err := os.Symlink("/usr/bin", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caller := strings.Join([]string{"/usr/bin", "bin", "", hidden, filepath.Join(ws, "bin"), exposed, "/no/such/dir", "/bin", "/usr/bin/", filepath.Join(exposed, "out"), filepath.Join(ws, "usrbin"), filepath.Join(root, "usrbin"), "/usr/local/bin"}, ":")
 	p := Profile{Workspace: ws, Env: []string{"PATH=" + caller}, HostReadPaths: []string{exposed}}
 	want := []string{"/usr/bin", exposed, "/bin", "/usr/local/bin"}
 	if _, err := os.Stat("/bin"); err != nil {
@@ -263,16 +270,50 @@ func FuzzSearchPath(f *testing.F) {
 		f.Add(s)
 	}
 	ws := f.TempDir()
-	roots := exposedRoots(Profile{Workspace: ws})
+	roots, lexical := exposedRoots(Profile{Workspace: ws}), exposedLexical(Profile{Workspace: ws})
 	f.Fuzz(func(t *testing.T, path string) {
 		p := Profile{Workspace: ws, Env: []string{"PATH=" + path}}
 		seen := map[string]bool{}
 		for _, d := range SearchPath(p) {
 			real, err := filepath.EvalSymlinks(d)
-			if !filepath.IsAbs(d) || filepath.Clean(d) != d || seen[d] || err != nil || !inRoots(real, roots) || within(real, ws) {
+			if !filepath.IsAbs(d) || filepath.Clean(d) != d || seen[d] || err != nil || !inRoots(real, roots) || !inRoots(d, lexical) || within(real, ws) {
 				t.Fatalf("PATH %q kept %q (%q, %v)", path, d, real, err)
 			}
 			seen[d] = true
 		}
 	})
+}
+
+// TestRemoveTree: what a run leaves in its HOME goes, directories it made
+// unreadable included, and no link is followed to open up its target.
+func TestRemoveTree(t *testing.T) {
+	root := t.TempDir()
+	outside := filepath.Join(root, "outside")
+	dir := filepath.Join(root, "slot")
+	for _, d := range []string{outside, filepath.Join(dir, "home", "locked", "deeper")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(outside, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(dir, "home", "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(dir, "home", "locked", "deeper"), filepath.Join(dir, "home", "locked")} {
+		if err := os.Chmod(d, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := removeTree(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the slot is still there: %v", err)
+	}
+	if fi, err := os.Stat(outside); err != nil || fi.Mode().Perm() != 0o500 {
+		t.Fatalf("the link's target changed: %v %v", fi.Mode(), err)
+	}
+	os.Chmod(outside, 0o755)
 }

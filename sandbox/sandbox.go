@@ -287,9 +287,14 @@ func (p *Profile) validate() error {
 	if p.Dir != "" && !within(p.Dir, p.Workspace) {
 		return refuse(InvalidPath, "directory %q is not inside the workspace", p.Dir)
 	}
+	state := CacheDir()
 	for _, h := range p.HostReadPaths {
 		if !filepath.IsAbs(h) || filepath.Clean(h) != h {
 			return refuse(InvalidPath, "host read path %q is not a clean absolute path", h)
+		}
+		if real, err := filepath.EvalSymlinks(h); err == nil && (within(real, state) || within(state, real)) {
+			// Every workspace's caches, results and scratch directories.
+			return refuse(Denied, "host read path %s overlaps rein's state directory %s", h, state)
 		}
 		if _, err := os.Stat(h); err != nil {
 			return refuse(NotFound, "host read path %s: %v", h, err)
@@ -306,6 +311,8 @@ func (p *Profile) validate() error {
 			return refuse(Denied, "host cache %s: %q is not a variable name", h.Path, h.Env)
 		case within(h.Path, p.Workspace) || within(p.Workspace, h.Path):
 			return refuse(InvalidPath, "host cache %s overlaps the workspace", h.Path)
+		case within(h.Path, state) || within(state, h.Path):
+			return refuse(Denied, "host cache %s overlaps rein's state directory %s", h.Path, state)
 		}
 		if fi, err := os.Stat(h.Path); err != nil || !fi.IsDir() {
 			return refuse(NotFound, "host cache %s is not a directory", h.Path)

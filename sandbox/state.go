@@ -267,7 +267,7 @@ func (s *session) takeSlot() (n int, home, tmp string, err error) {
 	dir, err := stateDir("slots")
 	if err == nil {
 		dir = filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n))
-		err = os.RemoveAll(dir)
+		err = removeTree(dir)
 	}
 	home, tmp = filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
 	for _, d := range []string{dir, home, tmp} {
@@ -282,12 +282,42 @@ func (s *session) takeSlot() (n int, home, tmp string, err error) {
 	return n, home, tmp, nil
 }
 
+// removeTree removes what a finished run left in dir, whatever it did to
+// the modes of its directories: those the command made unreadable or
+// unwritable (chmod 000) are opened up first. The run's processes are all
+// dead, so nothing swaps an entry between the look and the chmod, and
+// only real directories (never a link) are chmodded. If dir still cannot
+// go, it is moved aside so that its path is free for the next run.
+func removeTree(dir string) error {
+	err := os.RemoveAll(dir)
+	if err == nil {
+		return nil
+	}
+	// Each directory is opened up when the walk reaches it, before the
+	// walk reads it.
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	if err = os.RemoveAll(dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	aside := fmt.Sprintf("%s.old-%d", dir, time.Now().UnixNano())
+	if rerr := os.Rename(dir, aside); rerr != nil {
+		return err
+	}
+	os.RemoveAll(aside)
+	return nil
+}
+
 // releaseSlot empties slot n and frees it, unless a process of its run may
 // still be alive (keep), when it stays taken for the session's life.
 func (s *session) releaseSlot(n int, keep bool) {
 	if !keep {
 		if dir, err := stateDir("slots"); err == nil {
-			os.RemoveAll(filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n)))
+			removeTree(filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n)))
 		}
 	}
 	s.mu.Lock()

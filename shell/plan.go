@@ -83,6 +83,16 @@ type Stage struct {
 	//	go test ./...  =>  "/usr/local/go/bin/go"
 	Program string `json:",omitempty"`
 
+	// Programs, when set, maps each of the first words of Argv that has
+	// no slash to the program the sandbox's PATH finds for it, "" where
+	// it finds none: a wrapper's inner program (timeout 5 ls) is looked
+	// up on the same PATH when the wrapper runs, and the policy decides
+	// the file found. A word the map lacks was not looked up (Command
+	// only).
+	//
+	//	timeout 5 ls  =>  {"timeout": "/usr/bin/timeout", "5": "", "ls": "/usr/bin/ls"}
+	Programs map[string]string `json:",omitempty"`
+
 	// Dir is the target of a cd stage after quote removal and tilde
 	// expansion; empty means a bare cd, which goes to HOME (Cd only).
 	Dir string

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/toolchain"
 	"github.com/reinhq/rein/workspace"
 )
@@ -12,13 +13,15 @@ import (
 // env places them) that a command may read under p: a cache that a
 // protected pattern guards against reading, as named or as resolved, or
 // that holds one, is never exposed; nor is one that overlaps the
-// workspace, which the command sees (and may write) anyway.
+// workspace, which the command sees (and may write) anyway, or rein's
+// state directory.
 func HostCaches(env []string, p *policy.Policy) []toolchain.HostCache {
 	var out []toolchain.HostCache
+	state := sandbox.CacheDir()
 	for _, h := range toolchain.HostCaches(env) {
 		real, err := filepath.EvalSymlinks(h.Path)
-		if err != nil || p.Protection(policy.ActRead, h.Path, real) != nil || p.ProtectedWithin(real) != nil ||
-			workspace.Within(real, p.Workspace) || workspace.Within(p.Workspace, real) {
+		if err != nil || p.Protection(policy.ActRead, h.Path, real) != nil || p.ProtectedWithin(real) != nil || p.ProtectedWithin(h.Path) != nil ||
+			overlaps(real, p.Workspace) || overlaps(real, state) {
 			continue
 		}
 		h.Path = real
@@ -26,3 +29,5 @@ func HostCaches(env []string, p *policy.Policy) []toolchain.HostCache {
 	}
 	return out
 }
+
+func overlaps(a, b string) bool { return workspace.Within(a, b) || workspace.Within(b, a) }

@@ -182,22 +182,26 @@ func hostCacheNeed(c toolchain.Cache, env []string, exposed []toolchain.HostCach
 	return n
 }
 
+// printToolchainReport prints the report for a terminal: every name that
+// comes from the host or the workspace (a marker's file name, a path)
+// through policy.Printable, so that no byte of it can move the cursor.
 func printToolchainReport(w io.Writer, rep toolchainReport) {
-	fmt.Fprintf(w, "workspace %s\n", rep.Workspace)
-	fmt.Fprintf(w, "sandbox PATH %s\n", strings.Join(rep.Path, ":"))
+	pr := policy.Printable
+	fmt.Fprintf(w, "workspace %s\n", pr(rep.Workspace))
+	fmt.Fprintf(w, "sandbox PATH %s\n", pr(strings.Join(rep.Path, ":")))
 	if len(rep.Ecosystems) == 0 {
 		fmt.Fprintf(w, "\nno ecosystem shows at the workspace root; rein knows %s\n", strings.Join(rep.Known, ", "))
 		return
 	}
 	for _, e := range rep.Ecosystems {
-		how := e.Marker
+		how := pr(e.Marker)
 		if e.Lockfile != "" && e.Lockfile != e.Marker {
-			how += ", " + e.Lockfile
+			how += ", " + pr(e.Lockfile)
 		}
 		fmt.Fprintf(w, "\n%s (%s): %s\n", e.Name, how, e.Manager)
 		for _, c := range [][2]string{{"install", e.Commands.Install}, {"build", e.Commands.Build}, {"test", e.Commands.Test}, {"lint", e.Commands.Lint}, {"format", e.Commands.Format}} {
 			if c[1] != "" {
-				fmt.Fprintf(w, "  %-8s %s\n", c[0], c[1])
+				fmt.Fprintf(w, "  %-8s %s\n", c[0], pr(c[1]))
 			}
 		}
 		for _, n := range e.Needs {
@@ -208,9 +212,9 @@ func printToolchainReport(w io.Writer, rep toolchainReport) {
 			case !n.OK:
 				mark = "no"
 			}
-			fmt.Fprintf(w, "  %-8s %s %s: %s\n", mark, strings.ReplaceAll(n.Kind, "_", " "), n.Name, n.Detail)
+			fmt.Fprintf(w, "  %-8s %s %s: %s\n", mark, strings.ReplaceAll(n.Kind, "_", " "), n.Name, pr(n.Detail))
 			if n.Fix != "" {
-				fmt.Fprintf(w, "           fix: %s\n", n.Fix)
+				fmt.Fprintf(w, "           fix: %s\n", pr(n.Fix))
 			}
 		}
 	}

@@ -268,3 +268,14 @@ func TestProgramOutsideView(t *testing.T) {
 		t.Fatalf("~/.ssh: exit %d\n%s", code, errOut)
 	}
 }
+
+// TestToolchainPrintable: a marker's file name reaches the terminal
+// without the bytes that would move its cursor.
+func TestToolchainPrintable(t *testing.T) {
+	_, ws := docFixture(t)
+	writeFiles(t, ws, map[string]string{"\x1b[2K\r\x1b[1Aok everything fine\x1b[8m.csproj": ""})
+	_, out, _ := rein(t, "toolchain")
+	if strings.ContainsAny(out, "\x1b\r") || !strings.Contains(out, "dotnet (") {
+		t.Fatalf("%q", out)
+	}
+}
