@@ -216,7 +216,11 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		sv.Class, classReason = Unknown, "xargs gives it arguments from its input, which the policy cannot see"
 	}
 	allowForms := execStrings(stripped)
-	local, which, where, named := p.chainOutside(st, stripped, cwds)
+	if _, _, _, deep := stripBenignChain(argv); deep && sv.Class < ShellComplex {
+		// What the innermost wrapper runs was never looked at.
+		sv.Class, classReason = ShellComplex, fmt.Sprintf("wrappers nested more than %d deep", maxUnwrapDepth)
+	}
+	local, which, where, named := p.chainOutside(st, cwds)
 	if local {
 		// ./cat is whatever file the workspace holds under that name: the
 		// class table's cat says nothing about it, and an allow rule for
@@ -369,42 +373,41 @@ func (p *Policy) localProgram(argv0 string, cwds []string) (bool, string) {
 // name, the file the sandbox's PATH found (Stage.Program, Stage.Programs).
 // The class table speaks of the system's programs; a wrapper that is a
 // workspace file, or found in a tool directory, runs whatever it likes.
-func (p *Policy) chainOutside(st *shell.Stage, stripped, cwds []string) (local bool, which, where string, named []string) {
-	_, _, chain := stripBenignChain(st.Argv)
-	for i, name := range chain {
-		last := i == len(chain)-1
-		// Allowed by its raw argv, with the program found in place of a
-		// bare name; for a wrapper, the whole line's.
-		named := st.Argv
-		if last {
-			named = stripped
-		}
+// The argv to allow is the local member's own and what it runs (./nice ls
+// in timeout 5 ./nice ls), with the file found in place of a bare name, so
+// that a rule for an outer wrapper never lifts it.
+func (p *Policy) chainOutside(st *shell.Stage, cwds []string) (local bool, which, where string, named []string) {
+	_, _, chain, _ := stripBenignChain(st.Argv)
+	for i, level := range chain {
+		name := level[0]
 		switch {
 		case strings.Contains(name, "/"):
 			if local, where := p.localProgram(name, cwds); local {
-				return true, name, where, named
+				return true, name, where, level
 			}
 		case i == 0 && st.Program != "":
 			if local, where := p.foundOutside(st.Program); local {
-				return true, name, where, append([]string{st.Program}, named[1:]...)
+				return true, name, where, append([]string{st.Program}, level[1:]...)
 			}
 		case i > 0 && st.Programs != nil:
 			found, looked := st.Programs[name]
-			if !looked {
-				return true, name, "a path not looked up on the sandbox's PATH", named
-			}
-			if found == "" {
+			switch {
+			case !looked:
+				return true, name, "a path not looked up on the sandbox's PATH", level
+			case found == "":
 				continue // not found: the wrapper fails to run it
+			case !filepath.IsAbs(found):
+				// The PATH leads to an entry the sandbox cannot vouch for
+				// (a link out of the view, which a command could make
+				// lead somewhere).
+				return true, name, found, level
 			}
 			if local, where := p.foundOutside(found); local {
-				if last {
-					named = append([]string{found}, named[1:]...)
-				}
-				return true, name, where, named
+				return true, name, where, append([]string{found}, level[1:]...)
 			}
 		}
 	}
-	return false, "", "", stripped
+	return false, "", "", nil
 }
 
 // resolvedSystemDirs are where a program found on the sandbox's PATH must

@@ -192,8 +192,6 @@ type Policy struct {
 	Workspace string
 	Home      string
 	ReadOnly  bool
-	// homeReal is where Home leads when it is a link, else "".
-	homeReal string
 	// getenv reads the environment (Options.Getenv).
 	getenv func(string) string
 
@@ -274,9 +272,6 @@ func Load(o Options) (*Policy, error) {
 	if o.Home == "" {
 		p.Home = ""
 	}
-	if real, err := filepath.EvalSymlinks(p.Home); err == nil && p.Home != "" && real != p.Home {
-		p.homeReal = real
-	}
 	p.getenv = env
 	if o.Workspace != "" {
 		ws, err := filepath.Abs(o.Workspace)
@@ -355,20 +350,7 @@ func (p *Policy) setting(key, value string, l Layer, file string) {
 }
 
 func (p *Policy) addProtected(pattern string, kind protection, except []string, r Rule) error {
-	if err := p.addProtectedAt(pattern, p.Home, kind, except, r); err != nil {
-		return err
-	}
-	// Where HOME is a link (/home to /var/home), ~/.ssh is also the
-	// directory it leads to, which a command can name instead.
-	if p.homeReal != "" && (pattern == "~" || strings.HasPrefix(pattern, "~/")) {
-		return p.addProtectedAt(pattern, p.homeReal, kind, except, r)
-	}
-	return nil
-}
-
-// addProtectedAt adds a protected pattern with ~ standing for home.
-func (p *Policy) addProtectedAt(pattern, home string, kind protection, except []string, r Rule) error {
-	g, err := anchorGlob(pattern, home, p.Workspace)
+	g, err := anchorGlob(pattern, p.Home, p.Workspace)
 	if err != nil {
 		// A ~ pattern without HOME or a relative one without a workspace
 		// cannot match anything here; it is not an error of the file.
@@ -379,7 +361,7 @@ func (p *Policy) addProtectedAt(pattern, home string, kind protection, except []
 	}
 	var ex []string
 	for _, e := range except {
-		eg, err := anchorGlob(e, home, p.Workspace)
+		eg, err := anchorGlob(e, p.Home, p.Workspace)
 		if err != nil {
 			return err
 		}
@@ -393,7 +375,39 @@ func (p *Policy) addProtectedAt(pattern, home string, kind protection, except []
 	}
 	p.protectedIndex.add(g, len(p.protected))
 	p.protected = append(p.protected, protectedRule{rule: r, glob: g, kind: kind, except: ex})
+	// Where the pattern's fixed part passes a link (HOME itself, or ~/.aws
+	// kept elsewhere by a dotfiles manager), it also protects where the
+	// link leads, which a command can name instead.
+	if rg := physicalGlob(g); rg != g {
+		rex := make([]string, len(ex))
+		for i, e := range ex {
+			rex[i] = physicalGlob(e)
+		}
+		p.protectedIndex.add(rg, len(p.protected))
+		p.protected = append(p.protected, protectedRule{rule: r, glob: rg, kind: kind, except: rex})
+	}
 	return nil
+}
+
+// physicalGlob is the glob g with its fixed leading part resolved through
+// links, as far as that part exists.
+func physicalGlob(g string) string {
+	lit := globPrefix(g)
+	dir := strings.TrimSuffix(lit, "/")
+	rest := g[len(dir):]
+	// The longest existing ancestor is resolved; what does not exist yet
+	// stays as written.
+	for dir != "" && dir != "/" {
+		if real, err := filepath.EvalSymlinks(dir); err == nil {
+			if real == dir {
+				return g
+			}
+			return real + rest
+		}
+		i := strings.LastIndexByte(dir, '/')
+		dir, rest = dir[:i], dir[i:]+rest
+	}
+	return g
 }
 
 func (p *Policy) addRule(r *Rule) error {
@@ -816,22 +830,6 @@ func (p *Policy) readPath(raw string) (string, error) {
 	if real == "/" || workspace.Within(real, p.Workspace) || workspace.Within(p.Workspace, real) {
 		return "", fmt.Errorf("%q overlaps the workspace; only paths outside it can be added", raw)
 	}
-	// A read-only mount does not stop a connect to a unix socket in it:
-	// the directories where the host keeps its sockets (docker, the SSH
-	// agent, the session bus, X) and the kernel's own are never exposed.
-	for _, d := range p.socketDirs() {
-		if workspace.Within(real, d) || workspace.Within(x, d) || workspace.Within(d, real) {
-			return "", fmt.Errorf("%q is or holds where the host keeps sockets and devices (%s), which a command could reach there; name the directory that holds what it needs", raw, d)
-		}
-	}
-	for _, d := range []string{"/tmp", "/var/tmp"} {
-		if workspace.Within(real, d) || strings.HasPrefix(real, d+"/ssh-") {
-			return "", fmt.Errorf("%q is or holds %s, where programs keep their sockets (the SSH agent's, X's), which a command could reach there", raw, d)
-		}
-	}
-	if fi, err := os.Stat(real); err == nil && fi.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeNamedPipe) != 0 {
-		return "", fmt.Errorf("%q is a socket, device or pipe, not a file or directory to read", raw)
-	}
 	if a := p.Protection(ActRead, x, real); a != nil {
 		return "", fmt.Errorf("%q is protected by %s and is never exposed", raw, a)
 	}
@@ -841,12 +839,25 @@ func (p *Policy) readPath(raw string) (string, error) {
 		}
 		return "", fmt.Errorf("%q holds paths protected by %s, which exposing it would expose", raw, a)
 	}
+	// A read-only mount does not stop a connect to a unix socket in it:
+	// the directories where the host keeps its sockets (docker, the SSH
+	// agent, the session bus, X, tmux, PostgreSQL) and the kernel's own
+	// are never exposed, nor anything in the shared temporary
+	// directories, where any program may make one at any time.
+	for _, d := range p.socketDirs() {
+		if workspace.Within(real, d) || workspace.Within(x, d) || workspace.Within(d, real) || workspace.Within(d, x) {
+			return "", fmt.Errorf("%q is or holds %s, where the host keeps sockets or devices that a command could reach there; name a directory that holds only what it needs", raw, d)
+		}
+	}
+	if fi, err := os.Stat(real); err == nil && fi.Mode()&(os.ModeSocket|os.ModeDevice|os.ModeNamedPipe) != 0 {
+		return "", fmt.Errorf("%q is a socket, device or pipe, not a file or directory to read", raw)
+	}
 	return x, nil
 }
 
 // socketDirs are the host directories that hold sockets and devices.
 func (p *Policy) socketDirs() []string {
-	dirs := []string{"/run", "/var/run", "/proc", "/sys", "/dev", "/tmp/.X11-unix", "/tmp/.ICE-unix"}
+	dirs := []string{"/run", "/var/run", "/proc", "/sys", "/dev", "/tmp", "/var/tmp", "/dev/shm"}
 	if d := p.getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		dirs = append(dirs, filepath.Clean(d))
 	}

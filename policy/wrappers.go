@@ -707,25 +707,27 @@ func stdinArgs(argv []string) bool {
 // stripBenignXargs is stripBenign, also reporting whether it removed a
 // bare xargs.
 func stripBenignXargs(argv []string) (rest []string, xargs bool) {
-	rest, xargs, _ = stripBenignChain(argv)
+	rest, xargs, _, _ = stripBenignChain(argv)
 	return rest, xargs
 }
 
-// stripBenignChain is stripBenignXargs, also listing the program names it
-// passed through: each wrapper's, then the command's. Each is a program
-// that runs, found by a wrapper on PATH when it has no slash.
-func stripBenignChain(argv []string) (rest []string, xargs bool, chain []string) {
+// stripBenignChain is stripBenignXargs, also giving the argv of each
+// program it passed through: each wrapper's, then the command's. Each is
+// a program that runs, found by a wrapper on PATH when it has no slash.
+// deep reports that it stopped at maxUnwrapDepth with a wrapper still in
+// front: what that wrapper runs was not looked at.
+func stripBenignChain(argv []string) (rest []string, xargs bool, chain [][]string, deep bool) {
 	for range maxUnwrapDepth {
 		if len(argv) == 0 {
-			return argv, xargs, chain
+			return argv, xargs, chain, false
 		}
-		chain = append(chain, argv[0])
+		chain = append(chain, argv)
 		name := path.Base(argv[0])
 		w, ok := execWrappers[name]
 		switch {
 		case name == "xargs":
 			if !bareXargs(argv[1:]) {
-				return argv, xargs, chain
+				return argv, xargs, chain, false
 			}
 			xargs = true
 			argv = argv[1:]
@@ -735,17 +737,20 @@ func stripBenignChain(argv []string) (rest []string, xargs bool, chain []string)
 		case ok && w.benign:
 			r := w.unwrap(argv[1:])
 			if len(r.writes) > 0 {
-				return argv, xargs, chain
+				return argv, xargs, chain, false
 			}
 			argv = r.argv
 		default:
-			return argv, xargs, chain
+			return argv, xargs, chain, false
 		}
 	}
 	if len(argv) > 0 {
-		chain = append(chain, argv[0])
+		chain = append(chain, argv)
+		name := path.Base(argv[0])
+		_, wrapper := execWrappers[name]
+		deep = wrapper || name == "xargs"
 	}
-	return argv, xargs, chain
+	return argv, xargs, chain, deep
 }
 
 // chdirOf returns the directory a command moves to before it runs

@@ -137,21 +137,38 @@ func newSearch(p Profile) *search {
 }
 
 func (s *search) look(name string) (string, error) {
+	prog, _, err := s.lookShadow(name)
+	return prog, err
+}
+
+// lookShadow is look, also naming the first entry of that name on the
+// way that is a link the view cannot follow (dangling, or leading out of
+// what the view exposes). The lookup passes it by, but a program that
+// searches PATH itself inside the sandbox (a wrapper) would find it once
+// a command made its target exist there, so the policy may not take the
+// program found for the one a wrapper runs.
+func (s *search) lookShadow(name string) (prog, shadow string, err error) {
 	if name == "" || strings.Contains(name, "/") {
-		return "", fmt.Errorf("%q is not a program name without a slash", name)
+		return "", "", fmt.Errorf("%q is not a program name without a slash", name)
 	}
 	p, kept, dropped, roots := s.p, s.kept, s.dropped, s.roots
 	e := &ProgramError{Name: name, Searched: kept}
 	for _, d := range kept {
 		c := filepath.Join(d, name)
 		if !isExecutable(c) {
+			if fi, lerr := os.Lstat(c); lerr == nil && fi.Mode()&os.ModeSymlink != 0 && shadow == "" {
+				shadow = c
+			}
 			continue
 		}
 		if real, err := filepath.EvalSymlinks(c); err == nil && inRoots(real, roots) && !within(real, p.Workspace) {
-			return c, nil
+			return c, shadow, nil
 		} else if err == nil && e.Host == "" {
 			// A link out of the view: found here, absent inside.
 			e.Host, e.HostDir = c, filepath.Dir(real)
+			if shadow == "" {
+				shadow = c
+			}
 		}
 	}
 	if e.Host == "" {
@@ -168,7 +185,7 @@ func (s *search) look(name string) (string, error) {
 			}
 		}
 	}
-	return "", e
+	return "", shadow, e
 }
 
 func isExecutable(p string) bool {
@@ -208,7 +225,13 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 					if _, done := st.Programs[w]; done || strings.Contains(w, "/") || w == "" || w[0] == '-' {
 						continue
 					}
-					st.Programs[w], _ = s.look(w)
+					prog, shadow, _ := s.lookShadow(w)
+					st.Programs[w] = prog
+					if shadow != "" {
+						// Not an absolute path: the policy takes it for a
+						// program it cannot vouch for.
+						st.Programs[w] = "unresolved: " + shadow + " is a link the sandbox's view cannot follow"
+					}
 				}
 			}
 			if st.Program != "" || strings.Contains(st.Argv[0], "/") {

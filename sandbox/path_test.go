@@ -259,6 +259,20 @@ func TestStableHomeAndTmp(t *testing.T) {
 		if rung != RungBwrap && beside.Stdout.Text == same {
 			t.Fatalf("a run beside another shares its HOME and TMPDIR: %q", beside.Stdout.Text)
 		}
+		h.Kill()
+		h.Wait()
+		if rung == RungBwrap {
+			return
+		}
+		// A slot marked as lost to a process that may live on is never
+		// taken again, by this process or another.
+		home := strings.Fields(same)[0]
+		if err := os.WriteFile(filepath.Dir(home)+".poisoned", nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if after := runLine(t, ws, `sh -c 'echo "$HOME $TMPDIR"'`, p); after.Stdout.Text == same || !strings.Contains(after.Stdout.Text, "-1/home") {
+			t.Fatalf("a poisoned slot was taken: %q", after.Stdout.Text)
+		}
 	})
 }
 
@@ -316,4 +330,36 @@ func TestRemoveTree(t *testing.T) {
 		t.Fatalf("the link's target changed: %v %v", fi.Mode(), err)
 	}
 	os.Chmod(outside, 0o755)
+}
+
+// TestResolveShadowed: a link on the way that the view cannot follow
+// (dangling, or out of the view) is passed by for the stage's own program,
+// which runs by its path, but leaves a wrapper's inner program unresolved:
+// the wrapper's own search inside would find the link, once a command
+// made its target exist there.
+func TestResolveShadowed(t *testing.T) {
+	ws := workspaceDir(t)
+	root := filepath.Dir(ws)
+	tools := filepath.Join(root, "tools")
+	if err := os.MkdirAll(tools, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(root, "plant", "ls"), filepath.Join(tools, "ls")); err != nil {
+		t.Fatal(err)
+	}
+	p := Profile{Workspace: ws, Env: []string{"PATH=" + tools + ":/usr/bin:/bin"}, HostReadPaths: []string{tools}}
+	line, err := shell.Parse("ls ; timeout 5 ls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing := ResolvePrograms(line, p); len(missing) != 0 {
+		t.Fatalf("missing %v", missing)
+	}
+	first, second := line.Pipelines[0].Stages[0], line.Pipelines[1].Stages[0]
+	if !strings.HasSuffix(first.Program, "/ls") || strings.HasPrefix(first.Program, tools) {
+		t.Fatalf("the stage's own ls: %q", first.Program)
+	}
+	if v := second.Programs["ls"]; v == "" || filepath.IsAbs(v) {
+		t.Fatalf("the wrapper's ls: %q", v)
+	}
 }

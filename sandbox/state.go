@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/sandbox/cgroup"
 	"github.com/reinhq/rein/toolchain"
@@ -256,19 +258,28 @@ type session struct {
 // (slot 0 for a run alone): a toolchain that keys its caches on them (go
 // test's results depend on HOME and TMPDIR) then finds them again.
 func (s *session) takeSlot() (n int, home, tmp string, err error) {
+	slots, err := stateDir("slots")
+	if err != nil {
+		return 0, "", "", err
+	}
 	s.mu.Lock()
-	n = slices.Index(s.slots, false)
-	if n < 0 {
-		n = len(s.slots)
-		s.slots = append(s.slots, true)
+	for {
+		n = slices.Index(s.slots, false)
+		if n < 0 {
+			n = len(s.slots)
+			s.slots = append(s.slots, false)
+		}
+		s.slots[n] = true
+		// A slot whose run lost track of a process, in this process or
+		// an earlier one, is never used again: the process may still
+		// write there.
+		if _, err := os.Lstat(s.slotDir(slots, n) + ".poisoned"); err != nil {
+			break
+		}
 	}
-	s.slots[n] = true
 	s.mu.Unlock()
-	dir, err := stateDir("slots")
-	if err == nil {
-		dir = filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n))
-		err = removeTree(dir)
-	}
+	dir := s.slotDir(slots, n)
+	err = removeTree(dir)
 	home, tmp = filepath.Join(dir, "home"), filepath.Join(dir, "tmp")
 	for _, d := range []string{dir, home, tmp} {
 		if err == nil {
@@ -297,7 +308,7 @@ func removeTree(dir string) error {
 	// walk reads it.
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsDir() {
-			os.Chmod(p, 0o700)
+			chmodDir(p)
 		}
 		return nil
 	})
@@ -312,12 +323,30 @@ func removeTree(dir string) error {
 	return nil
 }
 
+// chmodDir gives the directory at p (never what a link there leads to)
+// mode 0700: through a descriptor opened without following a link, and
+// the descriptor's own entry in /proc, since chmod has no flag for that.
+func chmodDir(p string) {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_NOFOLLOW|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	os.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), 0o700)
+}
+
+func (s *session) slotDir(slots string, n int) string {
+	return filepath.Join(slots, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n))
+}
+
 // releaseSlot empties slot n and frees it, unless a process of its run may
-// still be alive (keep), when it stays taken for the session's life.
+// still be alive (keep), when it is marked on disk and never used again.
 func (s *session) releaseSlot(n int, keep bool) {
-	if !keep {
-		if dir, err := stateDir("slots"); err == nil {
-			removeTree(filepath.Join(dir, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n)))
+	if slots, err := stateDir("slots"); err == nil {
+		if keep {
+			os.WriteFile(s.slotDir(slots, n)+".poisoned", nil, 0o600)
+		} else {
+			removeTree(s.slotDir(slots, n))
 		}
 	}
 	s.mu.Lock()

@@ -85,10 +85,11 @@ type Stage struct {
 
 	// Programs, when set, maps each of the first words of Argv that has
 	// no slash to the program the sandbox's PATH finds for it, "" where
-	// it finds none: a wrapper's inner program (timeout 5 ls) is looked
-	// up on the same PATH when the wrapper runs, and the policy decides
-	// the file found. A word the map lacks was not looked up (Command
-	// only).
+	// it finds none, and a text that is not an absolute path where the
+	// way there passes an entry the sandbox cannot vouch for: a wrapper's
+	// inner program (timeout 5 ls) is looked up on the same PATH when the
+	// wrapper runs, and the policy decides the file found. A word the map
+	// lacks was not looked up (Command only).
 	//
 	//	timeout 5 ls  =>  {"timeout": "/usr/bin/timeout", "5": "", "ls": "/usr/bin/ls"}
 	Programs map[string]string `json:",omitempty"`

@@ -246,8 +246,23 @@ func TestToolchainCargoVendored(t *testing.T) {
 // is reported with that directory and how to expose it; exposed, it runs.
 func TestProgramOutsideView(t *testing.T) {
 	requireBwrap(t)
-	_, ws := docFixture(t)
-	tools := filepath.Join(filepath.Dir(ws), "tools")
+	docFixture(t)
+	// Outside /tmp: a read path never names a directory there, where any
+	// program may keep a socket.
+	tools := ""
+	for _, base := range []string{"/srv", "/opt", "/var/lib"} {
+		if d, err := os.MkdirTemp(base, "rein-test-"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			tools = d
+			break
+		}
+	}
+	if tools == "" {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatal("no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
+		}
+		t.Skip("no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
+	}
 	writeFiles(t, tools, map[string]string{"rein-fixture-tool": "#!/bin/sh\necho tool ran\n"})
 	if err := os.Chmod(filepath.Join(tools, "rein-fixture-tool"), 0o755); err != nil {
 		t.Fatal(err)
@@ -263,9 +278,12 @@ func TestProgramOutsideView(t *testing.T) {
 	if code, out, errOut := rein(t, "sandbox", "--read-path", tools, "--", "rein-fixture-tool"); code != 0 || out != "tool ran\n" {
 		t.Fatalf("rein sandbox: exit %d\n%s\n%s", code, out, errOut)
 	}
-	// A protected directory is never exposed.
+	// A protected directory is never exposed, nor one where sockets live.
 	if code, _, errOut := rein(t, "sandbox", "--read-path", "~/.ssh", "--", "true"); code != exitUsage || !strings.Contains(errOut, "protected") {
 		t.Fatalf("~/.ssh: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := rein(t, "shell", "--read-path", "/var/tmp", "true"); code != exitUsage || !strings.Contains(errOut, "sockets") {
+		t.Fatalf("/var/tmp: exit %d\n%s", code, errOut)
 	}
 }
 
