@@ -140,6 +140,10 @@ type Options struct {
 	Network string
 	// ReadPaths are the flags layer's sandbox.read_paths (--read-path).
 	ReadPaths []string
+	// Verification are path patterns no write or delete of the run may
+	// touch (an agent run's protect globs), as deny rules in the
+	// verification layer.
+	Verification []string
 	// NoFiles reads no policy file: the builtin layer and the flags only
 	// (rein sandbox, whose only net rules are its --allow-host flags).
 	NoFiles bool
@@ -310,6 +314,14 @@ func Load(o Options) (*Policy, error) {
 		r.Layer = LayerFlags
 		if err := p.addRule(&r); err != nil {
 			return nil, fmt.Errorf("policy: rule %q from the command line: %w", r.Pattern, err)
+		}
+	}
+	for _, g := range o.Verification {
+		for _, act := range []Act{ActWrite, ActDelete} {
+			r := Rule{Act: act, Effect: Deny, Pattern: g, Layer: LayerVerification}
+			if err := p.addRule(&r); err != nil {
+				return nil, fmt.Errorf("policy: protect %q: %w", g, err)
+			}
 		}
 	}
 	if o.Mode != nil {

@@ -138,9 +138,12 @@ const (
 	LayerUser
 	LayerProject
 	LayerFlags
+	// LayerVerification holds a run's protect globs as deny rules for
+	// every write and delete: the run cannot weaken its own gate.
+	LayerVerification
 )
 
-var layerNames = [...]string{"builtin", "org", "user", "project", "flags"}
+var layerNames = [...]string{"builtin", "org", "user", "project", "flags", "verification"}
 
 func (l Layer) String() string {
 	if int(l) < len(layerNames) {

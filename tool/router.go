@@ -178,6 +178,14 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 // RunID is the run's id in the trace.
 func (r *Router) RunID() string { return r.runID }
 
+// Stopped says why the run was stopped (the same refusal repeated, the
+// trace down), or "" while it goes on.
+func (r *Router) Stopped() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped
+}
+
 // Observe adds an observer of every call.
 func (r *Router) Observe(f func(Event)) {
 	r.mu.Lock()

@@ -32,6 +32,7 @@ var allowed = map[string][]string{
 	"bench/cmd/blobserver":  {},
 	"bench/cmd/floor":       {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
+	"agent":                 {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool"},
 	"cmd/rein":              {"*"},
 	"internal/layering":     {},
 }

@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// ChatConfig says where a Chat Completions provider sends its requests.
+type ChatConfig struct {
+	// Name is the preset's or the configuration's name.
+	Name string
+	// BaseURL is the API's root, ending in /v1 for most servers.
+	BaseURL string
+	// APIKey is the key's value (read from the variable the configuration
+	// names, never from a file); empty sends none.
+	APIKey string
+	Model  string
+	// HTTPClient, when set, carries the requests (tests, a proxy).
+	HTTPClient *http.Client
+}
+
+// chatProvider is the OpenAI Chat Completions wire family, through the
+// vendor's SDK, which serves every compatible server by base URL.
+type chatProvider struct {
+	cfg    ChatConfig
+	client openai.Client
+}
+
+// NewChat makes a Chat Completions provider. The SDK's own retries are
+// off: the loop retries, so that the budget and the trace see every
+// attempt.
+func NewChat(cfg ChatConfig) Provider {
+	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0)}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	} else {
+		// The SDK would read OPENAI_API_KEY from the environment: a
+		// provider without a key sends none, not another provider's.
+		opts = append(opts, option.WithAPIKey(""))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &chatProvider{cfg: cfg, client: openai.NewClient(opts...)}
+}
+
+func (c *chatProvider) Name() string  { return c.cfg.Name }
+func (c *chatProvider) Model() string { return c.cfg.Model }
+
+func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, error) {
+	params, err := c.params(req)
+	if err != nil {
+		return nil, &ProviderError{Class: FailRequest, Err: err}
+	}
+	start := time.Now()
+	stream := c.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	resp := &Response{}
+	for stream.Next() {
+		if resp.FirstToken == 0 {
+			resp.FirstToken = time.Since(start)
+		}
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		return nil, classify(err)
+	}
+	if len(acc.Choices) == 0 {
+		return nil, &ProviderError{Class: FailMalformed, Err: errors.New("the stream ended with no choice")}
+	}
+	ch := acc.Choices[0]
+	if ch.FinishReason == "" {
+		// The connection ended mid-response: no finish reason came.
+		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}
+	}
+	resp.Text = ch.Message.Content
+	for _, tc := range ch.Message.ToolCalls {
+		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: tc.Function.Arguments})
+	}
+	switch ch.FinishReason {
+	case "stop":
+		resp.Finish = FinishStop
+	case "tool_calls", "function_call":
+		resp.Finish = FinishToolCalls
+	case "length":
+		resp.Finish = FinishLength
+	default:
+		resp.Finish = FinishOther
+	}
+	resp.Usage = Usage{Input: acc.Usage.PromptTokens, Output: acc.Usage.CompletionTokens,
+		CacheRead: acc.Usage.PromptTokensDetails.CachedTokens}
+	return resp, nil
+}
+
+func (c *chatProvider) params(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{
+		Model:         c.cfg.Model,
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if req.MaxTokens > 0 {
+		p.MaxTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+		case RoleTool:
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Text, m.ToolCallID))
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Text != "" {
+				a.Content.OfString = openai.String(m.Text)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: tc.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Args},
+				}})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return p, fmt.Errorf("a message of role %q", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			return p, fmt.Errorf("tool %s: its schema: %w", t.Name, err)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(openai.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: schema,
+		}))
+	}
+	return p, nil
+}
+
+// classify turns the SDK's error into a classed one.
+func classify(err error) error {
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		pe := &ProviderError{Class: classOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: errors.New(apiErr.Message)}
+		if apiErr.Message == "" {
+			pe.Err = errors.New(http.StatusText(apiErr.StatusCode))
+		}
+		if apiErr.Response != nil {
+			pe.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"), time.Now())
+		}
+		if apiErr.Code == "context_length_exceeded" {
+			pe.Class = FailContextOverflow
+		}
+		return pe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &ProviderError{Class: FailTimeout, Err: err}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &ProviderError{Class: FailTransport, Err: err}
+}

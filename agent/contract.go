@@ -1,0 +1,165 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+)
+
+// Contract is what a run is asked to do, as plain data, stored with the
+// run.
+type Contract struct {
+	// Goal is what to do, in words.
+	Goal string `json:"goal"`
+	// Workspace is the root the run works in.
+	Workspace string `json:"workspace"`
+	// Verify is the gate; nil is none, and a run without one is never a
+	// success (it ends finished).
+	Verify *Gate `json:"verify,omitempty"`
+	// Protect are globs the run may not change (the gate's own files,
+	// such as **/*_test.go), relative to the workspace.
+	Protect []string `json:"protect,omitempty"`
+	Budget  Budget   `json:"budget"`
+	// ResponseMaxTokens caps one model response; zero is 16,384.
+	ResponseMaxTokens int `json:"response_max_tokens,omitempty"`
+	// GateRetries is how many failed claims of done end the run
+	// gate_failed; zero is 3.
+	GateRetries int `json:"gate_retries,omitempty"`
+	// Instructions are the repository guidance files read into the
+	// system block; nil is AGENTS.md.
+	Instructions []string `json:"instructions,omitempty"`
+}
+
+// Gate is the command whose passing ends a run succeeded: a line of
+// rein's grammar, with the exit status it must end with.
+type Gate struct {
+	Line       string        `json:"line"`
+	ExpectExit int           `json:"expect_exit"`
+	Timeout    time.Duration `json:"timeout,omitempty"`
+}
+
+// Budget bounds a run.
+type Budget struct {
+	Steps     int           `json:"steps"`
+	Tokens    int64         `json:"tokens"`
+	WallClock time.Duration `json:"wall_clock"`
+}
+
+// The defaults of the contract.
+const (
+	DefaultSteps             = 100
+	DefaultTokens            = 2_000_000
+	DefaultWallClock         = 30 * time.Minute
+	DefaultResponseMaxTokens = 16_384
+	DefaultGateRetries       = 3
+	// maxGuidanceBytes bounds what one guidance file adds to the prompt.
+	maxGuidanceBytes = 32 << 10
+)
+
+// withDefaults fills what the contract leaves zero and refuses what
+// cannot run, naming the field.
+func (c Contract) withDefaults() (Contract, error) {
+	if c.Goal == "" {
+		return c, fmt.Errorf("agent: contract: goal is empty")
+	}
+	if c.Workspace == "" {
+		return c, fmt.Errorf("agent: contract: workspace is empty")
+	}
+	switch {
+	case c.Budget.Steps < 0 || c.Budget.Tokens < 0 || c.Budget.WallClock < 0 || c.ResponseMaxTokens < 0 || c.GateRetries < 0:
+		return c, fmt.Errorf("agent: contract: a budget is negative")
+	}
+	if c.Budget.Steps == 0 {
+		c.Budget.Steps = DefaultSteps
+	}
+	if c.Budget.Tokens == 0 {
+		c.Budget.Tokens = DefaultTokens
+	}
+	if c.Budget.WallClock == 0 {
+		c.Budget.WallClock = DefaultWallClock
+	}
+	if c.ResponseMaxTokens == 0 {
+		c.ResponseMaxTokens = DefaultResponseMaxTokens
+	}
+	if c.GateRetries == 0 {
+		c.GateRetries = DefaultGateRetries
+	}
+	if c.Instructions == nil {
+		c.Instructions = []string{"AGENTS.md"}
+	}
+	if c.Verify != nil && c.Verify.Line == "" {
+		return c, fmt.Errorf("agent: contract: verify has no command")
+	}
+	return c, nil
+}
+
+// Kind is how a run ended.
+type Kind string
+
+// The outcomes of the spec, with rein run's exit status.
+const (
+	Succeeded         Kind = "succeeded"
+	Finished          Kind = "finished"
+	GateFailed        Kind = "gate_failed"
+	Cancelled         Kind = "cancelled"
+	RefusedRepeatedly Kind = "refused_repeatedly"
+	Stalled           Kind = "stalled"
+	BudgetExhausted   Kind = "budget_exhausted"
+	ProviderFailed    Kind = "provider_failed"
+)
+
+// ExitCode is the status rein run exits with for the outcome.
+func (k Kind) ExitCode() int {
+	switch k {
+	case Succeeded, Finished:
+		return 0
+	case GateFailed:
+		return 1
+	case BudgetExhausted:
+		return 3
+	case Stalled:
+		return 4
+	case RefusedRepeatedly:
+		return 5
+	case ProviderFailed:
+		return 7
+	case Cancelled:
+		return 130
+	}
+	return 1
+}
+
+// Outcome is how a run ended, with what it spent.
+type Outcome struct {
+	Run    string `json:"run"`
+	Kind   Kind   `json:"outcome"`
+	Reason string `json:"reason"`
+	Steps  int    `json:"steps"`
+	Tokens Usage  `json:"tokens"`
+	// Gate is the last gate attempt, if there was one.
+	Gate *GateAttempt `json:"gate,omitempty"`
+	// Rung is the sandbox rung the run's commands ran on.
+	Rung string `json:"rung,omitempty"`
+}
+
+// GateStatus is how one gate attempt ended.
+type GateStatus string
+
+// The gate statuses.
+const (
+	GatePassed   GateStatus = "passed"
+	GateFailedSt GateStatus = "failed"
+	GateErrored  GateStatus = "errored"
+	GateTampered GateStatus = "tampered"
+)
+
+// GateAttempt is one run of the gate.
+type GateAttempt struct {
+	Status   GateStatus `json:"status"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	// Output is what the gate printed (bounded), for the model.
+	Output string `json:"-"`
+	// Tampered are the protected paths changed since the run began.
+	Tampered   []string `json:"tampered,omitempty"`
+	ResultID   string   `json:"result_id,omitempty"`
+	DurationMS float64  `json:"duration_ms"`
+}

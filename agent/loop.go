@@ -1,0 +1,261 @@
+package agent
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// State is a run's durable state: everything the next step depends on.
+// The step function (Next, then one of the Apply methods) is the loop;
+// nothing in it touches the world.
+type State struct {
+	Contract   Contract  `json:"contract"`
+	Transcript []Message `json:"transcript"`
+	Steps      int       `json:"steps"`
+	Tokens     Usage     `json:"tokens"`
+	// Deadline is when the wall-clock budget ends.
+	Deadline time.Time `json:"deadline"`
+	// Pending are the tool calls of the last response, not yet run.
+	Pending []ToolCall `json:"pending,omitempty"`
+	// Claimed: the model ended its turn; the gate runs next.
+	Claimed bool `json:"claimed,omitempty"`
+	// FailedClaims counts the gate attempts that did not pass.
+	FailedClaims int          `json:"failed_claims"`
+	LastGate     *GateAttempt `json:"last_gate,omitempty"`
+	// Attempt counts the provider attempts of the step in progress;
+	// RetryAt is when the next may start.
+	Attempt int       `json:"attempt"`
+	RetryAt time.Time `json:"retry_at,omitempty"`
+	// Recent are the signatures of the last calls and whether each
+	// changed the workspace, for the stall check; Nudged says the model
+	// was told once to re-plan.
+	Recent []callMark `json:"recent,omitempty"`
+	Nudged bool       `json:"nudged,omitempty"`
+	// Done is the outcome, once the run has one.
+	Done *Outcome `json:"done,omitempty"`
+}
+
+type callMark struct {
+	Sig     string `json:"sig"`
+	Changed bool   `json:"changed"`
+}
+
+// Effect is what the loop asks its driver to do next. Each carries an
+// idempotency key (run, step, index) so a durable driver can tell a
+// repeat from a new effect.
+type Effect interface{ key() string }
+
+// CallModel asks for the model's next response.
+type CallModel struct{ Key string }
+
+// RunTools asks for the calls to be routed, in order.
+type RunTools struct {
+	Key   string
+	Calls []ToolCall
+}
+
+// RunGate asks for one gate attempt.
+type RunGate struct{ Key string }
+
+// Wait asks the driver to sleep until Until (a retry's backoff).
+type Wait struct {
+	Key   string
+	Until time.Time
+}
+
+// End says the run is over.
+type End struct{ Outcome Outcome }
+
+func (e CallModel) key() string { return e.Key }
+func (e RunTools) key() string  { return e.Key }
+func (e RunGate) key() string   { return e.Key }
+func (e Wait) key() string      { return e.Key }
+func (e End) key() string       { return "end" }
+
+// Retry and stall settings.
+const (
+	maxAttempts = 5
+	baseBackoff = 500 * time.Millisecond
+	maxBackoff  = 30 * time.Second
+	// stallWindow calls with no workspace change, one of them repeated
+	// stallRepeats times, are a stall.
+	stallWindow  = 8
+	stallRepeats = 3
+)
+
+// NewState starts a run's state for contract c (already defaulted) at
+// now, with the goal as the first message.
+func NewState(c Contract, now time.Time) *State {
+	return &State{Contract: c, Deadline: now.Add(c.Budget.WallClock), Transcript: []Message{{Role: RoleUser, Text: c.Goal}}}
+}
+
+// Next is the next effect, decided from the state alone at now.
+func (s *State) Next(now time.Time) Effect {
+	k := func(what string) string { return fmt.Sprintf("step %d %s %d", s.Steps, what, s.Attempt) }
+	switch {
+	case s.Done != nil:
+		return End{Outcome: *s.Done}
+	case len(s.Pending) > 0:
+		return RunTools{Key: k("tools"), Calls: s.Pending}
+	case s.Claimed:
+		return RunGate{Key: fmt.Sprintf("gate %d", s.FailedClaims)}
+	case s.Steps >= s.Contract.Budget.Steps:
+		return s.end(BudgetExhausted, fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps))
+	case s.Tokens.Input+s.Tokens.Output >= s.Contract.Budget.Tokens:
+		return s.end(BudgetExhausted, fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, s.Tokens.Input, s.Tokens.Output))
+	case !now.Before(s.Deadline):
+		return s.end(BudgetExhausted, fmt.Sprintf("the wall-clock budget of %s is spent", s.Contract.Budget.WallClock))
+	case now.Before(s.RetryAt):
+		return Wait{Key: k("wait"), Until: s.RetryAt}
+	}
+	return CallModel{Key: k("model")}
+}
+
+func (s *State) end(kind Kind, reason string) End {
+	s.Done = &Outcome{Kind: kind, Reason: reason, Steps: s.Steps, Tokens: s.Tokens, Gate: s.LastGate}
+	return End{Outcome: *s.Done}
+}
+
+// ApplyModel folds a model call's result in: a response, or an error of
+// the provider (classed; retried when its class is, with backoff and the
+// server's Retry-After, never past the wall clock).
+func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
+	if err != nil {
+		class, after := classOf(err)
+		s.Attempt++
+		if !class.Retried() || s.Attempt >= maxAttempts {
+			why := fmt.Sprintf("%s: %v", class, err)
+			if class.Retried() {
+				why = fmt.Sprintf("%s after %d attempts: %v", class, s.Attempt, err)
+			}
+			s.end(ProviderFailed, why)
+			return
+		}
+		wait := min(baseBackoff<<(s.Attempt-1), maxBackoff)
+		wait = wait/2 + rand.N(wait/2+1)
+		wait = max(wait, after)
+		if now.Add(wait).After(s.Deadline) {
+			s.end(ProviderFailed, fmt.Sprintf("%s, and the wait of %s before the next attempt would pass the wall-clock budget: %v", class, wait.Round(time.Millisecond), err))
+			return
+		}
+		s.RetryAt = now.Add(wait)
+		return
+	}
+	s.Attempt, s.RetryAt = 0, time.Time{}
+	s.Steps++
+	s.Tokens = s.Tokens.add(resp.Usage)
+	msg := Message{Role: RoleAssistant, Text: resp.Text}
+	if resp.Finish == FinishLength {
+		// Cut at the cap: what it asked for may be cut too, and is never
+		// run.
+		s.Transcript = append(s.Transcript, msg, Message{Role: RoleUser, Text: fmt.Sprintf(
+			"[rein: your response was cut at the cap of %d tokens; its %d unfinished tool call(s) were not run. Say less at once, or split the work.]",
+			s.Contract.ResponseMaxTokens, len(resp.ToolCalls))})
+		return
+	}
+	msg.ToolCalls = resp.ToolCalls
+	s.Transcript = append(s.Transcript, msg)
+	if len(resp.ToolCalls) > 0 {
+		s.Pending = resp.ToolCalls
+		return
+	}
+	if s.Contract.Verify == nil {
+		s.end(Finished, "the model ended its turn; the run has no gate, so nothing says the goal is met")
+		return
+	}
+	s.Claimed = true
+}
+
+// ToolResult is what one routed call gave: the observation for the model,
+// and whether it changed the workspace.
+type ToolResult struct {
+	Observation string
+	Changed     bool
+}
+
+// ApplyTools folds the routed calls' results in, in the calls' order.
+// stopped, when not empty, is why the router stopped the run (the same
+// refusal repeated).
+func (s *State) ApplyTools(results []ToolResult, stopped string) {
+	for i, c := range s.Pending {
+		obs := ""
+		if i < len(results) {
+			obs = results[i].Observation
+			s.Recent = append(s.Recent, callMark{Sig: c.Name + " " + c.Args, Changed: results[i].Changed})
+		}
+		s.Transcript = append(s.Transcript, Message{Role: RoleTool, ToolCallID: c.ID, Text: obs})
+	}
+	s.Pending = nil
+	if len(s.Recent) > stallWindow {
+		s.Recent = s.Recent[len(s.Recent)-stallWindow:]
+	}
+	if stopped != "" {
+		s.end(RefusedRepeatedly, stopped)
+		return
+	}
+	if sig := s.stall(); sig != "" {
+		if s.Nudged {
+			s.end(Stalled, fmt.Sprintf("%d calls changed nothing and %q was made %d times, after a nudge to re-plan", len(s.Recent), sig, stallRepeats))
+			return
+		}
+		s.Nudged, s.Recent = true, nil
+		s.Transcript = append(s.Transcript, Message{Role: RoleUser, Text: fmt.Sprintf(
+			"[rein: the last calls changed nothing, and %q was made %d times. Stop and re-plan: what do you know, and what would tell you something new?]", sig, stallRepeats)})
+	}
+}
+
+// stall returns a call repeated stallRepeats times in a full window that
+// changed nothing, or "".
+func (s *State) stall() string {
+	if len(s.Recent) < stallWindow {
+		return ""
+	}
+	counts := map[string]int{}
+	for _, m := range s.Recent {
+		if m.Changed {
+			return ""
+		}
+		counts[m.Sig]++
+	}
+	for _, m := range s.Recent {
+		if counts[m.Sig] >= stallRepeats {
+			return m.Sig
+		}
+	}
+	return ""
+}
+
+// ApplyGate folds a gate attempt in: passed ends the run succeeded; a
+// failed, errored or tampered attempt puts its output in front of the
+// model, until GateRetries failed claims end the run gate_failed.
+func (s *State) ApplyGate(a GateAttempt) {
+	s.Claimed = false
+	s.LastGate = &a
+	if a.Status == GatePassed {
+		s.end(Succeeded, fmt.Sprintf("the gate %q passed", s.Contract.Verify.Line))
+		return
+	}
+	s.FailedClaims++
+	if s.FailedClaims >= s.Contract.GateRetries {
+		s.end(GateFailed, fmt.Sprintf("the gate %q did not pass after %d claims of done (last: %s)", s.Contract.Verify.Line, s.FailedClaims, gateWhy(a)))
+		return
+	}
+	s.Transcript = append(s.Transcript, Message{Role: RoleUser, Text: fmt.Sprintf(
+		"[rein: you ended your turn, so the gate ran, and it did not pass: %s. It has %d more chance(s). Its output:]\n%s",
+		gateWhy(a), s.Contract.GateRetries-s.FailedClaims, a.Output)})
+}
+
+func gateWhy(a GateAttempt) string {
+	switch {
+	case a.Status == GateTampered:
+		return "protected files were changed behind the policy's back: " + strings.Join(a.Tampered, ", ")
+	case a.ExitCode != nil:
+		return fmt.Sprintf("%s, exit %d", a.Status, *a.ExitCode)
+	}
+	return string(a.Status)
+}
+
+// Cancel ends the run cancelled.
+func (s *State) Cancel(why string) { s.end(Cancelled, why) }

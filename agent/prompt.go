@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// roleText opens every system block.
+const roleText = `You are rein's coding agent. You work on a goal in one workspace, only through the tools you are given: every call is decided by a policy first, and commands run in a sandbox. A refused call says why; a refusal does not change when asked again, so change the approach instead.
+
+Work in small steps: read before you edit, run the project's own build and tests, read what they print. When the goal is met, answer without calling a tool: that ends your turn.`
+
+// systemBlock is the system part of every prompt: the role text, the
+// boundary section, the repository's guidance.
+func (d *driver) systemBlock() string {
+	var b strings.Builder
+	b.WriteString(roleText)
+	b.WriteString("\n\n")
+	b.WriteString(d.boundary())
+	for _, name := range d.c.Instructions {
+		text, err := guidance(d.c.Workspace, name)
+		if err != nil || text == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s (the repository's guidance)\n\n%s\n", name, text)
+	}
+	return b.String()
+}
+
+// boundary tells the model the truth about where it works.
+func (d *driver) boundary() string {
+	p := d.o.Tool.Policy
+	var b strings.Builder
+	b.WriteString("## Your boundary\n\n")
+	fmt.Fprintf(&b, "- Workspace: %s", p.Workspace)
+	if p.ReadOnly {
+		b.WriteString(" (read-only)")
+	}
+	b.WriteString(".\n")
+	fmt.Fprintf(&b, "- Mode: %s. The policy decides every call; in ask mode an action it asks about goes to the user.\n", p.Mode)
+	network := p.Sandbox.Network
+	if network == "" {
+		network = "off"
+	}
+	fmt.Fprintf(&b, "- Commands run in a sandbox (rung %s), with the network %s; nothing outside the workspace can be written.\n", p.Sandbox.Rung, network)
+	if len(d.c.Protect) > 0 {
+		fmt.Fprintf(&b, "- Protected, never to be written or deleted (the gate's own files): %s.\n", strings.Join(d.c.Protect, ", "))
+	}
+	if d.c.Verify != nil {
+		fmt.Fprintf(&b, "- When you end your turn, rein runs the gate `%s`; the run succeeds only when it exits %d. If it fails you will see its output.\n", d.c.Verify.Line, d.c.Verify.ExpectExit)
+	} else {
+		b.WriteString("- This run has no gate: ending your turn ends the run.\n")
+	}
+	bu := d.c.Budget
+	fmt.Fprintf(&b, "- Budget: %d steps, %d tokens, %s of wall clock.\n", bu.Steps, bu.Tokens, bu.WallClock)
+	return b.String()
+}
+
+// guidance reads a guidance file of the workspace (never through a link
+// out of it), bounded.
+func guidance(ws, name string) (string, error) {
+	f, err := os.OpenInRoot(ws, name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxGuidanceBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxGuidanceBytes {
+		return string(data[:maxGuidanceBytes]) + fmt.Sprintf("\n[rein: %s is longer than %d bytes; the rest is not shown]", name, maxGuidanceBytes), nil
+	}
+	return string(data), nil
+}

@@ -1,0 +1,190 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Provider is a model behind one streaming call: it takes the whole
+// prompt of a step and returns the model's whole response once the stream
+// has ended. It never retries; the loop does, so that the budget and the
+// trace see every attempt.
+type Provider interface {
+	// Name names the provider ("openai", "ollama", ...) and Model the
+	// model it calls.
+	Name() string
+	Model() string
+	Stream(ctx context.Context, req Request) (*Response, error)
+}
+
+// Request is one step's prompt.
+type Request struct {
+	System    string    `json:"system"`
+	Messages  []Message `json:"messages"`
+	Tools     []ToolDef `json:"tools"`
+	MaxTokens int       `json:"max_tokens"`
+}
+
+// Role is who speaks a message.
+type Role string
+
+// The roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one turn of the transcript. An assistant message may carry
+// tool calls; a tool message answers one, by its id.
+type Message struct {
+	Role      Role       `json:"role"`
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a tool message answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolDef is a tool as the model is told of it.
+type ToolDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+}
+
+// ToolCall is one call a response asks for. Args is the arguments' text
+// as the model wrote it, which may not be JSON.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+// Finish says why a response ended.
+type Finish string
+
+// The finish reasons.
+const (
+	FinishStop      Finish = "stop"
+	FinishToolCalls Finish = "tool_calls"
+	// FinishLength: cut at the response cap; its unfinished tool calls
+	// are never run.
+	FinishLength Finish = "length"
+	FinishOther  Finish = "other"
+)
+
+// Usage counts a response's tokens.
+type Usage struct {
+	Input      int64 `json:"input"`
+	Output     int64 `json:"output"`
+	CacheRead  int64 `json:"cache_read,omitempty"`
+	CacheWrite int64 `json:"cache_write,omitempty"`
+}
+
+func (u Usage) add(v Usage) Usage {
+	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite}
+}
+
+// Response is a whole response.
+type Response struct {
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls"`
+	Finish    Finish     `json:"finish"`
+	Usage     Usage      `json:"usage"`
+	// FirstToken is how long the first byte of the stream took.
+	FirstToken time.Duration `json:"-"`
+}
+
+// FailureClass sorts a provider's failures by what the loop does about
+// them.
+type FailureClass string
+
+// The failure classes of the spec.
+const (
+	FailTransport       FailureClass = "transport"
+	FailTimeout         FailureClass = "timeout"
+	FailRateLimited     FailureClass = "rate_limited"
+	FailOverloaded      FailureClass = "overloaded"
+	FailServer          FailureClass = "server"
+	FailMalformed       FailureClass = "malformed"
+	FailContextOverflow FailureClass = "context_overflow"
+	FailAuth            FailureClass = "auth"
+	FailRequest         FailureClass = "request"
+)
+
+// Retried reports whether the loop tries a failure of the class again.
+func (c FailureClass) Retried() bool {
+	switch c {
+	case FailTransport, FailTimeout, FailRateLimited, FailOverloaded, FailServer:
+		return true
+	}
+	return false
+}
+
+// ProviderError is a failed call, classed.
+type ProviderError struct {
+	Class FailureClass
+	// Status is the HTTP status, when there was one.
+	Status int
+	// RetryAfter is what the server asked the client to wait, or zero.
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *ProviderError) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("provider: %s (HTTP %d): %v", e.Class, e.Status, e.Err)
+	}
+	return fmt.Sprintf("provider: %s: %v", e.Class, e.Err)
+}
+
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// classOf is the class of an error a provider returned; one that is not a
+// ProviderError is a transport failure, or a timeout when a deadline
+// ended it.
+func classOf(err error) (FailureClass, time.Duration) {
+	var pe *ProviderError
+	switch {
+	case errors.As(err, &pe):
+		return pe.Class, pe.RetryAfter
+	case errors.Is(err, context.DeadlineExceeded):
+		return FailTimeout, 0
+	}
+	return FailTransport, 0
+}
+
+// classOfStatus classes an HTTP status as the vendors use them.
+func classOfStatus(status int) FailureClass {
+	switch {
+	case status == 401 || status == 403:
+		return FailAuth
+	case status == 408:
+		return FailTimeout
+	case status == 429:
+		return FailRateLimited
+	case status == 529 || status == 503:
+		return FailOverloaded
+	case status >= 500:
+		return FailServer
+	}
+	return FailRequest
+}
+
+// parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(v, "%g", &secs); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := time.Parse(time.RFC1123, v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}

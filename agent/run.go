@@ -1,0 +1,379 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
+)
+
+// Options are what a run is driven with.
+type Options struct {
+	Provider Provider
+	// Registry holds the tools; nil is tool.Builtin().
+	Registry *tool.Registry
+	// Tool is the router's configuration: the policy (loaded with the
+	// contract's protect globs as Verification), the approver, the trace
+	// store and its redactor, the execution profile.
+	Tool tool.Config
+	// Observer sees every event as it happens.
+	Observer func(Event)
+	// Now and Sleep are the clock (tests replace them).
+	Now   func() time.Time
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// EventKind names an event.
+type EventKind string
+
+// The events.
+const (
+	EventStarted      EventKind = "started"
+	EventProviderCall EventKind = "provider_call"
+	EventRetry        EventKind = "retry"
+	EventToolCall     EventKind = "tool_call"
+	EventGateAttempt  EventKind = "gate_attempt"
+	EventFinished     EventKind = "finished"
+)
+
+// Event is one thing that happened in a run; each restates what the trace
+// records.
+type Event struct {
+	Kind   EventKind `json:"kind"`
+	Run    string    `json:"run"`
+	Step   int       `json:"step"`
+	Tokens Usage     `json:"tokens"`
+	// Tool, Target and Status describe a tool call; Status a gate attempt
+	// too.
+	Tool    string   `json:"tool,omitempty"`
+	Target  string   `json:"target,omitempty"`
+	Status  string   `json:"status,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Outcome *Outcome `json:"outcome,omitempty"`
+}
+
+// Run drives contract c to an outcome. It refuses before the first model
+// call what cannot run: a bad contract, a gate the policy does not allow
+// outright, a protect glob that matches nothing.
+func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return Outcome{}, err
+	}
+	if o.Provider == nil {
+		return Outcome{}, errors.New("agent: no provider")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Sleep == nil {
+		o.Sleep = sleep
+	}
+	p := o.Tool.Policy
+	if p == nil {
+		return Outcome{}, errors.New("agent: no policy")
+	}
+	if p.Workspace != c.Workspace {
+		return Outcome{}, fmt.Errorf("agent: the policy is the workspace %s's, the contract's is %s", p.Workspace, c.Workspace)
+	}
+	if c.Verify != nil {
+		line, err := shell.Parse(c.Verify.Line)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("agent: contract: verify %q: %w", c.Verify.Line, err)
+		}
+		if v := p.Check(line); v.Decision != policy.Allow {
+			return Outcome{}, fmt.Errorf("agent: contract: verify %q is not allowed outright by the policy (%s: %s); a gate must be, or the run could not check itself", c.Verify.Line, v.Decision, policy.Printable(v.Reason))
+		}
+	}
+	baseline, err := hashProtected(c.Workspace, c.Protect)
+	if err != nil {
+		return Outcome{}, err
+	}
+	reg := o.Registry
+	if reg == nil {
+		if reg, err = tool.Builtin(); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if o.Tool.Surface == "" {
+		o.Tool.Surface = tool.SurfaceCoding
+	}
+	if o.Tool.Source == "" {
+		o.Tool.Source = "agent"
+	}
+	router, err := tool.NewRouter(reg, o.Tool)
+	if err != nil {
+		return Outcome{}, err
+	}
+	d := &driver{c: c, o: o, router: router, baseline: baseline, specs: map[string]*tool.Spec{}}
+	for _, s := range router.Specs() {
+		d.specs[s.Name] = s
+		schema, err := json.Marshal(s.Schema)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("agent: tool %s's schema: %w", s.Name, err)
+		}
+		d.tools = append(d.tools, ToolDef{Name: s.Name, Description: s.Description, Schema: schema})
+	}
+	d.system = d.systemBlock()
+	out := d.run(ctx)
+	out.Run = router.RunID()
+	out.Rung = d.rung
+	router.Close(string(out.Kind))
+	d.emit(Event{Kind: EventFinished, Step: out.Steps, Tokens: out.Tokens, Reason: out.Reason, Outcome: &out})
+	return out, nil
+}
+
+type driver struct {
+	c        Contract
+	o        Options
+	router   *tool.Router
+	specs    map[string]*tool.Spec
+	tools    []ToolDef
+	system   string
+	baseline map[string]string
+	rung     string
+	state    *State
+}
+
+func (d *driver) emit(e Event) {
+	if d.o.Observer != nil {
+		e.Run = d.router.RunID()
+		d.o.Observer(e)
+	}
+}
+
+// run is the in-process driver: it carries out each effect the step
+// function names and folds its result back in.
+func (d *driver) run(ctx context.Context) Outcome {
+	s := NewState(d.c, d.o.Now())
+	d.state = s
+	d.emit(Event{Kind: EventStarted})
+	for {
+		if ctx.Err() != nil && s.Done == nil {
+			s.Cancel("the run was cancelled: " + context.Cause(ctx).Error())
+		}
+		switch e := s.Next(d.o.Now()).(type) {
+		case End:
+			return e.Outcome
+		case Wait:
+			d.emit(Event{Kind: EventRetry, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("attempt %d failed; next at %s", s.Attempt, e.Until.Format(time.RFC3339))})
+			if err := d.o.Sleep(ctx, e.Until.Sub(d.o.Now())); err != nil {
+				s.Cancel("the run was cancelled while waiting to retry")
+			}
+		case CallModel:
+			resp, err := d.o.Provider.Stream(ctx, Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens})
+			if err != nil && ctx.Err() != nil {
+				s.Cancel("the run was cancelled during a model call")
+				continue
+			}
+			s.ApplyModel(resp, err, d.o.Now())
+			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens}
+			if err != nil {
+				ev.Status, ev.Reason = "failed", err.Error()
+			}
+			d.emit(ev)
+		case RunTools:
+			results := d.route(ctx, e.Calls)
+			s.ApplyTools(results, d.router.Stopped())
+		case RunGate:
+			s.ApplyGate(d.gate(ctx))
+		}
+	}
+}
+
+// route runs the calls through the router in order; calls of read-only
+// tools next to each other run at once, their results kept in order.
+func (d *driver) route(ctx context.Context, calls []ToolCall) []ToolResult {
+	out := make([]ToolResult, len(calls))
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if d.readOnly(calls[i].Name) {
+			for j < len(calls) && d.readOnly(calls[j].Name) {
+				j++
+			}
+		}
+		var wg sync.WaitGroup
+		for k := i; k < j; k++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[k] = d.call(ctx, calls[k])
+			}()
+		}
+		wg.Wait()
+		i = j
+	}
+	return out
+}
+
+func (d *driver) readOnly(name string) bool {
+	s, ok := d.specs[name]
+	return ok && s.ReadOnly
+}
+
+func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
+	env := d.router.Call(ctx, c.Name, json.RawMessage(c.Args))
+	if env.Rung != "" {
+		d.rung = env.Rung
+	}
+	d.emit(Event{Kind: EventToolCall, Step: d.state.Steps, Tokens: d.state.Tokens, Tool: c.Name, Target: target(c.Args), Status: string(env.Status), Reason: env.Reason})
+	changed := env.Status == tool.OK && !d.readOnly(c.Name)
+	return ToolResult{Observation: env.Text(), Changed: changed}
+}
+
+// target is what a call is about, for a line of rein run's output.
+func target(args string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(args), &m) != nil {
+		return ""
+	}
+	for _, k := range []string{"path", "line", "pattern", "id"} {
+		if v, ok := m[k].(string); ok {
+			return v
+		}
+	}
+	if v, ok := m["argv"].([]any); ok {
+		parts := make([]string, 0, len(v))
+		for _, a := range v {
+			parts = append(parts, fmt.Sprint(a))
+		}
+		return strings.Join(parts, " ")
+	}
+	return ""
+}
+
+// gate runs one attempt: the protected files compared with the run's
+// start first, then the gate's line through the router, like any command.
+func (d *driver) gate(ctx context.Context) GateAttempt {
+	start := d.o.Now()
+	a := GateAttempt{}
+	defer func() {
+		a.DurationMS = float64(d.o.Now().Sub(start).Microseconds()) / 1000
+		d.emit(Event{Kind: EventGateAttempt, Step: d.state.Steps, Tokens: d.state.Tokens, Status: string(a.Status), Target: d.c.Verify.Line})
+	}()
+	now, err := hashProtected(d.c.Workspace, d.c.Protect)
+	if err != nil {
+		a.Status, a.Output = GateErrored, err.Error()
+		return a
+	}
+	if changed := diffHashes(d.baseline, now); len(changed) > 0 {
+		a.Status, a.Tampered = GateTampered, changed
+		a.Output = "these protected files differ from the run's start, changed by a program the policy could not see into: " + strings.Join(changed, ", ") + "; put them back as they were"
+		return a
+	}
+	args := map[string]string{"line": d.c.Verify.Line}
+	if d.c.Verify.Timeout > 0 {
+		args["timeout"] = d.c.Verify.Timeout.String()
+	}
+	raw, _ := json.Marshal(args)
+	env := d.router.Call(ctx, "shell", raw)
+	a.ExitCode, a.ResultID, a.Output = env.ExitCode, env.ResultID, env.Text()
+	switch {
+	case env.ExitCode != nil && *env.ExitCode == d.c.Verify.ExpectExit && (env.Status == tool.OK || env.Status == tool.Failed):
+		a.Status = GatePassed
+	case env.ExitCode != nil && (env.Status == tool.OK || env.Status == tool.Failed):
+		a.Status = GateFailedSt
+	default:
+		a.Status = GateErrored
+	}
+	return a
+}
+
+// hashProtected hashes every regular file of ws a protect glob matches; a
+// glob that matches nothing is refused (it would protect nothing).
+func hashProtected(ws string, globs []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(globs) == 0 {
+		return out, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, fmt.Errorf("agent: opening the workspace: %w", err)
+	}
+	defer root.Close()
+	fsys := root.FS()
+	for _, g := range globs {
+		if !doublestar.ValidatePattern(g) || strings.HasPrefix(g, "/") {
+			return nil, fmt.Errorf("agent: contract: protect %q is not a pattern relative to the workspace", g)
+		}
+		n := 0
+		err := doublestar.GlobWalk(fsys, g, func(p string, e fs.DirEntry) error {
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			n++
+			h, err := hashFile(root, p)
+			if err != nil {
+				return err
+			}
+			out[p] = h
+			return nil
+		}, doublestar.WithNoFollow())
+		if err != nil {
+			return nil, fmt.Errorf("agent: hashing what protect %q matches: %w", g, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("agent: contract: protect %q matches no file in %s", g, ws)
+		}
+	}
+	return out, nil
+}
+
+func hashFile(root *os.Root, p string) (string, error) {
+	f, err := root.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// diffHashes lists the paths whose hash changed, appeared or went.
+func diffHashes(a, b map[string]string) []string {
+	var out []string
+	for p, h := range a {
+		if b[p] != h {
+			out = append(out, p)
+		}
+	}
+	for p := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
