@@ -171,7 +171,6 @@ func (d *driver) run(ctx context.Context) Outcome {
 		case End:
 			return e.Outcome
 		case Wait:
-			d.emit(Event{Kind: EventRetry, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("attempt %d failed; next at %s", s.Attempt, e.Until.Format(time.RFC3339))})
 			if err := d.o.Sleep(ctx, e.Until.Sub(d.o.Now())); err != nil {
 				s.Cancel("the run was cancelled while waiting to retry")
 			}
@@ -182,11 +181,14 @@ func (d *driver) run(ctx context.Context) Outcome {
 				continue
 			}
 			s.ApplyModel(resp, err, d.o.Now())
-			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens}
+			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens, Status: "ok"}
 			if err != nil {
 				ev.Status, ev.Reason = "failed", err.Error()
 			}
 			d.emit(ev)
+			if err != nil && s.Done == nil {
+				d.emit(Event{Kind: EventRetry, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("attempt %d failed (%v); the next at %s", s.Attempt, err, s.RetryAt.Format(time.RFC3339))})
+			}
 		case RunTools:
 			results := d.route(ctx, e.Calls)
 			s.ApplyTools(results, d.router.Stopped())
