@@ -182,6 +182,7 @@ func TestRunProtected(t *testing.T) {
 		turn{calls: []ToolCall{call("c1", "write_file", callArgs(map[string]string{"path": "calc_test.go", "content": weakTest}))}},
 		turn{text: "Done.", check: func(t *testing.T, req map[string]any) { refused = lastToolMessage(req) }},
 	)
+	t.Logf("the refusal: %s", refused)
 	if !contains(refused, "denied") || !contains(refused, "verification") {
 		t.Fatalf("the write was not refused by the verification layer: %q", refused)
 	}

@@ -37,6 +37,8 @@ type commonFlags struct {
 	extraRules  []policy.Rule
 	networkFlag string
 	readPaths   []string
+	// verification are an agent run's protect globs (rein run --protect).
+	verification []string
 }
 
 func (c *commonFlags) register(cmd *cobra.Command) {
@@ -79,6 +81,7 @@ func (c *commonFlags) load(sf *scopeFlags) (*policy.Policy, error) {
 	o.Rules = append(o.Rules, c.extraRules...)
 	o.Network = c.networkFlag
 	o.ReadPaths = c.readPaths
+	o.Verification = c.verification
 	p, err := policy.Load(o)
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}

@@ -82,6 +82,20 @@ func TestForbiddenNames(t *testing.T) {
 	}
 }
 
+// TestAgentDirect: the agent reaches the sandbox only through the router;
+// it imports no sandbox package itself.
+func TestAgentDirect(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, module+"/agent").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == module+"/sandbox" || strings.HasPrefix(imp, module+"/sandbox/") || imp == module+"/files" || imp == module+"/workspace" {
+			t.Errorf("agent imports %s; it reaches files, processes and hosts only through tool.Router", imp)
+		}
+	}
+}
+
 func contains(s []string, x string) bool {
 	for _, v := range s {
 		if v == x {

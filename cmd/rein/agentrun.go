@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
+)
+
+func newRunCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf                    commonFlags
+		tf                    traceFlag
+		verify                string
+		protect               []string
+		pc                    agent.ProviderChoice
+		maxSteps, responseMax int
+		maxTokens             int64
+		maxTime               time.Duration
+		approve               string
+		asJSON                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "run [flags] GOAL",
+		Short: "Give a model a goal in the workspace and drive it until the gate passes, a budget ends or a person is needed",
+		Long: `Run the agent: the model works on GOAL in the workspace through rein's
+tools, every call decided by the policy and every command confined by the
+sandbox, step by step, until the gate (--verify, a line of rein's grammar)
+passes when the model says it is done, or a budget runs out. --protect
+globs (the gate's own files) can be neither written nor deleted, and are
+checked before each gate attempt. The --verify line is allowed by that
+flag as written (a deny rule, or a class no allow rule lifts, still
+refuses it, and then the run does not start).
+
+The provider is --provider (a preset: openai, openrouter, groq, together,
+deepseek, mistral, gemini, ollama, vllm, llamacpp, lmstudio; anthropic's
+wire family is not built yet) with --model; with none, anthropic when
+ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY is, else ollama
+when it answers. The key comes from the preset's variable or
+--api-key-env, never from a file.
+
+Exit status: 0 succeeded or finished (no gate), 1 gate_failed, 3
+budget_exhausted, 4 stalled, 5 refused_repeatedly, 7 provider_failed, 130
+cancelled, 2 a run that could not start.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var gate *agent.Gate
+			if verify != "" {
+				line, err := shell.Parse(verify)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Sprintf("--verify %q: %v", verify, err)}
+				}
+				gate = &agent.Gate{Line: verify}
+				cf.extraRules = append(cf.extraRules, gateRules(line)...)
+			}
+			cf.verification = protect
+			p, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			provider, preset, err := agent.ChooseProvider(ctx, pc, os.Getenv)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			switch approve {
+			case "terminal":
+				approve = ""
+			case "", "all", "none":
+			default:
+				return &exitError{exitUsage, fmt.Sprintf("--approve %q: use terminal, all or none", approve)}
+			}
+			approver, err := chooseApprover(approve, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var extra []string
+			if preset.KeyEnv != "" {
+				extra = append(extra, os.Getenv(preset.KeyEnv))
+			}
+			store, red, err := tf.openFor(p, extra...)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
+				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime}, ResponseMaxTokens: responseMax}
+			out := cmd.OutOrStdout()
+			o := agent.Options{
+				Provider: provider,
+				Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
+					Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
+			}
+			if !asJSON {
+				o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
+			}
+			res, err := agent.Run(ctx, c, o)
+			if err != nil {
+				return &exitError{exitUsage, strings.TrimPrefix(err.Error(), "agent: ")}
+			}
+			if asJSON {
+				return writeJSON(out, res, res.Kind.ExitCode())
+			}
+			if code := res.Kind.ExitCode(); code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&verify, "verify", "", "the gate: a line of rein's grammar that must pass for the run to succeed, such as 'go test ./...'")
+	f.StringArrayVar(&protect, "protect", nil, "a glob of files the run may not change, such as '**/*_test.go' (repeatable)")
+	f.StringVar(&pc.Name, "provider", "", "the provider preset (default: chosen from the keys set, else ollama)")
+	f.StringVar(&pc.Model, "model", "", "the model")
+	f.StringVar(&pc.BaseURL, "base-url", "", "the provider's base URL, over the preset's")
+	f.StringVar(&pc.KeyEnv, "api-key-env", "", "the variable the key is read from, over the preset's")
+	f.IntVar(&maxSteps, "max-steps", 0, "the step budget (default 100)")
+	f.Int64Var(&maxTokens, "max-tokens", 0, "the token budget, input and output (default 2,000,000)")
+	f.DurationVar(&maxTime, "max-time", 0, "the wall-clock budget (default 30m)")
+	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
+	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), all or none")
+	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
+	return cmd
+}
+
+// gateRules allow each stage of the gate's line as written: naming it with
+// --verify is the grant. Deny rules and the classes no allow rule lifts
+// still refuse it.
+func gateRules(line *shell.Line) []policy.Rule {
+	var out []policy.Rule
+	for _, st := range line.Stages() {
+		if st.Kind != shell.Command {
+			continue
+		}
+		text := strings.Join(st.Argv, " ")
+		if strings.ContainsAny(text, "*?[]{}\\") {
+			continue // not a literal pattern; the policy's own rules decide it
+		}
+		out = append(out, policy.Rule{Act: policy.ActExec, Effect: policy.Allow, Pattern: text})
+	}
+	return out
+}
+
+// printEvent prints one line of a run's progress.
+func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
+	pr := func(s string) string { return policy.Printable(redact(s)) }
+	switch e.Kind {
+	case agent.EventToolCall:
+		target := e.Target
+		if len(target) > 60 {
+			target = target[:57] + "..."
+		}
+		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, e.Tool, pr(target), e.Status, e.Tokens.Input+e.Tokens.Output)
+	case agent.EventGateAttempt:
+		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, "gate", pr(e.Target), e.Status, e.Tokens.Input+e.Tokens.Output)
+	case agent.EventRetry:
+		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "retry", pr(e.Reason))
+	case agent.EventFinished:
+		o := e.Outcome
+		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, orNone(o.Rung))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none (no command ran)"
+	}
+	return s
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// scriptedModel answers Chat Completions requests from a script, one
+// streamed response per request: tool calls as JSON, or plain text.
+func scriptedModel(t *testing.T, answers ...string) (*httptest.Server, *int) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		i := n
+		n++
+		mu.Unlock()
+		if i >= len(answers) {
+			http.Error(w, `{"error":{"message":"no more turns","type":"invalid_request_error","param":null,"code":null}}`, http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(s string) { fmt.Fprintf(w, "data: %s\n\n", s) }
+		head := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[`
+		a := answers[i]
+		if name, args, ok := strings.Cut(a, " "); ok && strings.HasPrefix(args, "{") {
+			send(head + fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":""}}]},"finish_reason":null}]}`, i, name))
+			q, _ := json.Marshal(args)
+			send(head + fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},"finish_reason":null}]}`, q))
+			send(head + `{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
+		} else {
+			q, _ := json.Marshal(a)
+			send(head + fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","content":%s},"finish_reason":null}]}`, q))
+			send(head + `{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+		}
+		send(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+		send("[DONE]")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// TestRunCommand: rein run drives a scripted model to a passing gate in a
+// Go module, printing a line per step and the outcome; --json prints the
+// outcome object; a provider host a net rule denies stops the run before
+// the first model call.
+func TestRunCommand(t *testing.T) {
+	requireBwrap(t)
+	home, ws := docFixture(t)
+	os.Remove(filepath.Join(ws, "main.go"))
+	os.RemoveAll(filepath.Join(ws, "src"))
+	writeFiles(t, ws, map[string]string{
+		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
+		"calc.go":      "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
+		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n",
+	})
+	srv, n := scriptedModel(t,
+		`edit_file {"path":"calc.go","old":"a - b","new":"a + b"}`,
+		`shell {"line":"go test ./..."}`,
+		"Fixed.",
+	)
+	args := []string{"run", "--provider", "ollama", "--base-url", srv.URL + "/v1", "--model", "m", "--approve", "all",
+		"--verify", "go test ./...", "--protect", "*_test.go"}
+	code, out, errOut := rein(t, append(args, "make the tests pass")...)
+	t.Logf("rein run printed:\n%s", out)
+	if *n != 3 {
+		t.Fatalf("%d model calls, the script has 3", *n)
+	}
+	if code != 0 || !strings.Contains(out, "edit_file") || !strings.Contains(out, "calc.go") || !strings.Contains(out, "step 3   gate") ||
+		!strings.Contains(out, "succeeded: the gate \"go test ./...\" passed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// Again, as JSON: the code is fixed, so the model says so at once.
+	srv, _ = scriptedModel(t, "Already passing.")
+	args[4] = srv.URL + "/v1"
+	code, out, errOut = rein(t, append(args, "--json", "make the tests pass")...)
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res["outcome"] != "succeeded" || res["steps"] != float64(1) ||
+		res["gate"].(map[string]any)["status"] != "passed" || res["tokens"].(map[string]any)["input"] != float64(10) {
+		t.Fatalf("exit %d %v\n%s\n%s", code, err, out, errOut)
+	}
+	// A net rule denying the provider's host: nothing is sent.
+	writeFiles(t, home, map[string]string{".config/rein/policy.toml": "[net]\ndeny = [\"127.0.0.1\"]\n"})
+	srv, n = scriptedModel(t, "never")
+	args[4] = srv.URL + "/v1"
+	code, _, errOut = rein(t, append(args, "x")...)
+	if code != exitUsage || !strings.Contains(errOut, "denied") || *n != 0 {
+		t.Fatalf("exit %d, %d requests\n%s", code, *n, errOut)
+	}
+	// A gate the policy denies outright refuses the run.
+	os.Remove(filepath.Join(home, ".config/rein/policy.toml"))
+	code, _, errOut = rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--verify", "rm -rf ~", "x")
+	if code != exitUsage || !strings.Contains(errOut, "verify") || *n != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	// No provider to be had: the three ways are named.
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	if code, _, errOut := rein(t, "run", "--model", "m", "x"); code != exitUsage || !strings.Contains(errOut, "ANTHROPIC_API_KEY") {
+		// ollama may answer on this host; then the run reaches it.
+		if !strings.Contains(errOut, "ollama") {
+			t.Fatalf("exit %d\n%s", code, errOut)
+		}
+	}
+}
