@@ -15,8 +15,8 @@ import (
 // Family is a provider's wire format.
 type Family string
 
-// The wire families. Chat Completions is built; the Responses API and
-// Anthropic's Messages are named so that their presets can say so.
+// The wire families. Chat Completions and Anthropic's Messages are
+// built; the Responses API is named so that a preset can say so.
 const (
 	FamilyChat      Family = "chat"
 	FamilyResponses Family = "responses"
@@ -109,11 +109,14 @@ func ChooseProvider(ctx context.Context, c ProviderChoice, getenv func(string) s
 			return nil, pr, fmt.Errorf("agent: provider %s reads its key from %s, which is not set", name, pr.KeyEnv)
 		}
 	}
+	cfg := ChatConfig{Name: name, BaseURL: pr.BaseURL, APIKey: key, Model: c.Model, HTTPClient: &http.Client{}}
 	switch pr.Family {
 	case FamilyChat:
-		return NewChat(ChatConfig{Name: name, BaseURL: pr.BaseURL, APIKey: key, Model: c.Model, HTTPClient: &http.Client{}}), pr, nil
+		return NewChat(cfg), pr, nil
+	case FamilyMessages:
+		return NewMessages(cfg), pr, nil
 	}
-	return nil, pr, fmt.Errorf("agent: provider %s speaks the %s wire family, which this rein does not build yet; use a Chat Completions provider (%s)", name, pr.Family, chatNames())
+	return nil, pr, fmt.Errorf("agent: provider %s speaks the %s wire family, which this rein does not build yet", name, pr.Family)
 }
 
 // CheckProviderHost refuses a provider whose host the policy's net rules
@@ -149,16 +152,6 @@ func presetNames() string {
 	var n []string
 	for _, p := range presets {
 		n = append(n, p.Name)
-	}
-	return strings.Join(n, ", ")
-}
-
-func chatNames() string {
-	var n []string
-	for _, p := range presets {
-		if p.Family == FamilyChat {
-			n = append(n, p.Name)
-		}
 	}
 	return strings.Join(n, ", ")
 }

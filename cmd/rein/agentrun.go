@@ -44,9 +44,9 @@ checked before each gate attempt. The --verify line is allowed by that
 flag as written (a deny rule, or a class no allow rule lifts, still
 refuses it, and then the run does not start).
 
-The provider is --provider (a preset: openai, openrouter, groq, together,
-deepseek, mistral, gemini, ollama, vllm, llamacpp, lmstudio; anthropic's
-wire family is not built yet) with --model; with none, anthropic when
+The provider is --provider (a preset: anthropic, openai, openrouter, groq,
+together, deepseek, mistral, gemini, ollama, vllm, llamacpp, lmstudio)
+with --model; with none, anthropic when
 ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY is, else ollama
 when it answers. The key comes from the preset's variable or
 --api-key-env, never from a file.

@@ -1,0 +1,198 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+)
+
+// messagesProvider is Anthropic's Messages wire family, through the
+// vendor's SDK.
+type messagesProvider struct {
+	cfg    ChatConfig
+	client anthropic.Client
+}
+
+// NewMessages makes an Anthropic Messages provider. The SDK's own
+// retries are off, and the base URL and key are the configuration's,
+// never the environment's (the SDK would read ANTHROPIC_BASE_URL).
+func NewMessages(cfg ChatConfig) Provider {
+	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0), option.WithAPIKey(cfg.APIKey)}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &messagesProvider{cfg: cfg, client: anthropic.NewClient(opts...)}
+}
+
+func (m *messagesProvider) Name() string  { return m.cfg.Name }
+func (m *messagesProvider) Model() string { return m.cfg.Model }
+
+func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return nil, &ProviderError{Class: FailRequest, Err: err}
+	}
+	start := time.Now()
+	stream := m.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	msg := anthropic.Message{}
+	resp := &Response{}
+	for stream.Next() {
+		if resp.FirstToken == 0 {
+			resp.FirstToken = time.Since(start)
+		}
+		if err := msg.Accumulate(stream.Current()); err != nil {
+			return nil, &ProviderError{Class: FailMalformed, Err: err}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, classifyMessages(err)
+	}
+	if msg.StopReason == "" {
+		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}
+	}
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			resp.Text += b.Text
+		case "tool_use":
+			args := string(b.Input)
+			if args == "" {
+				args = "{}"
+			}
+			resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
+		}
+	}
+	switch msg.StopReason {
+	case anthropic.StopReasonEndTurn, anthropic.StopReasonStopSequence:
+		resp.Finish = FinishStop
+	case anthropic.StopReasonToolUse:
+		resp.Finish = FinishToolCalls
+	case anthropic.StopReasonMaxTokens:
+		resp.Finish = FinishLength
+	default:
+		resp.Finish = FinishOther
+	}
+	u := msg.Usage
+	resp.Usage = Usage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, Output: u.OutputTokens,
+		CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+	return resp, nil
+}
+
+// params is the request in Messages' shape, with prompt-cache breakpoints
+// at the end of the system block and of the transcript sent so far.
+func (m *messagesProvider) params(req Request) (anthropic.MessageNewParams, error) {
+	p := anthropic.MessageNewParams{Model: anthropic.Model(m.cfg.Model), MaxTokens: int64(req.MaxTokens)}
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = DefaultResponseMaxTokens
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(msg.Text)))
+		case RoleTool:
+			block := anthropic.NewToolResultBlock(msg.ToolCallID, msg.Text, false)
+			// Consecutive results answer one assistant turn: one user
+			// message holds them all.
+			if n := len(p.Messages); n > 0 && isToolResults(p.Messages[n-1]) {
+				u := p.Messages[n-1].OfUser
+				u.Content = append(u.Content, block)
+			} else {
+				p.Messages = append(p.Messages, anthropic.NewUserMessage(block))
+			}
+		case RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if msg.Text != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(msg.Text))
+			}
+			for _, tc := range msg.ToolCalls {
+				var input any = json.RawMessage(tc.Args)
+				if !json.Valid([]byte(tc.Args)) {
+					input = map[string]any{}
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, input, tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock("(no text)"))
+			}
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+		default:
+			return p, fmt.Errorf("a message of role %q", msg.Role)
+		}
+	}
+	if n := len(p.Messages); n > 0 {
+		content := messageContent(p.Messages[n-1])
+		if len(content) > 0 {
+			if cc := content[len(content)-1].GetCacheControl(); cc != nil {
+				*cc = anthropic.NewCacheControlEphemeralParam()
+			}
+		}
+	}
+	for _, t := range req.Tools {
+		var schema struct {
+			Properties any      `json:"properties"`
+			Required   []string `json:"required"`
+		}
+		if err := json.Unmarshal(t.Schema, &schema); err != nil {
+			return p, fmt.Errorf("tool %s: its schema: %w", t.Name, err)
+		}
+		tool := anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{Properties: schema.Properties, Required: schema.Required}, t.Name)
+		tool.OfTool.Description = anthropic.String(t.Description)
+		p.Tools = append(p.Tools, tool)
+	}
+	return p, nil
+}
+
+// isToolResults reports whether m is a user message of tool results only.
+func isToolResults(m anthropic.MessageParam) bool {
+	if m.OfUser == nil || len(m.OfUser.Content) == 0 {
+		return false
+	}
+	for _, b := range m.OfUser.Content {
+		if b.OfToolResult == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func messageContent(m anthropic.MessageParam) []anthropic.ContentBlockParamUnion {
+	switch {
+	case m.OfUser != nil:
+		return m.OfUser.Content
+	case m.OfAssistant != nil:
+		return m.OfAssistant.Content
+	}
+	return nil
+}
+
+// classifyMessages turns the SDK's error into a classed one.
+func classifyMessages(err error) error {
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		pe := &ProviderError{Class: classOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: errors.New(apiErr.Message)}
+		if apiErr.Message == "" {
+			pe.Err = errors.New(http.StatusText(apiErr.StatusCode))
+		}
+		if apiErr.Response != nil {
+			pe.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"), time.Now())
+		}
+		return pe
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &ProviderError{Class: FailTimeout, Err: err}
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &ProviderError{Class: FailTransport, Err: err}
+}
