@@ -126,9 +126,9 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 		class, after := classOf(err)
 		s.Attempt++
 		if !class.Retried() || s.Attempt >= maxAttempts {
-			why := fmt.Sprintf("%s: %v", class, err)
+			why := err.Error()
 			if class.Retried() {
-				why = fmt.Sprintf("%s after %d attempts: %v", class, s.Attempt, err)
+				why = fmt.Sprintf("%v (%d attempts)", err, s.Attempt)
 			}
 			s.end(ProviderFailed, why)
 			return

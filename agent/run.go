@@ -20,6 +20,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // Options are what a run is driven with.
@@ -175,11 +176,15 @@ func (d *driver) run(ctx context.Context) Outcome {
 				s.Cancel("the run was cancelled while waiting to retry")
 			}
 		case CallModel:
-			resp, err := d.o.Provider.Stream(ctx, Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens})
+			req := Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
+			step, attempt := s.Steps+1, s.Attempt+1
+			start := time.Now()
+			resp, err := d.o.Provider.Stream(ctx, req)
 			if err != nil && ctx.Err() != nil {
 				s.Cancel("the run was cancelled during a model call")
 				continue
 			}
+			d.recordCall(ctx, step, attempt, req, resp, err, time.Since(start))
 			s.ApplyModel(resp, err, d.o.Now())
 			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens, Status: "ok"}
 			if err != nil {
@@ -193,9 +198,47 @@ func (d *driver) run(ctx context.Context) Outcome {
 			results := d.route(ctx, e.Calls)
 			s.ApplyTools(results, d.router.Stopped())
 		case RunGate:
-			s.ApplyGate(d.gate(ctx))
+			a := d.gate(ctx)
+			d.recordGate(ctx, s.Steps, a)
+			s.ApplyGate(a)
 		}
 	}
+}
+
+// recordCall keeps one attempt of a model call in the trace, whole.
+func (d *driver) recordCall(ctx context.Context, step, attempt int, req Request, resp *Response, err error, took time.Duration) {
+	store := d.o.Tool.Store
+	if store == nil {
+		return
+	}
+	reqJSON, _ := json.Marshal(req)
+	rec := trace.ProviderCall{RunID: d.router.RunID(), Step: step, Attempt: attempt, Provider: d.o.Provider.Name(), Model: d.o.Provider.Model(),
+		LatencyMS: float64(took.Microseconds()) / 1000, Request: string(reqJSON), At: time.Now()}
+	if err != nil {
+		class, _ := classOf(err)
+		rec.Failure, rec.Error = string(class), err.Error()
+	} else {
+		respJSON, _ := json.Marshal(resp)
+		rec.Response, rec.Finish = string(respJSON), string(resp.Finish)
+		rec.Input, rec.Output, rec.CacheRead, rec.CacheWrite = resp.Usage.Input, resp.Usage.Output, resp.Usage.CacheRead, resp.Usage.CacheWrite
+		rec.FirstMS = float64(resp.FirstToken.Microseconds()) / 1000
+	}
+	store.Append(context.WithoutCancel(ctx), rec)
+}
+
+// recordGate keeps one gate attempt in the trace.
+func (d *driver) recordGate(ctx context.Context, step int, a GateAttempt) {
+	store := d.o.Tool.Store
+	if store == nil {
+		return
+	}
+	tampered, _ := json.Marshal(a.Tampered)
+	code := -1
+	if a.ExitCode != nil {
+		code = *a.ExitCode
+	}
+	store.Append(context.WithoutCancel(ctx), trace.GateAttempt{RunID: d.router.RunID(), Step: step, Line: d.c.Verify.Line, Status: string(a.Status),
+		ExitCode: code, Tampered: string(tampered), ResultID: a.ResultID, DurationMS: a.DurationMS, At: time.Now()})
 }
 
 // route runs the calls through the router in order; calls of read-only

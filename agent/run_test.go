@@ -326,3 +326,62 @@ func TestRunKeyNeverLeaks(t *testing.T) {
 		t.Fatalf("the key did not reach the provider: %q", cs.auth[0])
 	}
 }
+
+// TestReplay: a recorded run replayed against its own recording gives the
+// same canonical trace, ten times over; a run whose requests differ fails
+// on the first one, naming where.
+func TestReplay(t *testing.T) {
+	ws := fixture(t, nil)
+	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	// A gate whose output holds no duration (go test prints its time),
+	// so that the run's trace is the same from one run to the next.
+	c := Contract{Goal: "make go test pass", Verify: &Gate{Line: "go vet ./..."}, Protect: []string{"*_test.go"}}
+	run := func(p Provider, goal string) Outcome {
+		fixture(t, nil)
+		mode := policy.ModeAuto
+		pol, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(fixtureRoot, "home"), NoFiles: true, Mode: &mode, Verification: c.Protect})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := c
+		cc.Workspace, cc.Goal = ws, goal
+		out, err := Run(context.Background(), cc, Options{Provider: p, Tool: tool.Config{Policy: pol, Store: store, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cs := newChatServer(t,
+		turn{calls: []ToolCall{call("c1", "read_file", `{"path":"calc.go"}`)}},
+		turn{status: 500, body: `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`},
+		turn{calls: []ToolCall{call("c2", "edit_file", `{"path":"calc.go","old":"a - b","new":"a + b"}`)}},
+		turn{text: "Fixed."},
+	)
+	first := run(chatFor(cs), c.Goal)
+	if first.Kind != Succeeded {
+		t.Fatalf("%+v", first)
+	}
+	want, err := CanonicalTrace(context.Background(), store, first.Run)
+	if err != nil || !strings.Contains(want, "provider_call") || !strings.Contains(want, `"failure":"server"`) || !strings.Contains(want, "gate_attempt") {
+		t.Fatalf("%v\n%s", err, want)
+	}
+	calls, err := store.ProviderCalls(context.Background(), first.Run)
+	if err != nil || len(calls) != 4 {
+		t.Fatalf("%d calls %v", len(calls), err)
+	}
+	for i := range 10 {
+		out := run(Replay(calls), c.Goal)
+		got, err := CanonicalTrace(context.Background(), store, out.Run)
+		if err != nil || out.Kind != Succeeded || got != want {
+			t.Fatalf("replay %d: %+v %v\n%s", i, out, err, firstDifference(want, got))
+		}
+	}
+	out := run(Replay(calls), "another goal")
+	if out.Kind != ProviderFailed || !strings.Contains(out.Reason, "differs from the recording") {
+		t.Fatalf("%+v", out)
+	}
+}

@@ -64,10 +64,27 @@ var migrations = []string{
 	CREATE TABLE audit (run_id TEXT NOT NULL, kind TEXT NOT NULL, meta TEXT NOT NULL, at TEXT NOT NULL);
 	CREATE TABLE chain (seq INTEGER PRIMARY KEY, tbl TEXT NOT NULL, row INTEGER NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL,
 		UNIQUE (tbl, row));`,
+	// 2: an agent run's model calls and gate attempts.
+	`CREATE TABLE provider_calls (run_id TEXT NOT NULL, step INTEGER NOT NULL, attempt INTEGER NOT NULL, provider TEXT NOT NULL,
+		model TEXT NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
+		cache_write_tokens INTEGER NOT NULL, latency_ms REAL NOT NULL, first_token_ms REAL NOT NULL, finish TEXT NOT NULL,
+		failure TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL, error TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX provider_calls_run ON provider_calls (run_id);
+	CREATE TABLE gate_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, line TEXT NOT NULL, status TEXT NOT NULL,
+		exit_code INTEGER NOT NULL, tampered TEXT NOT NULL, result_id TEXT NOT NULL, duration_ms REAL NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX gate_attempts_run ON gate_attempts (run_id);`,
+}
+
+// appendOnlyFrom are the tables each migration adds, made append-only by
+// triggers when it is applied.
+var appendOnlyFrom = map[int][]string{
+	1: {"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit", "chain", "schema_migrations"},
+	2: {"provider_calls", "gate_attempts"},
 }
 
 // chained are the tables whose every row is in the chain.
-var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit"}
+var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
+	"provider_calls", "gate_attempts"}
 
 // Open opens (creating it and its directory where missing) the store at
 // path and brings its schema up to date. Every text is redacted by r
@@ -164,8 +181,8 @@ func (s *SQLite) migrate() error {
 		if _, err := tx.Exec(migrations[v-1]); err != nil {
 			return fmt.Errorf("trace: migration %d: %w", v, err)
 		}
-		if v == 1 {
-			for _, t := range append(chained, "chain", "schema_migrations") {
+		{
+			for _, t := range appendOnlyFrom[v] {
 				for _, op := range []string{"UPDATE", "DELETE"} {
 					q := fmt.Sprintf(`CREATE TRIGGER %s_no_%s BEFORE %s ON %s BEGIN SELECT RAISE(ABORT, '%s'); END`, t, strings.ToLower(op), op, t, appendOnly)
 					if _, err := tx.Exec(q); err != nil {
@@ -432,6 +449,16 @@ func (s *SQLite) Edits(ctx context.Context, runID string) ([]Edit, error) {
 	return query[Edit](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
+// ProviderCalls lists an agent run's model calls, every attempt.
+func (s *SQLite) ProviderCalls(ctx context.Context, runID string) ([]ProviderCall, error) {
+	return query[ProviderCall](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// GateAttempts lists an agent run's gate attempts.
+func (s *SQLite) GateAttempts(ctx context.Context, runID string) ([]GateAttempt, error) {
+	return query[GateAttempt](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
 // Runs lists the newest runs first, at most limit (0: all).
 func (s *SQLite) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 	q := `WHERE 1 ORDER BY rowid DESC`
@@ -471,6 +498,7 @@ var recordTypes = map[string]reflect.Type{
 	"policy_events": reflect.TypeOf(PolicyEvent{}), "process_handles": reflect.TypeOf(Handle{}),
 	"handle_output": reflect.TypeOf(HandleOutput{}), "sandbox_events": reflect.TypeOf(SandboxEvent{}),
 	"edits": reflect.TypeOf(Edit{}), "audit": reflect.TypeOf(Audit{}),
+	"provider_calls": reflect.TypeOf(ProviderCall{}), "gate_attempts": reflect.TypeOf(GateAttempt{}),
 }
 
 // VerifyError is a record that does not match the chain.

@@ -126,6 +126,48 @@ type Audit struct {
 	At   time.Time `json:"at"`
 }
 
+// ProviderCall is one attempt of a model call of an agent run, with the
+// whole request and response (or the failure), so that the run can be
+// replayed.
+type ProviderCall struct {
+	ID         int64   `json:"id"`
+	RunID      string  `json:"run_id"`
+	Step       int     `json:"step"`
+	Attempt    int     `json:"attempt"`
+	Provider   string  `json:"provider"`
+	Model      string  `json:"model"`
+	Input      int64   `json:"input_tokens"`
+	Output     int64   `json:"output_tokens"`
+	CacheRead  int64   `json:"cache_read_tokens"`
+	CacheWrite int64   `json:"cache_write_tokens"`
+	LatencyMS  float64 `json:"latency_ms"`
+	FirstMS    float64 `json:"first_token_ms"`
+	Finish     string  `json:"finish"`
+	// Failure is the failure's class, "" for a response.
+	Failure string `json:"failure"`
+	// Request and Response are JSON; Response is "" after a failure, and
+	// Error says what failed.
+	Request  string    `json:"request"`
+	Response string    `json:"response"`
+	Error    string    `json:"error"`
+	At       time.Time `json:"at"`
+}
+
+// GateAttempt is one run of an agent run's gate.
+type GateAttempt struct {
+	ID       int64  `json:"id"`
+	RunID    string `json:"run_id"`
+	Step     int    `json:"step"`
+	Line     string `json:"line"`
+	Status   string `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	// Tampered is a JSON list of the protected paths changed.
+	Tampered   string    `json:"tampered"`
+	ResultID   string    `json:"result_id"`
+	DurationMS float64   `json:"duration_ms"`
+	At         time.Time `json:"at"`
+}
+
 // Record is one of the record types above.
 type Record interface {
 	table() string
@@ -140,6 +182,8 @@ func (HandleOutput) table() string { return "handle_output" }
 func (SandboxEvent) table() string { return "sandbox_events" }
 func (Edit) table() string         { return "edits" }
 func (Audit) table() string        { return "audit" }
+func (ProviderCall) table() string { return "provider_calls" }
+func (GateAttempt) table() string  { return "gate_attempts" }
 
 // RunSummary is a run as listed.
 type RunSummary struct {
@@ -165,6 +209,8 @@ type Store interface {
 	HandleOutput(ctx context.Context, runID, handle string) ([]HandleOutput, error)
 	SandboxEvents(ctx context.Context, runID string) ([]SandboxEvent, error)
 	Edits(ctx context.Context, runID string) ([]Edit, error)
+	ProviderCalls(ctx context.Context, runID string) ([]ProviderCall, error)
+	GateAttempts(ctx context.Context, runID string) ([]GateAttempt, error)
 	// Verify walks the hash chain and reports the first record that does
 	// not match it, or nil.
 	Verify(ctx context.Context) error

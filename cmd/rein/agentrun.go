@@ -30,6 +30,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		maxTokens             int64
 		maxTime               time.Duration
 		approve               string
+		replay                string
 		asJSON                bool
 	)
 	cmd := &cobra.Command{
@@ -72,12 +73,15 @@ cancelled, 2 a run that could not start.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			provider, preset, err := agent.ChooseProvider(ctx, pc, os.Getenv)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
-				return &exitError{exitUsage, err.Error()}
+			var provider agent.Provider
+			var preset agent.Preset
+			if replay == "" {
+				if provider, preset, err = agent.ChooseProvider(ctx, pc, os.Getenv); err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
+				if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
 			}
 			switch approve {
 			case "terminal":
@@ -99,6 +103,13 @@ cancelled, 2 a run that could not start.`,
 				return err
 			}
 			defer store.Close()
+			if replay != "" {
+				calls, err := store.ProviderCalls(ctx, replay)
+				if err != nil || len(calls) == 0 {
+					return &exitError{exitUsage, fmt.Sprintf("--replay %s: no model calls of that run in %s", replay, store.Path())}
+				}
+				provider = agent.Replay(calls)
+			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime}, ResponseMaxTokens: responseMax}
 			out := cmd.OutOrStdout()
@@ -136,6 +147,7 @@ cancelled, 2 a run that could not start.`,
 	f.Int64Var(&maxTokens, "max-tokens", 0, "the token budget, input and output (default 2,000,000)")
 	f.DurationVar(&maxTime, "max-time", 0, "the wall-clock budget (default 30m)")
 	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
+	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	return cmd

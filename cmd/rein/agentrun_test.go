@@ -65,7 +65,7 @@ func TestRunCommand(t *testing.T) {
 	})
 	srv, n := scriptedModel(t,
 		`edit_file {"path":"calc.go","old":"a - b","new":"a + b"}`,
-		`shell {"line":"go test ./..."}`,
+		`shell {"line":"go vet ./..."}`,
 		"Fixed.",
 	)
 	args := []string{"run", "--provider", "ollama", "--base-url", srv.URL + "/v1", "--model", "m", "--approve", "all",
@@ -78,6 +78,20 @@ func TestRunCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "edit_file") || !strings.Contains(out, "calc.go") || !strings.Contains(out, "step 3   gate") ||
 		!strings.Contains(out, "succeeded: the gate \"go test ./...\" passed") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	// The trace shows the model calls and the gate attempt.
+	runID := out[strings.Index(out, "  run ")+6:]
+	runID = runID[:strings.Index(runID, ",")]
+	code, shown, _ := rein(t, "trace", "show", runID)
+	if code != 0 || !strings.Contains(shown, "model call: step 1 attempt 1, ollama m: tool_calls") || !strings.Contains(shown, "gate: after step 3, go test ./...: passed, exit 0") {
+		t.Fatalf("rein trace show: exit %d\n%s", code, shown)
+	}
+	// Replayed from the recording, with the workspace as it was, the run
+	// succeeds the same way and no model is asked.
+	writeFiles(t, ws, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
+	code, out, errOut = rein(t, append(args, "--replay", runID, "make the tests pass")...)
+	if code != 0 || !strings.Contains(out, "succeeded") || *n != 3 {
+		t.Fatalf("replay: exit %d, %d model calls\n%s\n%s", code, *n, out, errOut)
 	}
 	// Again, as JSON: the code is fixed, so the model says so at once.
 	srv, _ = scriptedModel(t, "Already passing.")

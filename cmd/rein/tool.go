@@ -241,7 +241,7 @@ func newTraceCmd() *cobra.Command {
 			}
 			return tw.Flush()
 		}}
-	show := &cobra.Command{Use: "show RUN", Short: "Show a run's steps, refusals, sandbox events and edits", Args: cobra.ExactArgs(1),
+	show := &cobra.Command{Use: "show RUN", Short: "Show a run's model calls, gate attempts, steps, refusals, sandbox events and edits", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := open()
 			if err != nil {
@@ -255,13 +255,30 @@ func newTraceCmd() *cobra.Command {
 			events, _ := s.PolicyEvents(ctx, args[0])
 			sb, _ := s.SandboxEvents(ctx, args[0])
 			edits, _ := s.Edits(ctx, args[0])
-			if len(steps) == 0 && len(events) == 0 {
+			calls, _ := s.ProviderCalls(ctx, args[0])
+			gates, _ := s.GateAttempts(ctx, args[0])
+			if len(steps) == 0 && len(events) == 0 && len(calls) == 0 {
 				return &exitError{1, "no run " + args[0] + " in " + s.Path()}
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits}, 0)
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits,
+					"provider_calls": calls, "gate_attempts": gates}, 0)
 			}
 			out := cmd.OutOrStdout()
+			for _, c := range calls {
+				what := fmt.Sprintf("%s, %d in (%d cached) and %d out tokens", c.Finish, c.Input, c.CacheRead, c.Output)
+				if c.Failure != "" {
+					what = "failed, " + c.Failure + ": " + policy.Printable(c.Error)
+				}
+				fmt.Fprintf(out, "model call: step %d attempt %d, %s %s: %s (%.1f ms)\n", c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
+			}
+			for _, g := range gates {
+				fmt.Fprintf(out, "gate: after step %d, %s: %s, exit %d (%.1f ms)", g.Step, policy.Printable(g.Line), g.Status, g.ExitCode, g.DurationMS)
+				if g.Tampered != "null" && g.Tampered != "" {
+					fmt.Fprintf(out, ", tampered %s", policy.Printable(g.Tampered))
+				}
+				fmt.Fprintln(out)
+			}
 			for _, st := range steps {
 				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, policy.Printable(st.Tool), policy.Printable(st.Args), st.Status, st.DurationMS)
 				if st.Reason != "" {

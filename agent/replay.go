@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/reinhq/rein/trace"
+)
+
+// replayProvider answers from a run's recorded model calls, in order, and
+// fails on the first request that differs from the one recorded.
+type replayProvider struct {
+	name, model string
+	mu          sync.Mutex
+	calls       []trace.ProviderCall
+	next        int
+}
+
+// Replay is a provider that answers from the recorded calls of a run
+// (trace.Store.ProviderCalls), in order: a recorded failure fails again, a
+// recorded response is given again, and a request that is not the
+// recorded one, byte for byte, fails the run with the first difference
+// named.
+func Replay(calls []trace.ProviderCall) Provider {
+	p := &replayProvider{name: "replay", calls: calls}
+	if len(calls) > 0 {
+		p.name, p.model = calls[0].Provider, calls[0].Model
+	}
+	return p
+}
+
+func (r *replayProvider) Name() string  { return r.name }
+func (r *replayProvider) Model() string { return r.model }
+
+func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next >= len(r.calls) {
+		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: the recording has %d calls, and the run makes more", len(r.calls))}
+	}
+	c := r.calls[r.next]
+	r.next++
+	got, err := json.Marshal(req)
+	if err != nil {
+		return nil, &ProviderError{Class: FailRequest, Err: err}
+	}
+	if string(got) != c.Request {
+		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d (step %d, attempt %d) differs from the recording: %s", r.next, c.Step, c.Attempt, firstDifference(c.Request, string(got)))}
+	}
+	if c.Failure != "" {
+		return nil, &ProviderError{Class: FailureClass(c.Failure), Err: fmt.Errorf("replayed: %s", c.Error)}
+	}
+	var resp Response
+	if err := json.Unmarshal([]byte(c.Response), &resp); err != nil {
+		return nil, &ProviderError{Class: FailMalformed, Err: fmt.Errorf("replay: call %d's recorded response: %w", r.next, err)}
+	}
+	return &resp, nil
+}
+
+// firstDifference shows where two texts part, with a little of each.
+func firstDifference(want, got string) string {
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	clip := func(s string) string {
+		s = s[i:]
+		if len(s) > 60 {
+			s = s[:60] + "..."
+		}
+		return s
+	}
+	return fmt.Sprintf("at byte %d the recording has %q, the run %q", i, clip(want), clip(got))
+}
+
+// CanonicalTrace is a run's trace with what differs from one run of the
+// same contract to the next set aside (ids, times, durations, the run's
+// id where it appears in a text): its steps, model calls and gate
+// attempts, as lines of JSON. A replay's equals the original's.
+func CanonicalTrace(ctx context.Context, s trace.Store, runID string) (string, error) {
+	steps, err := s.Steps(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	calls, err := s.ProviderCalls(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	gates, err := s.GateAttempts(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	put := func(kind string, v any) {
+		data, _ := json.Marshal(v)
+		b.WriteString(kind + " " + strings.ReplaceAll(string(data), runID, "RUN") + "\n")
+	}
+	for _, st := range steps {
+		put("step", map[string]any{"index": st.Index, "tool": st.Tool, "args": st.Args, "status": st.Status, "reason": st.Reason, "observation": st.Observation})
+	}
+	for _, c := range calls {
+		put("provider_call", map[string]any{"step": c.Step, "attempt": c.Attempt, "provider": c.Provider, "model": c.Model, "finish": c.Finish,
+			"failure": c.Failure, "input": c.Input, "output": c.Output, "request": c.Request, "response": c.Response})
+	}
+	for _, g := range gates {
+		put("gate_attempt", map[string]any{"step": g.Step, "line": g.Line, "status": g.Status, "exit_code": g.ExitCode, "tampered": g.Tampered})
+	}
+	return b.String(), nil
+}
