@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -33,6 +34,11 @@ type State struct {
 	// was told once to re-plan.
 	Recent []callMark `json:"recent,omitempty"`
 	Nudged bool       `json:"nudged,omitempty"`
+	// Malformed says the model was told once that a tool call's
+	// arguments were not JSON.
+	Malformed bool `json:"malformed,omitempty"`
+	// Notes are told to the model after the pending calls' results.
+	Notes []string `json:"notes,omitempty"`
 	// Done is the outcome, once the run has one.
 	Done *Outcome `json:"done,omitempty"`
 }
@@ -83,6 +89,8 @@ const (
 	// stallRepeats times, are a stall.
 	stallWindow  = 8
 	stallRepeats = 3
+	// maxCallsPerStep bounds the tool calls one response may make.
+	maxCallsPerStep = 64
 )
 
 // NewState starts a run's state for contract c (already defaulted) at
@@ -155,10 +163,30 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 			s.Contract.ResponseMaxTokens, len(resp.ToolCalls))})
 		return
 	}
-	msg.ToolCalls = resp.ToolCalls
+	calls := resp.ToolCalls
+	var note string
+	if len(calls) > maxCallsPerStep {
+		note = fmt.Sprintf("[rein: your response asked for %d tool calls; only the first %d were run. Ask for fewer at once.]", len(calls), maxCallsPerStep)
+		calls = calls[:maxCallsPerStep]
+	}
+	for _, c := range calls {
+		if !json.Valid([]byte(c.Args)) {
+			// Told once (the router refuses the call, saying why); a
+			// second time is the provider's failure.
+			if s.Malformed {
+				s.end(ProviderFailed, fmt.Sprintf("%s: the model sent arguments that are not JSON again (for %s), after being told once", FailMalformed, c.Name))
+				return
+			}
+			s.Malformed = true
+		}
+	}
+	msg.ToolCalls = calls
 	s.Transcript = append(s.Transcript, msg)
-	if len(resp.ToolCalls) > 0 {
-		s.Pending = resp.ToolCalls
+	if note != "" {
+		s.Notes = append(s.Notes, note)
+	}
+	if len(calls) > 0 {
+		s.Pending = calls
 		return
 	}
 	if s.Contract.Verify == nil {
@@ -188,6 +216,10 @@ func (s *State) ApplyTools(results []ToolResult, stopped string) {
 		s.Transcript = append(s.Transcript, Message{Role: RoleTool, ToolCallID: c.ID, Text: obs})
 	}
 	s.Pending = nil
+	for _, n := range s.Notes {
+		s.Transcript = append(s.Transcript, Message{Role: RoleUser, Text: n})
+	}
+	s.Notes = nil
 	if len(s.Recent) > stallWindow {
 		s.Recent = s.Recent[len(s.Recent)-stallWindow:]
 	}

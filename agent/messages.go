@@ -98,7 +98,14 @@ func (m *messagesProvider) params(req Request) (anthropic.MessageNewParams, erro
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case RoleUser:
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(msg.Text)))
+			// Messages alternate: a note after tool results joins their
+			// user message.
+			if n := len(p.Messages); n > 0 && p.Messages[n-1].OfUser != nil {
+				u := p.Messages[n-1].OfUser
+				u.Content = append(u.Content, anthropic.NewTextBlock(msg.Text))
+			} else {
+				p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(msg.Text)))
+			}
 		case RoleTool:
 			block := anthropic.NewToolResultBlock(msg.ToolCallID, msg.Text, false)
 			// Consecutive results answer one assistant turn: one user

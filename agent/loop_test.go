@@ -1,0 +1,56 @@
+package agent
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestStepFunction: the loop's decisions from state alone, without a
+// driver: a malformed call told once, then a failure; calls past the cap
+// dropped with a note; a truncated response's calls never pending.
+func TestStepFunction(t *testing.T) {
+	now := time.Now()
+	c, _ := Contract{Goal: "g", Workspace: "/w", Verify: &Gate{Line: "true"}}.withDefaults()
+	s := NewState(c, now)
+	if _, ok := s.Next(now).(CallModel); !ok {
+		t.Fatal("a new run does not call the model first")
+	}
+	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "read_file", Args: `{"path":`}}, Finish: FinishToolCalls}, nil, now)
+	if s.Done != nil || !s.Malformed || len(s.Pending) != 1 {
+		t.Fatalf("first malformed call: %+v", s)
+	}
+	s.ApplyTools([]ToolResult{{Observation: "read_file: denied: the arguments are not JSON"}}, "")
+	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "2", Name: "read_file", Args: `nope`}}, Finish: FinishToolCalls}, nil, now)
+	if s.Done == nil || s.Done.Kind != ProviderFailed {
+		t.Fatalf("second malformed call: %+v", s.Done)
+	}
+
+	s = NewState(c, now)
+	var many []ToolCall
+	for i := range maxCallsPerStep + 5 {
+		many = append(many, ToolCall{ID: fmt.Sprint(i), Name: "list_dir", Args: fmt.Sprintf(`{"path":"d%d"}`, i)})
+	}
+	s.ApplyModel(&Response{ToolCalls: many, Finish: FinishToolCalls}, nil, now)
+	if len(s.Pending) != maxCallsPerStep {
+		t.Fatalf("%d pending", len(s.Pending))
+	}
+	s.ApplyTools(make([]ToolResult, maxCallsPerStep), "")
+	if last := s.Transcript[len(s.Transcript)-1]; last.Role != RoleUser || !contains(last.Text, "only the first 64 were run") {
+		t.Fatalf("%+v", last)
+	}
+
+	s = NewState(c, now)
+	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "write_file", Args: `{"path":"a","content":"cut`}}, Finish: FinishLength}, nil, now)
+	if len(s.Pending) != 0 || s.Claimed || !contains(s.Transcript[len(s.Transcript)-1].Text, "were not run") {
+		t.Fatalf("truncated: %+v", s)
+	}
+	if _, ok := s.Next(now).(CallModel); !ok {
+		t.Fatal("after a truncated response the model is not asked again")
+	}
+	// A retried failure waits, never past the wall clock.
+	s.ApplyModel(nil, &ProviderError{Class: FailRateLimited, RetryAfter: time.Hour}, now)
+	if s.Done == nil || s.Done.Kind != ProviderFailed || !contains(s.Done.Reason, "wall-clock") {
+		t.Fatalf("a wait past the budget: %+v", s.Done)
+	}
+}
