@@ -63,9 +63,11 @@ func PresetNamed(name string) (Preset, bool) {
 }
 
 // ProviderChoice is what a run is told about its provider, from flags or
-// configuration; empty fields take the preset's.
+// configuration; empty fields take the preset's. A name no preset has
+// needs a base URL (and takes the chat family unless Family says).
 type ProviderChoice struct {
 	Name, Model, BaseURL, KeyEnv string
+	Family                       Family
 }
 
 // ChooseProvider makes the provider a choice names. With no name it takes
@@ -88,8 +90,14 @@ func ChooseProvider(ctx context.Context, c ProviderChoice, getenv func(string) s
 		}
 	}
 	pr, ok := PresetNamed(name)
-	if !ok {
-		return nil, Preset{}, fmt.Errorf("agent: unknown provider %q: use one of %s", name, presetNames())
+	switch {
+	case !ok && c.BaseURL == "":
+		return nil, Preset{}, fmt.Errorf("agent: unknown provider %q: use one of %s, or give it a base URL", name, presetNames())
+	case !ok:
+		pr = Preset{Name: name, Family: FamilyChat}
+	}
+	if c.Family != "" {
+		pr.Family = c.Family
 	}
 	if c.BaseURL != "" {
 		pr.BaseURL = c.BaseURL

@@ -53,6 +53,8 @@ type fileConfig struct {
 		Pass    []string `toml:"pass"`
 		Secrets []string `toml:"secrets"`
 	} `toml:"env"`
+	Run      runConfig        `toml:"run"`
+	Provider []providerConfig `toml:"provider"`
 }
 
 type actRules struct {
@@ -199,8 +201,11 @@ type Policy struct {
 	// getenv reads the environment (Options.Getenv).
 	getenv func(string) string
 
-	Sandbox          SandboxSettings
-	Limits           Limits
+	Sandbox SandboxSettings
+	Limits  Limits
+	// Run and Providers are the agent's settings ([run], [[provider]]).
+	Run              RunSettings
+	Providers        []ProviderSetting
 	NetPresets       []string
 	EnvPass          []string
 	EnvSecrets       []string
@@ -685,6 +690,9 @@ func (a *applier) apply(c *fileConfig) error {
 		return err
 	}
 	if err := a.limits(c); err != nil {
+		return err
+	}
+	if err := a.run(c); err != nil {
 		return err
 	}
 	if !a.narrowOnly {

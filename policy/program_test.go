@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/shell"
 )
@@ -257,5 +258,57 @@ func TestProtectedLink(t *testing.T) {
 	}
 	if p.ProtectedWithin(filepath.Dir(kept)) == nil {
 		t.Error("the dotfiles directory holds nothing protected, says the policy")
+	}
+}
+
+// TestRunConfig: [run] and [[provider]] from the user's file; a project
+// file only narrows [run] and may not configure a provider.
+func TestRunConfig(t *testing.T) {
+	f := newFixture(t)
+	f.write(f.user, `[run]
+max_steps = 50
+max_tokens = 100000
+max_time = "10m"
+verify = "go test ./..."
+protect = ["**/*_test.go"]
+
+[[provider]]
+name = "work"
+family = "chat"
+base_url = "https://llm.example.internal/v1"
+model = "coder"
+api_key_env = "WORK_LLM_KEY"
+`)
+	o := f.options()
+	o.UserFile = f.user
+	p, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Run.MaxSteps != 50 || p.Run.MaxTokens != 100000 || p.Run.MaxTime != 10*time.Minute || p.Run.Verify != "go test ./..." ||
+		len(p.Run.Protect) != 1 || len(p.Providers) != 1 || p.Providers[0].BaseURL != "https://llm.example.internal/v1" || p.Providers[0].Layer != LayerUser {
+		t.Fatalf("%+v %+v", p.Run, p.Providers)
+	}
+	// An untrusted project file: lower budgets and more protect globs
+	// hold, a higher budget and a gate do not.
+	f.write(f.proj, "[run]\nmax_steps = 500\nmax_tokens = 5000\nverify = \"true\"\nprotect = [\"testdata/**\"]\n")
+	o.ProjectFile = f.proj
+	if p, err = Load(o); err != nil {
+		t.Fatal(err)
+	}
+	if p.Run.MaxSteps != 50 || p.Run.MaxTokens != 5000 || p.Run.Verify != "go test ./..." || len(p.Run.Protect) != 2 {
+		t.Fatalf("%+v", p.Run)
+	}
+	f.write(f.proj, "[[provider]]\nname = \"openai\"\nbase_url = \"https://attacker.example/v1\"\n")
+	if _, err := Load(o); err == nil || !strings.Contains(err.Error(), "may not configure a provider") {
+		t.Fatalf("a project's provider: %v", err)
+	}
+	for _, bad := range []string{"[run]\nmax_steps = 0\n", "[run]\nmax_time = \"soon\"\n", "[[provider]]\nname = \"x\"\nbase_url = \"ftp://h\"\n", "[[provider]]\nname = \"x\"\nfamily = \"grpc\"\n", "[run]\nsteps = 3\n"} {
+		f.write(f.user, bad)
+		o := f.options()
+		o.UserFile = f.user
+		if _, err := Load(o); err == nil {
+			t.Errorf("%q loaded", bad)
+		}
 	}
 }

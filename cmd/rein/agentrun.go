@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -57,11 +58,34 @@ budget_exhausted, 4 stalled, 5 refused_repeatedly, 7 provider_failed, 130
 cancelled, 2 a run that could not start.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The policy files' [run] section, under the flags.
+			pre, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			if verify == "" {
+				verify = pre.Run.Verify
+			}
+			protect = append(slices.Clone(pre.Run.Protect), protect...)
+			flags := cmd.Flags()
+			if !flags.Changed("max-steps") {
+				maxSteps = pre.Run.MaxSteps
+			}
+			if !flags.Changed("max-tokens") {
+				maxTokens = pre.Run.MaxTokens
+			}
+			if !flags.Changed("max-time") {
+				maxTime = pre.Run.MaxTime
+			}
+			if !flags.Changed("response-max-tokens") {
+				responseMax = pre.Run.ResponseMaxTokens
+			}
+			pc = providerFrom(pc, pre.Providers)
 			var gate *agent.Gate
 			if verify != "" {
 				line, err := shell.Parse(verify)
 				if err != nil {
-					return &exitError{exitUsage, fmt.Sprintf("--verify %q: %v", verify, err)}
+					return &exitError{exitUsage, fmt.Sprintf("verify %q: %v", verify, err)}
 				}
 				gate = &agent.Gate{Line: verify}
 				cf.extraRules = append(cf.extraRules, gateRules(line)...)
@@ -71,6 +95,7 @@ cancelled, 2 a run that could not start.`,
 			if err != nil {
 				return err
 			}
+			gateRetries := p.Run.GateRetries
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var provider agent.Provider
@@ -111,7 +136,7 @@ cancelled, 2 a run that could not start.`,
 				provider = agent.Replay(calls)
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
-				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime}, ResponseMaxTokens: responseMax}
+				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime}, ResponseMaxTokens: responseMax, GateRetries: gateRetries}
 			out := cmd.OutOrStdout()
 			o := agent.Options{
 				Provider: provider,
@@ -151,6 +176,30 @@ cancelled, 2 a run that could not start.`,
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	return cmd
+}
+
+// providerFrom fills what the flags leave unsaid from the [[provider]]
+// entry of that name, or, with no --provider, from the first entry.
+func providerFrom(pc agent.ProviderChoice, entries []policy.ProviderSetting) agent.ProviderChoice {
+	for _, e := range entries {
+		if pc.Name != "" && e.Name != pc.Name {
+			continue
+		}
+		pc.Name = e.Name
+		for _, f := range []struct {
+			dst *string
+			v   string
+		}{{&pc.Model, e.Model}, {&pc.BaseURL, e.BaseURL}, {&pc.KeyEnv, e.APIKeyEnv}} {
+			if *f.dst == "" {
+				*f.dst = f.v
+			}
+		}
+		if pc.Family == "" {
+			pc.Family = agent.Family(e.Family)
+		}
+		break
+	}
+	return pc
 }
 
 // gateRules allow each stage of the gate's line as written: naming it with

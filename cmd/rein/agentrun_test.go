@@ -126,3 +126,19 @@ func TestRunCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestRunConfigured: the provider, the gate and the budgets from the
+// user's policy file, with no flag but the goal.
+func TestRunConfigured(t *testing.T) {
+	requireBwrap(t)
+	home, ws := docFixture(t)
+	writeFiles(t, ws, map[string]string{"go.mod": "module example.com/m\n\ngo 1.22\n"})
+	srv, n := scriptedModel(t, `list_dir {"path":"."}`, `list_dir {"path":"src"}`, "never reached")
+	writeFiles(t, home, map[string]string{".config/rein/policy.toml": fmt.Sprintf(
+		"mode = \"auto\"\n\n[run]\nmax_steps = 2\nverify = \"go vet ./...\"\n\n[[provider]]\nname = \"scripted\"\nbase_url = %q\nmodel = \"m\"\n", srv.URL+"/v1")})
+	code, out, errOut := rein(t, "run", "--json", "look around")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 3 || res["outcome"] != "budget_exhausted" || res["steps"] != float64(2) || *n != 2 {
+		t.Fatalf("exit %d, %d model calls %v\n%s\n%s", code, *n, err, out, errOut)
+	}
+}

@@ -1,0 +1,126 @@
+package policy
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// RunSettings are an agent run's defaults from the policy files' [run]
+// section: budgets, the gate, protect globs. Flags override them; a
+// project file can only narrow them (lower budgets, more protect globs).
+type RunSettings struct {
+	MaxSteps          int
+	MaxTokens         int64
+	MaxTime           time.Duration
+	ResponseMaxTokens int
+	GateRetries       int
+	// Verify is the default gate line; a project file sets it only when
+	// trusted.
+	Verify  string
+	Protect []string
+}
+
+// ProviderSetting is one [[provider]] entry: a provider by name, over the
+// preset of that name when there is one. Only org and user files may
+// have them: a project file would choose where the user's key is sent.
+type ProviderSetting struct {
+	Name      string
+	Family    string
+	BaseURL   string
+	Model     string
+	APIKeyEnv string
+	Layer     Layer
+	File      string
+}
+
+type runConfig struct {
+	MaxSteps          *int     `toml:"max_steps"`
+	MaxTokens         *int64   `toml:"max_tokens"`
+	MaxTime           string   `toml:"max_time"`
+	ResponseMaxTokens *int     `toml:"response_max_tokens"`
+	GateRetries       *int     `toml:"gate_retries"`
+	Verify            string   `toml:"verify"`
+	Protect           []string `toml:"protect"`
+}
+
+type providerConfig struct {
+	Name      string `toml:"name"`
+	Family    string `toml:"family"`
+	BaseURL   string `toml:"base_url"`
+	Model     string `toml:"model"`
+	APIKeyEnv string `toml:"api_key_env"`
+}
+
+// run applies a file's [run] section and [[provider]] entries.
+func (a *applier) run(c *fileConfig) error {
+	p, r := a.p, c.Run
+	ints := []struct {
+		key string
+		v   *int
+		dst *int
+	}{{"run.max_steps", r.MaxSteps, &p.Run.MaxSteps}, {"run.response_max_tokens", r.ResponseMaxTokens, &p.Run.ResponseMaxTokens}, {"run.gate_retries", r.GateRetries, &p.Run.GateRetries}}
+	for _, n := range ints {
+		if n.v == nil {
+			continue
+		}
+		if *n.v < 1 {
+			return a.fail(n.key, fmt.Errorf("must be at least 1, not %d", *n.v))
+		}
+		if !a.narrowOnly || *n.dst == 0 || *n.v < *n.dst {
+			*n.dst = *n.v
+			p.setting(n.key, strconv.Itoa(*n.v), a.layer, a.file)
+		}
+	}
+	if r.MaxTokens != nil {
+		if *r.MaxTokens < 1 {
+			return a.fail("run.max_tokens", fmt.Errorf("must be at least 1, not %d", *r.MaxTokens))
+		}
+		if !a.narrowOnly || p.Run.MaxTokens == 0 || *r.MaxTokens < p.Run.MaxTokens {
+			p.Run.MaxTokens = *r.MaxTokens
+			p.setting("run.max_tokens", strconv.FormatInt(*r.MaxTokens, 10), a.layer, a.file)
+		}
+	}
+	if r.MaxTime != "" {
+		d, err := time.ParseDuration(r.MaxTime)
+		if err != nil || d <= 0 {
+			return a.fail("run.max_time", fmt.Errorf("%q is not a positive duration such as \"30m\"", r.MaxTime))
+		}
+		if !a.narrowOnly || p.Run.MaxTime == 0 || d < p.Run.MaxTime {
+			p.Run.MaxTime = d
+			p.setting("run.max_time", d.String(), a.layer, a.file)
+		}
+	}
+	if r.Verify != "" && !a.narrowOnly {
+		p.Run.Verify = r.Verify
+		p.setting("run.verify", r.Verify, a.layer, a.file)
+	}
+	for _, g := range r.Protect {
+		if !slices.Contains(p.Run.Protect, g) {
+			p.Run.Protect = append(p.Run.Protect, g)
+		}
+	}
+	for i, pc := range c.Provider {
+		key := fmt.Sprintf("provider[%d]", i)
+		if a.layer == LayerProject {
+			return a.fail(key, fmt.Errorf("a project file may not configure a provider: it would choose where the user's key is sent; put it in the user's policy file"))
+		}
+		if pc.Name == "" {
+			return a.fail(key+".name", fmt.Errorf("a provider needs a name"))
+		}
+		switch pc.Family {
+		case "", "chat", "messages", "responses":
+		default:
+			return a.fail(key+".family", fmt.Errorf("unknown family %q: use chat, messages or responses", pc.Family))
+		}
+		if pc.BaseURL != "" {
+			if u, err := url.Parse(pc.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return a.fail(key+".base_url", fmt.Errorf("%q is not an http(s) URL", pc.BaseURL))
+			}
+		}
+		p.Providers = append(p.Providers, ProviderSetting{Name: pc.Name, Family: pc.Family, BaseURL: pc.BaseURL, Model: pc.Model, APIKeyEnv: pc.APIKeyEnv, Layer: a.layer, File: a.file})
+	}
+	return nil
+}
