@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -47,8 +48,11 @@ func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, erro
 	if err != nil {
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
-	if string(got) != c.Request {
-		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d (step %d, attempt %d) differs from the recording: %s", r.next, c.Step, c.Attempt, firstDifference(c.Request, string(got)))}
+	// A run's id appears in what the model is shown (a handle, a result
+	// id): each run has its own, so both sides name it alike.
+	want, have := runIDs.ReplaceAllString(c.Request, "RUN"), runIDs.ReplaceAllString(string(got), "RUN")
+	if have != want {
+		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d (step %d, attempt %d) differs from the recording: %s", r.next, c.Step, c.Attempt, firstDifference(want, have))}
 	}
 	if c.Failure != "" {
 		return nil, &ProviderError{Class: FailureClass(c.Failure), Err: fmt.Errorf("replayed: %s", c.Error)}
@@ -59,6 +63,9 @@ func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, erro
 	}
 	return &resp, nil
 }
+
+// runIDs match a run's id as the router makes them.
+var runIDs = regexp.MustCompile(`\b\d{8}T\d{6}-[0-9a-f]{8}\b`)
 
 // firstDifference shows where two texts part, with a little of each.
 func firstDifference(want, got string) string {
@@ -96,7 +103,7 @@ func CanonicalTrace(ctx context.Context, s trace.Store, runID string) (string, e
 	var b strings.Builder
 	put := func(kind string, v any) {
 		data, _ := json.Marshal(v)
-		b.WriteString(kind + " " + strings.ReplaceAll(string(data), runID, "RUN") + "\n")
+		b.WriteString(kind + " " + runIDs.ReplaceAllString(string(data), "RUN") + "\n")
 	}
 	for _, st := range steps {
 		put("step", map[string]any{"index": st.Index, "tool": st.Tool, "args": st.Args, "status": st.Status, "reason": st.Reason, "observation": st.Observation})

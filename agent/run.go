@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -101,7 +101,7 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("agent: contract: verify %q is not allowed outright by the policy (%s: %s); a gate must be, or the run could not check itself", c.Verify.Line, v.Decision, policy.Printable(v.Reason))
 		}
 	}
-	baseline, err := hashProtected(c.Workspace, c.Protect)
+	baseline, err := hashProtected(c.Workspace, c.Protect, true)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -135,9 +135,23 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	out.Run = router.RunID()
 	out.Rung = d.rung
 	router.Close(string(out.Kind))
+	// Whatever the run did behind the policy's back to the files it may
+	// not change is undone: the workspace keeps the tests it began with.
+	if now, err := hashProtected(c.Workspace, c.Protect, false); err == nil {
+		if changed := diffHashes(baseline, now); len(changed) > 0 {
+			if err := restoreProtected(c.Workspace, baseline, now); err != nil {
+				out.Reason += fmt.Sprintf("; protected files were changed and could not all be put back (%v): %s", err, strings.Join(changed, ", "))
+			} else {
+				out.Reason += "; rein put back the protected files changed behind the policy's back: " + strings.Join(changed, ", ")
+			}
+		}
+	}
 	d.emit(Event{Kind: EventFinished, Step: out.Steps, Tokens: out.Tokens, Reason: out.Reason, Outcome: &out})
 	return out, nil
 }
+
+// errWallClock is the cause of a run's context ending at its budget.
+var errWallClock = errors.New("the wall-clock budget")
 
 type driver struct {
 	c        Contract
@@ -146,7 +160,7 @@ type driver struct {
 	specs    map[string]*tool.Spec
 	tools    []ToolDef
 	system   string
-	baseline map[string]string
+	baseline map[string]protectedFile
 	rung     string
 	state    *State
 }
@@ -163,10 +177,18 @@ func (d *driver) emit(e Event) {
 func (d *driver) run(ctx context.Context) Outcome {
 	s := NewState(d.c, d.o.Now())
 	d.state = s
+	// The wall clock bounds every effect too: a model that streams
+	// forever, a command that sleeps, a gate that hangs.
+	ctx, cancel := context.WithTimeoutCause(ctx, d.c.Budget.WallClock, errWallClock)
+	defer cancel()
 	d.emit(Event{Kind: EventStarted})
 	for {
 		if ctx.Err() != nil && s.Done == nil {
-			s.Cancel("the run was cancelled: " + context.Cause(ctx).Error())
+			if errors.Is(context.Cause(ctx), errWallClock) {
+				s.end(BudgetExhausted, fmt.Sprintf("the wall-clock budget of %s is spent", d.c.Budget.WallClock))
+			} else {
+				s.Cancel("the run was cancelled: " + context.Cause(ctx).Error())
+			}
 		}
 		switch e := s.Next(d.o.Now()).(type) {
 		case End:
@@ -181,8 +203,7 @@ func (d *driver) run(ctx context.Context) Outcome {
 			start := time.Now()
 			resp, err := d.o.Provider.Stream(ctx, req)
 			if err != nil && ctx.Err() != nil {
-				s.Cancel("the run was cancelled during a model call")
-				continue
+				continue // the loop's head says why
 			}
 			d.recordCall(ctx, step, attempt, req, resp, err, time.Since(start))
 			s.ApplyModel(resp, err, d.o.Now())
@@ -311,14 +332,10 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 		a.DurationMS = float64(d.o.Now().Sub(start).Microseconds()) / 1000
 		d.emit(Event{Kind: EventGateAttempt, Step: d.state.Steps, Tokens: d.state.Tokens, Status: string(a.Status), Target: d.c.Verify.Line})
 	}()
-	now, err := hashProtected(d.c.Workspace, d.c.Protect)
-	if err != nil {
-		a.Status, a.Output = GateErrored, err.Error()
-		return a
-	}
-	if changed := diffHashes(d.baseline, now); len(changed) > 0 {
-		a.Status, a.Tampered = GateTampered, changed
-		a.Output = "these protected files differ from the run's start, changed by a program the policy could not see into: " + strings.Join(changed, ", ") + "; put them back as they were"
+	// Nothing of the run runs beside its gate: a background line could
+	// change what the gate reads while it reads it.
+	d.router.KillHandles()
+	if d.tampered(&a) {
 		return a
 	}
 	args := map[string]string{"line": d.c.Verify.Line}
@@ -327,6 +344,9 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 	}
 	raw, _ := json.Marshal(args)
 	env := d.router.Call(ctx, "shell", raw)
+	if env.Rung != "" {
+		d.rung = env.Rung
+	}
 	a.ExitCode, a.ResultID, a.Output = env.ExitCode, env.ResultID, env.Text()
 	switch {
 	case env.ExitCode != nil && *env.ExitCode == d.c.Verify.ExpectExit && (env.Status == tool.OK || env.Status == tool.Failed):
@@ -336,13 +356,46 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 	default:
 		a.Status = GateErrored
 	}
+	// And nothing changed them while the gate ran.
+	d.tampered(&a)
 	return a
 }
 
-// hashProtected hashes every regular file of ws a protect glob matches; a
-// glob that matches nothing is refused (it would protect nothing).
-func hashProtected(ws string, globs []string) (map[string]string, error) {
-	out := map[string]string{}
+// tampered fails the attempt as tampered when the protected files differ
+// from the run's start, and puts them back.
+func (d *driver) tampered(a *GateAttempt) bool {
+	now, err := hashProtected(d.c.Workspace, d.c.Protect, false)
+	if err != nil {
+		a.Status, a.Output = GateErrored, err.Error()
+		return true
+	}
+	changed := diffHashes(d.baseline, now)
+	if len(changed) == 0 {
+		return false
+	}
+	a.Status, a.Tampered = GateTampered, changed
+	a.Output = "these protected files differ from the run's start, changed by a program the policy could not see into: " + strings.Join(changed, ", ") + "; rein put them back as they were"
+	if err := restoreProtected(d.c.Workspace, d.baseline, now); err != nil {
+		a.Output += fmt.Sprintf(" (not all: %v)", err)
+	}
+	return true
+}
+
+// protectedFile is a protected file as the run began: its hash and its
+// bytes, to put back.
+type protectedFile struct {
+	hash string
+	data []byte
+}
+
+// maxProtectedBytes bounds the protected files a run keeps a copy of.
+const maxProtectedBytes = 64 << 20
+
+// hashProtected hashes (and, with keep, copies) every entry of ws a
+// protect glob matches; with keep (at the run's start) a glob that
+// matches nothing is refused, since it would protect nothing.
+func hashProtected(ws string, globs []string, keep bool) (map[string]protectedFile, error) {
+	out := map[string]protectedFile{}
 	if len(globs) == 0 {
 		return out, nil
 	}
@@ -352,51 +405,82 @@ func hashProtected(ws string, globs []string) (map[string]string, error) {
 	}
 	defer root.Close()
 	fsys := root.FS()
+	total := 0
 	for _, g := range globs {
 		if !doublestar.ValidatePattern(g) || strings.HasPrefix(g, "/") {
 			return nil, fmt.Errorf("agent: contract: protect %q is not a pattern relative to the workspace", g)
 		}
 		n := 0
 		err := doublestar.GlobWalk(fsys, g, func(p string, e fs.DirEntry) error {
+			n++
 			if !e.Type().IsRegular() {
+				// A link or a directory where a protected file was is a
+				// change too.
+				out[p] = protectedFile{hash: "not a file: " + e.Type().String()}
 				return nil
 			}
-			n++
-			h, err := hashFile(root, p)
+			data, err := root.ReadFile(p)
 			if err != nil {
 				return err
 			}
-			out[p] = h
+			sum := sha256.Sum256(data)
+			f := protectedFile{hash: hex.EncodeToString(sum[:])}
+			if keep {
+				if total += len(data); total > maxProtectedBytes {
+					return fmt.Errorf("the protected files pass %d MiB, more than a run keeps a copy of", maxProtectedBytes>>20)
+				}
+				f.data = data
+			}
+			out[p] = f
 			return nil
 		}, doublestar.WithNoFollow())
 		if err != nil {
 			return nil, fmt.Errorf("agent: hashing what protect %q matches: %w", g, err)
 		}
-		if n == 0 {
+		if n == 0 && keep {
 			return nil, fmt.Errorf("agent: contract: protect %q matches no file in %s", g, ws)
 		}
 	}
 	return out, nil
 }
 
-func hashFile(root *os.Root, p string) (string, error) {
-	f, err := root.Open(p)
+// restoreProtected puts the protected files back as the run began, never
+// through a link: what replaced one (a link, a directory) is removed
+// first, and protected files that appeared since are removed.
+func restoreProtected(ws string, base, now map[string]protectedFile) error {
+	root, err := os.OpenRoot(ws)
 	if err != nil {
-		return "", err
+		return err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
+	defer root.Close()
+	var errs []error
+	for _, p := range diffHashes(base, now) {
+		if err := root.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+			continue
+		}
+		if f, ok := base[p]; ok {
+			if f.data == nil && strings.HasPrefix(f.hash, "not a file") {
+				errs = append(errs, fmt.Errorf("%s was not a file when the run began, and is not put back", p))
+				continue
+			}
+			if err := root.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := root.WriteFile(p, f.data, 0o644); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return errors.Join(errs...)
 }
 
 // diffHashes lists the paths whose hash changed, appeared or went.
-func diffHashes(a, b map[string]string) []string {
+func diffHashes(a, b map[string]protectedFile) []string {
 	var out []string
 	for p, h := range a {
-		if b[p] != h {
+		if g, ok := b[p]; !ok || g.hash != h.hash {
 			out = append(out, p)
 		}
 	}

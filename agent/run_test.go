@@ -205,6 +205,9 @@ func TestRunTampered(t *testing.T) {
 	if out.Kind != GateFailed || out.Gate == nil || out.Gate.Status != GateTampered || len(out.Gate.Tampered) != 1 || out.Gate.Tampered[0] != "calc_test.go" {
 		t.Fatalf("%+v %+v", out, out.Gate)
 	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "calc_test.go")); string(data) != calcTest {
+		t.Fatalf("the tampered test was not put back: %q", data)
+	}
 }
 
 func goQuote(s string) string {
@@ -383,5 +386,40 @@ func TestReplay(t *testing.T) {
 	out := run(Replay(calls), "another goal")
 	if out.Kind != ProviderFailed || !strings.Contains(out.Reason, "differs from the recording") {
 		t.Fatalf("%+v", out)
+	}
+}
+
+const tamperLoop = `package main
+
+import (
+	"os"
+	"time"
+)
+
+func main() {
+	for {
+		time.Sleep(50 * time.Millisecond)
+		os.WriteFile("calc_test.go", []byte("package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n"), 0o644)
+	}
+}
+`
+
+// TestRunBackgroundTamper: a background line that keeps rewriting the
+// protected test is killed before the gate, its change found and put
+// back: never a success on a weakened test, and the workspace keeps the
+// test it began with.
+func TestRunBackgroundTamper(t *testing.T) {
+	ws := fixture(t, map[string]string{"tamper/main.go": tamperLoop})
+	out, _, _ := runScript(t, ws, Contract{Goal: "make go test pass", Verify: gateGoTest(), Protect: []string{"*_test.go"}, GateRetries: 1},
+		turn{calls: []ToolCall{call("c1", "shell", `{"line":"go build -o tb ./tamper"}`)}},
+		turn{calls: []ToolCall{call("c2", "shell_start", `{"line":"./tb"}`)}},
+		turn{calls: []ToolCall{call("c3", "shell", `{"line":"sleep 0.5"}`)}},
+		turn{text: "Done."},
+	)
+	if out.Kind != GateFailed || out.Gate == nil || out.Gate.Status != GateTampered || !contains(out.Reason, "tampered") && !contains(out.Reason, "protected files") {
+		t.Fatalf("%+v %+v", out, out.Gate)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "calc_test.go")); string(data) != calcTest {
+		t.Fatalf("the test was left weakened: %q", data)
 	}
 }

@@ -106,6 +106,28 @@ func newHandleTable(r *Router) *handleTable {
 	return &handleTable{r: r, all: map[string]*handle{}, ctx: ctx, cancel: cancel}
 }
 
+// killLive kills every live handle and waits for their ends (at most
+// 15 s each), leaving the table open for new ones.
+func (t *handleTable) killLive() {
+	t.mu.Lock()
+	hs := make([]*handle, 0, len(t.all))
+	for _, h := range t.all {
+		if !h.done() {
+			hs = append(hs, h)
+		}
+	}
+	t.mu.Unlock()
+	for _, h := range hs {
+		h.h.Kill()
+	}
+	for _, h := range hs {
+		select {
+		case <-h.h.Done():
+		case <-time.After(15 * time.Second):
+		}
+	}
+}
+
 // killAll kills every live handle and waits for their ends: the run is
 // over, however it ended.
 // killAll kills every handle and returns the connections they made since

@@ -178,6 +178,11 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 // RunID is the run's id in the trace.
 func (r *Router) RunID() string { return r.runID }
 
+// KillHandles kills every background handle of the run that is still
+// running and waits for it to end; later calls may start new ones. An
+// agent's gate runs with nothing of the run's running beside it.
+func (r *Router) KillHandles() { r.handles.killLive() }
+
 // Stopped says why the run was stopped (the same refusal repeated, the
 // trace down), or "" while it goes on.
 func (r *Router) Stopped() string {

@@ -148,8 +148,11 @@ cancelled, 2 a run that could not start.`,
 			}
 			res, err := agent.Run(ctx, c, o)
 			if err != nil {
-				return &exitError{exitUsage, strings.TrimPrefix(err.Error(), "agent: ")}
+				return &exitError{exitUsage, red.Redact(strings.TrimPrefix(err.Error(), "agent: "))}
 			}
+			// A provider's error can quote what it was sent: the outcome is
+			// printed through the same chokepoint as everything else.
+			res.Reason = red.Redact(res.Reason)
 			if asJSON {
 				return writeJSON(out, res, res.Kind.ExitCode())
 			}

@@ -142,3 +142,23 @@ func TestRunConfigured(t *testing.T) {
 		t.Fatalf("exit %d, %d model calls %v\n%s\n%s", code, *n, err, out, errOut)
 	}
 }
+
+// TestRunRedactsKey: a provider error quoting the key it was sent prints
+// redacted, with --json too.
+func TestRunRedactsKey(t *testing.T) {
+	docFixture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"message":"Incorrect API key provided: %s","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	t.Setenv("REIN_TEST_LLM_KEY", "sk-rein-test-secret-0123456789")
+	for _, extra := range [][]string{nil, {"--json"}} {
+		args := append([]string{"run", "--provider", "openai", "--base-url", srv.URL + "/v1", "--api-key-env", "REIN_TEST_LLM_KEY", "--model", "m"}, extra...)
+		code, out, errOut := rein(t, append(args, "x")...)
+		if code != 7 || strings.Contains(out+errOut, "sk-rein-test-secret") || !strings.Contains(out+errOut, "auth") {
+			t.Fatalf("%v: exit %d\n%s\n%s", extra, code, out, errOut)
+		}
+	}
+}
