@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ func (m *instantModel) Stream(context.Context, Request) (*Response, error) {
 // BenchmarkLoopStep is one step of the loop with a model that answers at
 // once and one read_file call, with and without the trace; p50-ms and
 // p99-ms are a step's wall time, the read_file call included (an
-// in-process read of a small file through the router).
+// in-process read of a small file through the router); heap-sys-MiB is
+// the heap the process holds at the run's end (-benchtime 1000x: a
+// 1,000-step run).
 func BenchmarkLoopStep(b *testing.B) {
 	for _, traced := range []bool{false, true} {
 		b.Run(fmt.Sprintf("trace=%v", traced), func(b *testing.B) {
@@ -75,6 +78,9 @@ func BenchmarkLoopStep(b *testing.B) {
 			if err != nil || out.Kind != Finished {
 				b.Fatalf("%+v %v", out, err)
 			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(ms.HeapSys)/(1<<20), "heap-sys-MiB")
 			slices.Sort(steps)
 			if len(steps) > 0 {
 				b.ReportMetric(float64(steps[len(steps)/2].Microseconds())/1000, "p50-ms")

@@ -18,6 +18,7 @@ type replayProvider struct {
 	mu          sync.Mutex
 	calls       []trace.ProviderCall
 	next        int
+	prev        *Request
 }
 
 // Replay is a provider that answers from the recorded calls of a run
@@ -44,13 +45,23 @@ func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, erro
 	}
 	c := r.calls[r.next]
 	r.next++
+	var rec recordedRequest
+	if err := json.Unmarshal([]byte(c.Request), &rec); err != nil {
+		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d's recorded request: %w", r.next, err)}
+	}
+	whole, err := rec.expand(r.prev)
+	if err != nil {
+		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d: %w", r.next, err)}
+	}
+	r.prev = &whole
+	recorded, _ := json.Marshal(whole)
 	got, err := json.Marshal(req)
 	if err != nil {
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
 	// A run's id appears in what the model is shown (a handle, a result
 	// id): each run has its own, so both sides name it alike.
-	want, have := runIDs.ReplaceAllString(c.Request, "RUN"), runIDs.ReplaceAllString(string(got), "RUN")
+	want, have := runIDs.ReplaceAllString(string(recorded), "RUN"), runIDs.ReplaceAllString(string(got), "RUN")
 	if have != want {
 		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d (step %d, attempt %d) differs from the recording: %s", r.next, c.Step, c.Attempt, firstDifference(want, have))}
 	}

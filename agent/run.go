@@ -162,6 +162,8 @@ type driver struct {
 	system   string
 	baseline map[string]protectedFile
 	rung     string
+	// recorded is the last request the trace kept.
+	recorded *Request
 	state    *State
 }
 
@@ -226,13 +228,82 @@ func (d *driver) run(ctx context.Context) Outcome {
 	}
 }
 
-// recordCall keeps one attempt of a model call in the trace, whole.
+// recordedRequest is a request as the trace keeps it: what it adds to
+// the previous call's (the transcript only grows), so that a run's calls
+// cost the trace what they add, not the whole transcript each time. The
+// whole request is the previous one's first Prefix messages, these
+// messages after them, and the previous system block and tools where
+// these are absent.
+type recordedRequest struct {
+	Prefix    int        `json:"prefix"`
+	System    *string    `json:"system,omitempty"`
+	Tools     *[]ToolDef `json:"tools,omitempty"`
+	Messages  []Message  `json:"messages"`
+	MaxTokens int        `json:"max_tokens"`
+}
+
+// delta is req as the trace keeps it, after the previous recorded call.
+func (d *driver) delta(req Request) recordedRequest {
+	r := recordedRequest{MaxTokens: req.MaxTokens}
+	if d.recorded == nil || req.System != d.recorded.System {
+		r.System = &req.System
+	}
+	if d.recorded == nil || !sameTools(req.Tools, d.recorded.Tools) {
+		r.Tools = &req.Tools
+	}
+	if d.recorded != nil && len(req.Messages) >= len(d.recorded.Messages) && sameMessages(req.Messages[:len(d.recorded.Messages)], d.recorded.Messages) {
+		r.Prefix = len(d.recorded.Messages)
+	}
+	r.Messages = req.Messages[r.Prefix:]
+	d.recorded = &Request{System: req.System, Tools: req.Tools, Messages: slices.Clone(req.Messages)}
+	return r
+}
+
+// expand is the whole request a recorded one stands for, after prev.
+func (r recordedRequest) expand(prev *Request) (Request, error) {
+	out := Request{MaxTokens: r.MaxTokens}
+	switch {
+	case r.System != nil:
+		out.System = *r.System
+	case prev != nil:
+		out.System = prev.System
+	}
+	switch {
+	case r.Tools != nil:
+		out.Tools = *r.Tools
+	case prev != nil:
+		out.Tools = prev.Tools
+	}
+	if r.Prefix > 0 {
+		if prev == nil || r.Prefix > len(prev.Messages) {
+			return out, fmt.Errorf("a recorded request carries %d messages over from a call the recording lacks", r.Prefix)
+		}
+		out.Messages = append(out.Messages, prev.Messages[:r.Prefix]...)
+	}
+	out.Messages = append(out.Messages, r.Messages...)
+	return out, nil
+}
+
+func sameTools(a, b []ToolDef) bool {
+	return slices.EqualFunc(a, b, func(x, y ToolDef) bool {
+		return x.Name == y.Name && x.Description == y.Description && string(x.Schema) == string(y.Schema)
+	})
+}
+
+func sameMessages(a, b []Message) bool {
+	return slices.EqualFunc(a, b, func(x, y Message) bool {
+		return x.Role == y.Role && x.Text == y.Text && x.ToolCallID == y.ToolCallID && slices.Equal(x.ToolCalls, y.ToolCalls)
+	})
+}
+
+// recordCall keeps one attempt of a model call in the trace: the request
+// as what it adds to the previous one, the response whole.
 func (d *driver) recordCall(ctx context.Context, step, attempt int, req Request, resp *Response, err error, took time.Duration) {
 	store := d.o.Tool.Store
 	if store == nil {
 		return
 	}
-	reqJSON, _ := json.Marshal(req)
+	reqJSON, _ := json.Marshal(d.delta(req))
 	rec := trace.ProviderCall{RunID: d.router.RunID(), Step: step, Attempt: attempt, Provider: d.o.Provider.Name(), Model: d.o.Provider.Model(),
 		LatencyMS: float64(took.Microseconds()) / 1000, Request: string(reqJSON), At: time.Now()}
 	if err != nil {
