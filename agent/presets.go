@@ -15,8 +15,7 @@ import (
 // Family is a provider's wire format.
 type Family string
 
-// The wire families. Chat Completions and Anthropic's Messages are
-// built; the Responses API is named so that a preset can say so.
+// The wire families.
 const (
 	FamilyChat      Family = "chat"
 	FamilyResponses Family = "responses"
@@ -32,10 +31,9 @@ type Preset struct {
 	KeyEnv string
 }
 
-// presets is the provider table. OpenAI is served through its Chat
-// Completions endpoint until the Responses family is built.
+// presets is the provider table.
 var presets = []Preset{
-	{"openai", FamilyChat, "https://api.openai.com/v1", "OPENAI_API_KEY"},
+	{"openai", FamilyResponses, "https://api.openai.com/v1", "OPENAI_API_KEY"},
 	{"anthropic", FamilyMessages, "https://api.anthropic.com", "ANTHROPIC_API_KEY"},
 	{"openrouter", FamilyChat, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"},
 	{"groq", FamilyChat, "https://api.groq.com/openai/v1", "GROQ_API_KEY"},
@@ -123,6 +121,8 @@ func ChooseProvider(ctx context.Context, c ProviderChoice, getenv func(string) s
 		return NewChat(cfg), pr, nil
 	case FamilyMessages:
 		return NewMessages(cfg), pr, nil
+	case FamilyResponses:
+		return NewResponses(cfg), pr, nil
 	}
 	return nil, pr, fmt.Errorf("agent: provider %s speaks the %s wire family, which this rein does not build yet", name, pr.Family)
 }
