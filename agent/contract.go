@@ -27,6 +27,9 @@ type Contract struct {
 	// Instructions are the repository guidance files read into the
 	// system block; nil is AGENTS.md.
 	Instructions []string `json:"instructions,omitempty"`
+	// ContextTokens is the model's window; zero is 128,000. When the
+	// transcript passes 70% of it, the oldest observations are set aside.
+	ContextTokens int `json:"context_tokens,omitempty"`
 }
 
 // Gate is the command whose passing ends a run succeeded: a line of
@@ -51,6 +54,7 @@ const (
 	DefaultWallClock         = 30 * time.Minute
 	DefaultResponseMaxTokens = 16_384
 	DefaultGateRetries       = 3
+	DefaultContextTokens     = 128_000
 	// maxGuidanceBytes bounds what one guidance file adds to the prompt.
 	maxGuidanceBytes = 32 << 10
 )
@@ -65,7 +69,7 @@ func (c Contract) withDefaults() (Contract, error) {
 		return c, fmt.Errorf("agent: contract: workspace is empty")
 	}
 	switch {
-	case c.Budget.Steps < 0 || c.Budget.Tokens < 0 || c.Budget.WallClock < 0 || c.ResponseMaxTokens < 0 || c.GateRetries < 0:
+	case c.Budget.Steps < 0 || c.Budget.Tokens < 0 || c.Budget.WallClock < 0 || c.ResponseMaxTokens < 0 || c.GateRetries < 0 || c.ContextTokens < 0:
 		return c, fmt.Errorf("agent: contract: a budget is negative")
 	}
 	if c.Budget.Steps == 0 {
@@ -82,6 +86,9 @@ func (c Contract) withDefaults() (Contract, error) {
 	}
 	if c.GateRetries == 0 {
 		c.GateRetries = DefaultGateRetries
+	}
+	if c.ContextTokens == 0 {
+		c.ContextTokens = DefaultContextTokens
 	}
 	if c.Instructions == nil {
 		c.Instructions = []string{"AGENTS.md"}

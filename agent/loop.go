@@ -118,7 +118,42 @@ func (s *State) Next(now time.Time) Effect {
 	case now.Before(s.RetryAt):
 		return Wait{Key: k("wait"), Until: s.RetryAt}
 	}
+	s.fit()
 	return CallModel{Key: k("model")}
+}
+
+// The share of the window the transcript may fill, the characters a token
+// is taken for where no count is known, and the messages at the end that
+// are never set aside.
+const (
+	contextShare   = 0.7
+	charsPerToken  = 4
+	keepLastTurns  = 6
+	stubbedMessage = "[rein: this observation (%d characters) was set aside to keep the prompt within its budget; make the call again to see it]"
+)
+
+// fit sets aside the oldest observations (tool results) while the
+// transcript passes its share of the model's window: each becomes a
+// one-line stub that names what to do to see it again. The goal and the
+// last turns stay as they are; the trace keeps the whole text.
+func (s *State) fit() {
+	limit := int(float64(s.Contract.ContextTokens) * contextShare * charsPerToken)
+	size := 0
+	for _, m := range s.Transcript {
+		size += len(m.Text)
+		for _, c := range m.ToolCalls {
+			size += len(c.Args)
+		}
+	}
+	for i := 1; size > limit && i < len(s.Transcript)-keepLastTurns; i++ {
+		m := &s.Transcript[i]
+		if m.Role != RoleTool || strings.HasPrefix(m.Text, "[rein: this observation") {
+			continue
+		}
+		stub := fmt.Sprintf(stubbedMessage, len(m.Text))
+		size -= len(m.Text) - len(stub)
+		m.Text = stub
+	}
 }
 
 func (s *State) end(kind Kind, reason string) End {

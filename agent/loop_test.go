@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,5 +53,34 @@ func TestStepFunction(t *testing.T) {
 	s.ApplyModel(nil, &ProviderError{Class: FailRateLimited, RetryAfter: time.Hour}, now)
 	if s.Done == nil || s.Done.Kind != ProviderFailed || !contains(s.Done.Reason, "wall-clock") {
 		t.Fatalf("a wait past the budget: %+v", s.Done)
+	}
+}
+
+// TestFit: past its share of the window, the oldest observations become
+// stubs; the goal, the last turns and every tool call's id stay.
+func TestFit(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1000}.withDefaults()
+	s := NewState(c, time.Now())
+	big := strings.Repeat("x", 1000)
+	for i := range 10 {
+		id := fmt.Sprint(i)
+		s.Transcript = append(s.Transcript, Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: "read_file", Args: `{}`}}}, Message{Role: RoleTool, ToolCallID: id, Text: big})
+	}
+	s.Next(time.Now())
+	size, stubs := 0, 0
+	for i, m := range s.Transcript {
+		size += len(m.Text)
+		if m.Role == RoleTool && strings.HasPrefix(m.Text, "[rein: this observation (1000 characters)") {
+			stubs++
+			if i >= len(s.Transcript)-keepLastTurns {
+				t.Fatalf("a recent observation was set aside: %d", i)
+			}
+		}
+		if m.Role == RoleTool && m.ToolCallID == "" {
+			t.Fatal("a stub lost its call id")
+		}
+	}
+	if s.Transcript[0].Text != "g" || stubs == 0 || size > 1000*7/10*charsPerToken+len(big)*keepLastTurns {
+		t.Fatalf("%d stubs, %d characters", stubs, size)
 	}
 }

@@ -251,8 +251,12 @@ func (d *driver) delta(req Request) recordedRequest {
 	if d.recorded == nil || !sameTools(req.Tools, d.recorded.Tools) {
 		r.Tools = &req.Tools
 	}
-	if d.recorded != nil && len(req.Messages) >= len(d.recorded.Messages) && sameMessages(req.Messages[:len(d.recorded.Messages)], d.recorded.Messages) {
-		r.Prefix = len(d.recorded.Messages)
+	if d.recorded != nil {
+		// The longest prefix in common: the transcript grows, and setting
+		// an old observation aside changes it from there.
+		for r.Prefix < len(req.Messages) && r.Prefix < len(d.recorded.Messages) && sameMessage(req.Messages[r.Prefix], d.recorded.Messages[r.Prefix]) {
+			r.Prefix++
+		}
 	}
 	r.Messages = req.Messages[r.Prefix:]
 	d.recorded = &Request{System: req.System, Tools: req.Tools, Messages: slices.Clone(req.Messages)}
@@ -290,10 +294,8 @@ func sameTools(a, b []ToolDef) bool {
 	})
 }
 
-func sameMessages(a, b []Message) bool {
-	return slices.EqualFunc(a, b, func(x, y Message) bool {
-		return x.Role == y.Role && x.Text == y.Text && x.ToolCallID == y.ToolCallID && slices.Equal(x.ToolCalls, y.ToolCalls)
-	})
+func sameMessage(x, y Message) bool {
+	return x.Role == y.Role && x.Text == y.Text && x.ToolCallID == y.ToolCallID && slices.Equal(x.ToolCalls, y.ToolCalls)
 }
 
 // recordCall keeps one attempt of a model call in the trace: the request
