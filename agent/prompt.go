@@ -40,11 +40,12 @@ func (d *driver) boundary() string {
 	}
 	b.WriteString(".\n")
 	fmt.Fprintf(&b, "- Mode: %s. The policy decides every call; in ask mode an action it asks about goes to the user.\n", p.Mode)
-	network := p.Sandbox.Network
-	if network == "" {
-		network = "off"
+	switch {
+	case d.sandboxErr != nil:
+		fmt.Fprintf(&b, "- Commands cannot run here: %v. File tools still work.\n", d.sandboxErr)
+	default:
+		fmt.Fprintf(&b, "- Commands run in the %s sandbox (as its preflight found it here), with the network %s; nothing outside the workspace can be written.\n", d.rung, d.network)
 	}
-	fmt.Fprintf(&b, "- Commands run in a sandbox (rung %s), with the network %s; nothing outside the workspace can be written.\n", p.Sandbox.Rung, network)
 	if len(d.c.Protect) > 0 {
 		fmt.Fprintf(&b, "- Protected, never to be written or deleted (the gate's own files): %s.\n", strings.Join(d.c.Protect, ", "))
 	}

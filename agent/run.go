@@ -130,6 +130,9 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 		}
 		d.tools = append(d.tools, ToolDef{Name: s.Name, Description: s.Description, Schema: schema})
 	}
+	// The boundary section says what the sandbox's preflight found, not
+	// what the configuration asks for.
+	d.rung, d.network, d.sandboxErr = router.Sandbox(ctx)
 	d.system = d.systemBlock()
 	out := d.run(ctx)
 	out.Run = router.RunID()
@@ -164,7 +167,10 @@ type driver struct {
 	rung     string
 	// recorded is the last request the trace kept.
 	recorded *Request
-	state    *State
+	// network and sandboxErr are what the sandbox's preflight said.
+	network    string
+	sandboxErr error
+	state      *State
 }
 
 func (d *driver) emit(e Event) {

@@ -337,6 +337,16 @@ func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
+// ChooseRung is the rung a run under p would take here, after the same
+// preflight a run makes (cached), with why auto did not take a stronger
+// one; or why none can run.
+func ChooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
+	if err := p.validate(); err != nil {
+		return "", "", err
+	}
+	return chooseRung(ctx, p)
+}
+
 // chooseRung picks the rung p asks for, preflighted. Auto takes bwrap,
 // then landlock; none is taken only by name.
 func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {

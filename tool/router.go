@@ -178,6 +178,16 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 // RunID is the run's id in the trace.
 func (r *Router) RunID() string { return r.runID }
 
+// Sandbox says which sandbox rung this run's commands take here, after
+// the sandbox's own preflight, and the network mode they get; or why no
+// rung can run them.
+func (r *Router) Sandbox(ctx context.Context) (rung, network string, err error) {
+	c := &Call{Router: r, ctx: ctx}
+	prof := c.profile(r.cfg.Policy.Sandbox.Timeout, &egressLog{})
+	rung, _, err = sandbox.ChooseRung(ctx, prof)
+	return rung, prof.Network, err
+}
+
 // KillHandles kills every background handle of the run that is still
 // running and waits for it to end; later calls may start new ones. An
 // agent's gate runs with nothing of the run's running beside it.
