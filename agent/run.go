@@ -422,7 +422,7 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 		args["timeout"] = d.c.Verify.Timeout.String()
 	}
 	raw, _ := json.Marshal(args)
-	env := d.router.Call(ctx, "shell", raw)
+	env := d.router.Call(tool.NetworkOff(ctx), "shell", raw)
 	if env.Rung != "" {
 		d.rung = env.Rung
 	}

@@ -309,7 +309,7 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	if prof.Network == "" {
 		prof.Network = p.Sandbox.Network
 	}
-	if !policy.ForMode(p.Mode).Network {
+	if !policy.ForMode(p.Mode).Network || (c.ctx != nil && c.ctx.Value(networkOffKey{}) != nil) {
 		prof.Network = sandbox.NetworkOff
 	}
 	if prof.Network == sandbox.NetworkProxy && prof.Egress == nil {
@@ -323,6 +323,15 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	}
 	prof.HostReadPaths = append(slices.Clip(prof.HostReadPaths), p.Sandbox.ReadPaths...)
 	return prof
+}
+
+type networkOffKey struct{}
+
+// NetworkOff makes the commands of the calls made with ctx run with the
+// network off, whatever the run's mode says: an agent's gate checks the
+// workspace, not what a host answers.
+func NetworkOff(ctx context.Context) context.Context {
+	return context.WithValue(ctx, networkOffKey{}, true)
 }
 
 // command decides a line and runs it in the sandbox.

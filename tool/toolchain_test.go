@@ -1,11 +1,14 @@
 package tool
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/toolchain"
 )
 
@@ -63,5 +66,26 @@ func TestHostCachesVetted(t *testing.T) {
 		if (want == "" && len(got) != 0) || (want != "" && (len(got) != 1 || got[0] != want)) {
 			t.Errorf("%s: exposed %v", env, got)
 		}
+	}
+}
+
+// TestNetworkOffContext: calls made with NetworkOff run their commands
+// with the network off whatever the run's profile says; the router's
+// Sandbox says what the preflight found.
+func TestNetworkOffContext(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, nil)
+	f.r.cfg.Profile.Network = sandbox.NetworkFull
+	network := func(ctx context.Context) any {
+		env := f.r.Call(ctx, "shell", json.RawMessage(`{"line":"true"}`))
+		data, _ := env.Result().Data.(map[string]any)
+		return data["network"]
+	}
+	if got := network(NetworkOff(context.Background())); got != "off" {
+		t.Fatalf("with NetworkOff: network %v", got)
+	}
+	rung, net, err := f.r.Sandbox(context.Background())
+	if err != nil || rung != sandbox.RungBwrap || net != sandbox.NetworkFull {
+		t.Fatalf("Sandbox: %q %q %v", rung, net, err)
 	}
 }
