@@ -34,6 +34,8 @@ type State struct {
 	// was told once to re-plan.
 	Recent []callMark `json:"recent,omitempty"`
 	Nudged bool       `json:"nudged,omitempty"`
+	// SetAside counts the observations set aside to fit the window.
+	SetAside int `json:"set_aside,omitempty"`
 	// Malformed says the model was told once that a tool call's
 	// arguments were not JSON.
 	Malformed bool `json:"malformed,omitempty"`
@@ -153,6 +155,40 @@ func (s *State) fit() {
 		stub := fmt.Sprintf(stubbedMessage, len(m.Text))
 		size -= len(m.Text) - len(stub)
 		m.Text = stub
+		s.SetAside++
+	}
+}
+
+// fileTools are the tools whose path argument names a file they read or
+// change: a read of a path is superseded by a later read or change of it.
+var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "delete_file": true}
+
+// supersede turns the earlier reads of the path a call names into stubs:
+// the model has a newer view of that file.
+func (s *State) supersede(c ToolCall, upto int) {
+	if !fileTools[c.Name] {
+		return
+	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(c.Args), &a) != nil || a.Path == "" {
+		return
+	}
+	reads := map[string]bool{}
+	for i := 0; i < upto; i++ {
+		m := s.Transcript[i]
+		for _, tc := range m.ToolCalls {
+			var b struct {
+				Path string `json:"path"`
+			}
+			if tc.Name == "read_file" && json.Unmarshal([]byte(tc.Args), &b) == nil && b.Path == a.Path {
+				reads[tc.ID] = true
+			}
+		}
+		if m.Role == RoleTool && reads[m.ToolCallID] && !strings.HasPrefix(m.Text, "[rein:") {
+			s.Transcript[i].Text = fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", a.Path, c.Name)
+		}
 	}
 }
 
@@ -247,6 +283,11 @@ func (s *State) ApplyTools(results []ToolResult, stopped string) {
 		if i < len(results) {
 			obs = results[i].Observation
 			s.Recent = append(s.Recent, callMark{Sig: c.Name + " " + c.Args, Changed: results[i].Changed})
+		}
+		// What came before this response is superseded by its reads and
+		// by the changes it made.
+		if i < len(results) && (c.Name == "read_file" || results[i].Changed) {
+			s.supersede(c, len(s.Transcript)-i-1)
 		}
 		s.Transcript = append(s.Transcript, Message{Role: RoleTool, ToolCallID: c.ID, Text: obs})
 	}

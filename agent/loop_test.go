@@ -84,3 +84,24 @@ func TestFit(t *testing.T) {
 		t.Fatalf("%d stubs, %d characters", stubs, size)
 	}
 }
+
+// TestSupersede: a read of a file is set aside once the file is read
+// again or changed, not when a change of it is refused.
+func TestSupersede(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w"}.withDefaults()
+	s := NewState(c, time.Now())
+	step := func(call ToolCall, res ToolResult) {
+		s.ApplyModel(&Response{ToolCalls: []ToolCall{call}, Finish: FinishToolCalls}, nil, time.Now())
+		s.ApplyTools([]ToolResult{res}, "")
+	}
+	step(ToolCall{ID: "1", Name: "read_file", Args: `{"path":"a.go"}`}, ToolResult{Observation: "read_file: ok\nold a"})
+	step(ToolCall{ID: "2", Name: "read_file", Args: `{"path":"b.go"}`}, ToolResult{Observation: "read_file: ok\nb"})
+	step(ToolCall{ID: "3", Name: "write_file", Args: `{"path":"a.go","content":"x"}`}, ToolResult{Observation: "write_file: denied"})
+	if s.Transcript[2].Text != "read_file: ok\nold a" {
+		t.Fatalf("a refused write superseded the read: %q", s.Transcript[2].Text)
+	}
+	step(ToolCall{ID: "4", Name: "edit_file", Args: `{"path":"a.go","old":"a","new":"b"}`}, ToolResult{Observation: "edit_file: ok", Changed: true})
+	if !strings.Contains(s.Transcript[2].Text, "superseded by a later edit_file") || s.Transcript[4].Text != "read_file: ok\nb" {
+		t.Fatalf("%q / %q", s.Transcript[2].Text, s.Transcript[4].Text)
+	}
+}

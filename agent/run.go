@@ -48,6 +48,10 @@ const (
 	EventProviderCall EventKind = "provider_call"
 	EventRetry        EventKind = "retry"
 	EventToolCall     EventKind = "tool_call"
+	EventRefused      EventKind = "refused"
+	EventApproval     EventKind = "approval_requested"
+	EventDecided      EventKind = "approval_decided"
+	EventCompacted    EventKind = "compacted"
 	EventGateAttempt  EventKind = "gate_attempt"
 	EventFinished     EventKind = "finished"
 )
@@ -117,11 +121,16 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	if o.Tool.Source == "" {
 		o.Tool.Source = "agent"
 	}
+	d := &driver{c: c, o: o, baseline: baseline, specs: map[string]*tool.Spec{}}
+	if o.Tool.Approver != nil {
+		// Every ask and its answer are events too.
+		o.Tool.Approver = observedApprover{inner: o.Tool.Approver, d: d}
+	}
 	router, err := tool.NewRouter(reg, o.Tool)
 	if err != nil {
 		return Outcome{}, err
 	}
-	d := &driver{c: c, o: o, router: router, baseline: baseline, specs: map[string]*tool.Spec{}}
+	d.router = router
 	for _, s := range router.Specs() {
 		d.specs[s.Name] = s
 		schema, err := json.Marshal(s.Schema)
@@ -153,6 +162,28 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	return out, nil
 }
 
+// observedApprover puts every ask to the run's approver and tells the
+// observer of the question and the answer.
+type observedApprover struct {
+	inner policy.Approver
+	d     *driver
+}
+
+func (a observedApprover) Approve(ctx context.Context, v *policy.Verdict) (policy.Approval, error) {
+	step := 0
+	if a.d.state != nil {
+		step = a.d.state.Steps
+	}
+	a.d.emit(Event{Kind: EventApproval, Step: step, Reason: v.Reason})
+	ap, err := a.inner.Approve(ctx, v)
+	status := map[policy.Answer]string{policy.Approve: "approved", policy.Reject: "rejected", policy.Defer: "deferred"}[ap.Answer]
+	if err != nil {
+		status = "error"
+	}
+	a.d.emit(Event{Kind: EventDecided, Step: step, Status: status, Reason: ap.Reason})
+	return ap, err
+}
+
 // errWallClock is the cause of a run's context ending at its budget.
 var errWallClock = errors.New("the wall-clock budget")
 
@@ -167,6 +198,8 @@ type driver struct {
 	rung     string
 	// recorded is the last request the trace kept.
 	recorded *Request
+	// setAside is how many observations the events have told of.
+	setAside int
 	// network and sandboxErr are what the sandbox's preflight said.
 	network    string
 	sandboxErr error
@@ -174,7 +207,7 @@ type driver struct {
 }
 
 func (d *driver) emit(e Event) {
-	if d.o.Observer != nil {
+	if d.o.Observer != nil && d.router != nil {
 		e.Run = d.router.RunID()
 		d.o.Observer(e)
 	}
@@ -206,6 +239,10 @@ func (d *driver) run(ctx context.Context) Outcome {
 				s.Cancel("the run was cancelled while waiting to retry")
 			}
 		case CallModel:
+			if s.SetAside > d.setAside {
+				d.emit(Event{Kind: EventCompacted, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("%d observations set aside to fit the window", s.SetAside-d.setAside)})
+				d.setAside = s.SetAside
+			}
 			req := Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
 			step, attempt := s.Steps+1, s.Attempt+1
 			start := time.Now()
@@ -377,6 +414,9 @@ func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
 		d.rung = env.Rung
 	}
 	d.emit(Event{Kind: EventToolCall, Step: d.state.Steps, Tokens: d.state.Tokens, Tool: c.Name, Target: target(c.Args), Status: string(env.Status), Reason: env.Reason})
+	if env.Status == tool.Denied {
+		d.emit(Event{Kind: EventRefused, Step: d.state.Steps, Tokens: d.state.Tokens, Tool: c.Name, Target: target(c.Args), Status: string(env.Status), Reason: env.Reason})
+	}
 	changed := env.Status == tool.OK && !d.readOnly(c.Name)
 	return ToolResult{Observation: env.Text(), Changed: changed}
 }
