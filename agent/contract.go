@@ -27,6 +27,8 @@ type Contract struct {
 	// Instructions are the repository guidance files read into the
 	// system block; nil is AGENTS.md.
 	Instructions []string `json:"instructions,omitempty"`
+	// Prices are the provider's, for the cost budget and the outcome.
+	Prices Prices `json:"prices,omitempty"`
 	// ContextTokens is the model's window; zero is 128,000. When the
 	// transcript passes 70% of it, the oldest observations are set aside.
 	ContextTokens int `json:"context_tokens,omitempty"`
@@ -45,6 +47,36 @@ type Budget struct {
 	Steps     int           `json:"steps"`
 	Tokens    int64         `json:"tokens"`
 	WallClock time.Duration `json:"wall_clock"`
+	// Cost, when set, bounds what the tokens cost by Prices (zero: no
+	// cost budget).
+	Cost float64 `json:"cost,omitempty"`
+}
+
+// Prices are what the user pays a provider, per million tokens: a table
+// the user owns. A run's cost is derived from them and its tokens; it is
+// never stored as a fact.
+type Prices struct {
+	Input      float64 `json:"input"`
+	Output     float64 `json:"output"`
+	CacheRead  float64 `json:"cache_read,omitempty"`
+	CacheWrite float64 `json:"cache_write,omitempty"`
+}
+
+// Cost is what u costs at p. Cached input is priced at its own rate where
+// one is set, else as input.
+func (p Prices) Cost(u Usage) float64 {
+	read, write := p.CacheRead, p.CacheWrite
+	if read == 0 {
+		read = p.Input
+	}
+	if write == 0 {
+		write = p.Input
+	}
+	plain := u.Input - u.CacheRead - u.CacheWrite
+	if plain < 0 {
+		plain = u.Input
+	}
+	return (float64(plain)*p.Input + float64(u.CacheRead)*read + float64(u.CacheWrite)*write + float64(u.Output)*p.Output) / 1e6
 }
 
 // The defaults of the contract.
@@ -69,7 +101,7 @@ func (c Contract) withDefaults() (Contract, error) {
 		return c, fmt.Errorf("agent: contract: workspace is empty")
 	}
 	switch {
-	case c.Budget.Steps < 0 || c.Budget.Tokens < 0 || c.Budget.WallClock < 0 || c.ResponseMaxTokens < 0 || c.GateRetries < 0 || c.ContextTokens < 0:
+	case c.Budget.Steps < 0 || c.Budget.Tokens < 0 || c.Budget.WallClock < 0 || c.Budget.Cost < 0 || c.ResponseMaxTokens < 0 || c.GateRetries < 0 || c.ContextTokens < 0:
 		return c, fmt.Errorf("agent: contract: a budget is negative")
 	}
 	if c.Budget.Steps == 0 {
@@ -92,6 +124,9 @@ func (c Contract) withDefaults() (Contract, error) {
 	}
 	if c.Instructions == nil {
 		c.Instructions = []string{"AGENTS.md"}
+	}
+	if c.Budget.Cost > 0 && c.Prices == (Prices{}) {
+		return c, fmt.Errorf("agent: contract: a cost budget needs the provider's prices")
 	}
 	if c.Verify != nil && c.Verify.Line == "" {
 		return c, fmt.Errorf("agent: contract: verify has no command")
@@ -142,6 +177,9 @@ type Outcome struct {
 	Reason string `json:"reason"`
 	Steps  int    `json:"steps"`
 	Tokens Usage  `json:"tokens"`
+	// Cost is what the tokens cost by the contract's prices (zero without
+	// them).
+	Cost float64 `json:"cost,omitempty"`
 	// Gate is the last gate attempt, if there was one.
 	Gate *GateAttempt `json:"gate,omitempty"`
 	// Rung is the sandbox rung the run's commands ran on.

@@ -115,6 +115,8 @@ func (s *State) Next(now time.Time) Effect {
 		return s.end(BudgetExhausted, fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps))
 	case s.Tokens.Input+s.Tokens.Output >= s.Contract.Budget.Tokens:
 		return s.end(BudgetExhausted, fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, s.Tokens.Input, s.Tokens.Output))
+	case s.Contract.Budget.Cost > 0 && s.Contract.Prices.Cost(s.Tokens) >= s.Contract.Budget.Cost:
+		return s.end(BudgetExhausted, fmt.Sprintf("the cost budget of %.2f is spent (%.4f)", s.Contract.Budget.Cost, s.Contract.Prices.Cost(s.Tokens)))
 	case !now.Before(s.Deadline):
 		return s.end(BudgetExhausted, fmt.Sprintf("the wall-clock budget of %s is spent", s.Contract.Budget.WallClock))
 	case now.Before(s.RetryAt):
@@ -193,7 +195,7 @@ func (s *State) supersede(c ToolCall, upto int) {
 }
 
 func (s *State) end(kind Kind, reason string) End {
-	s.Done = &Outcome{Kind: kind, Reason: reason, Steps: s.Steps, Tokens: s.Tokens, Gate: s.LastGate}
+	s.Done = &Outcome{Kind: kind, Reason: reason, Steps: s.Steps, Tokens: s.Tokens, Cost: s.Contract.Prices.Cost(s.Tokens), Gate: s.LastGate}
 	return End{Outcome: *s.Done}
 }
 

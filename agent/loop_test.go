@@ -105,3 +105,22 @@ func TestSupersede(t *testing.T) {
 		t.Fatalf("%q / %q", s.Transcript[2].Text, s.Transcript[4].Text)
 	}
 }
+
+// TestCostBudget: the cost is derived from the tokens and the user's
+// prices; the budget ends the run when it is reached.
+func TestCostBudget(t *testing.T) {
+	p := Prices{Input: 3, Output: 15, CacheRead: 0.3}
+	if got := p.Cost(Usage{Input: 1_000_000, Output: 100_000, CacheRead: 500_000}); got < 1.5+0.15+1.5-1e-9 || got > 1.5+0.15+1.5+1e-9 {
+		t.Fatalf("cost %v", got)
+	}
+	if _, err := (Contract{Goal: "g", Workspace: "/w", Budget: Budget{Cost: 1}}).withDefaults(); err == nil {
+		t.Fatal("a cost budget without prices was accepted")
+	}
+	c, _ := Contract{Goal: "g", Workspace: "/w", Budget: Budget{Cost: 0.01}, Prices: p}.withDefaults()
+	s := NewState(c, time.Now())
+	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: 3000, Output: 100}}, nil, time.Now())
+	s.ApplyTools([]ToolResult{{}}, "")
+	if e, ok := s.Next(time.Now()).(End); !ok || e.Outcome.Kind != BudgetExhausted || !strings.Contains(e.Outcome.Reason, "cost budget") || e.Outcome.Cost < 0.0105 {
+		t.Fatalf("%+v", s.Done)
+	}
+}

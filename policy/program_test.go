@@ -278,6 +278,8 @@ family = "chat"
 base_url = "https://llm.example.internal/v1"
 model = "coder"
 api_key_env = "WORK_LLM_KEY"
+price_input = 3.0
+price_output = 15.0
 `)
 	o := f.options()
 	o.UserFile = f.user
@@ -286,7 +288,8 @@ api_key_env = "WORK_LLM_KEY"
 		t.Fatal(err)
 	}
 	if p.Run.MaxSteps != 50 || p.Run.MaxTokens != 100000 || p.Run.MaxTime != 10*time.Minute || p.Run.Verify != "go test ./..." ||
-		len(p.Run.Protect) != 1 || len(p.Providers) != 1 || p.Providers[0].BaseURL != "https://llm.example.internal/v1" || p.Providers[0].Layer != LayerUser {
+		len(p.Run.Protect) != 1 || len(p.Providers) != 1 || p.Providers[0].BaseURL != "https://llm.example.internal/v1" || p.Providers[0].Layer != LayerUser ||
+		p.Providers[0].PriceInput != 3 || p.Providers[0].PriceOutput != 15 {
 		t.Fatalf("%+v %+v", p.Run, p.Providers)
 	}
 	// An untrusted project file: lower budgets and more protect globs

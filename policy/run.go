@@ -17,6 +17,8 @@ type RunSettings struct {
 	MaxTime           time.Duration
 	ResponseMaxTokens int
 	GateRetries       int
+	// MaxCost bounds what a run's tokens cost by its provider's prices.
+	MaxCost float64
 	// Verify is the default gate line; a project file sets it only when
 	// trusted.
 	Verify  string
@@ -32,8 +34,10 @@ type ProviderSetting struct {
 	BaseURL   string
 	Model     string
 	APIKeyEnv string
-	Layer     Layer
-	File      string
+	// Prices per million tokens: input, output, cache read, cache write.
+	PriceInput, PriceOutput, PriceCacheRead, PriceCacheWrite float64
+	Layer                                                    Layer
+	File                                                     string
 }
 
 type runConfig struct {
@@ -42,6 +46,7 @@ type runConfig struct {
 	MaxTime           string   `toml:"max_time"`
 	ResponseMaxTokens *int     `toml:"response_max_tokens"`
 	GateRetries       *int     `toml:"gate_retries"`
+	MaxCost           *float64 `toml:"max_cost"`
 	Verify            string   `toml:"verify"`
 	Protect           []string `toml:"protect"`
 }
@@ -52,6 +57,11 @@ type providerConfig struct {
 	BaseURL   string `toml:"base_url"`
 	Model     string `toml:"model"`
 	APIKeyEnv string `toml:"api_key_env"`
+	// Prices per million tokens.
+	PriceInput      float64 `toml:"price_input"`
+	PriceOutput     float64 `toml:"price_output"`
+	PriceCacheRead  float64 `toml:"price_cache_read"`
+	PriceCacheWrite float64 `toml:"price_cache_write"`
 }
 
 // run applies a file's [run] section and [[provider]] entries.
@@ -93,6 +103,15 @@ func (a *applier) run(c *fileConfig) error {
 			p.setting("run.max_time", d.String(), a.layer, a.file)
 		}
 	}
+	if r.MaxCost != nil {
+		if *r.MaxCost <= 0 {
+			return a.fail("run.max_cost", fmt.Errorf("must be more than 0, not %g", *r.MaxCost))
+		}
+		if !a.narrowOnly || p.Run.MaxCost == 0 || *r.MaxCost < p.Run.MaxCost {
+			p.Run.MaxCost = *r.MaxCost
+			p.setting("run.max_cost", strconv.FormatFloat(*r.MaxCost, 'g', -1, 64), a.layer, a.file)
+		}
+	}
 	if r.Verify != "" && !a.narrowOnly {
 		p.Run.Verify = r.Verify
 		p.setting("run.verify", r.Verify, a.layer, a.file)
@@ -120,7 +139,13 @@ func (a *applier) run(c *fileConfig) error {
 				return a.fail(key+".base_url", fmt.Errorf("%q is not an http(s) URL", pc.BaseURL))
 			}
 		}
-		p.Providers = append(p.Providers, ProviderSetting{Name: pc.Name, Family: pc.Family, BaseURL: pc.BaseURL, Model: pc.Model, APIKeyEnv: pc.APIKeyEnv, Layer: a.layer, File: a.file})
+		for _, v := range []float64{pc.PriceInput, pc.PriceOutput, pc.PriceCacheRead, pc.PriceCacheWrite} {
+			if v < 0 {
+				return a.fail(key, fmt.Errorf("a price is negative"))
+			}
+		}
+		p.Providers = append(p.Providers, ProviderSetting{Name: pc.Name, Family: pc.Family, BaseURL: pc.BaseURL, Model: pc.Model, APIKeyEnv: pc.APIKeyEnv,
+			PriceInput: pc.PriceInput, PriceOutput: pc.PriceOutput, PriceCacheRead: pc.PriceCacheRead, PriceCacheWrite: pc.PriceCacheWrite, Layer: a.layer, File: a.file})
 	}
 	return nil
 }

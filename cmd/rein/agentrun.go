@@ -30,6 +30,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		maxSteps, responseMax int
 		maxTokens             int64
 		maxTime               time.Duration
+		maxCost               float64
 		approve               string
 		replay                string
 		asJSON                bool
@@ -80,7 +81,10 @@ cancelled, 2 a run that could not start.`,
 			if !flags.Changed("response-max-tokens") {
 				responseMax = pre.Run.ResponseMaxTokens
 			}
-			pc = providerFrom(pc, pre.Providers)
+			if !flags.Changed("max-cost") {
+				maxCost = pre.Run.MaxCost
+			}
+			pc, prices := providerFrom(pc, pre.Providers)
 			var gate *agent.Gate
 			if verify != "" {
 				line, err := shell.Parse(verify)
@@ -136,7 +140,8 @@ cancelled, 2 a run that could not start.`,
 				provider = agent.Replay(calls)
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
-				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime}, ResponseMaxTokens: responseMax, GateRetries: gateRetries}
+				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
+				ResponseMaxTokens: responseMax, GateRetries: gateRetries}
 			out := cmd.OutOrStdout()
 			o := agent.Options{
 				Provider: provider,
@@ -175,6 +180,7 @@ cancelled, 2 a run that could not start.`,
 	f.Int64Var(&maxTokens, "max-tokens", 0, "the token budget, input and output (default 2,000,000)")
 	f.DurationVar(&maxTime, "max-time", 0, "the wall-clock budget (default 30m)")
 	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
+	f.Float64Var(&maxCost, "max-cost", 0, "the cost budget, by the prices of the provider's [[provider]] entry (default: none)")
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
@@ -182,8 +188,10 @@ cancelled, 2 a run that could not start.`,
 }
 
 // providerFrom fills what the flags leave unsaid from the [[provider]]
-// entry of that name, or, with no --provider, from the first entry.
-func providerFrom(pc agent.ProviderChoice, entries []policy.ProviderSetting) agent.ProviderChoice {
+// entry of that name, or, with no --provider, from the first entry, and
+// gives that entry's prices.
+func providerFrom(pc agent.ProviderChoice, entries []policy.ProviderSetting) (agent.ProviderChoice, agent.Prices) {
+	var prices agent.Prices
 	for _, e := range entries {
 		if pc.Name != "" && e.Name != pc.Name {
 			continue
@@ -200,9 +208,10 @@ func providerFrom(pc agent.ProviderChoice, entries []policy.ProviderSetting) age
 		if pc.Family == "" {
 			pc.Family = agent.Family(e.Family)
 		}
+		prices = agent.Prices{Input: e.PriceInput, Output: e.PriceOutput, CacheRead: e.PriceCacheRead, CacheWrite: e.PriceCacheWrite}
 		break
 	}
-	return pc
+	return pc, prices
 }
 
 // gateRules allow each stage of the gate's line as written: naming it with
@@ -239,7 +248,11 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "retry", pr(e.Reason))
 	case agent.EventFinished:
 		o := e.Outcome
-		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, orNone(o.Rung))
+		cost := ""
+		if o.Cost > 0 {
+			cost = fmt.Sprintf(" (cost %.4f)", o.Cost)
+		}
+		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens%s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, cost, orNone(o.Rung))
 	}
 }
 
