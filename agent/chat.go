@@ -24,6 +24,9 @@ type ChatConfig struct {
 	Model  string
 	// HTTPClient, when set, carries the requests (tests, a proxy).
 	HTTPClient *http.Client
+	// IdleTimeout ends a call whose stream sends nothing for this long;
+	// zero is DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // chatProvider is the OpenAI Chat Completions wire family, through the
@@ -60,18 +63,21 @@ func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, erro
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
 	start := time.Now()
+	ctx, touch, stop := idleWatch(ctx, c.cfg.IdleTimeout)
+	defer stop()
 	stream := c.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	resp := &Response{}
 	for stream.Next() {
+		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
 		acc.AddChunk(stream.Current())
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(err)
+		return nil, idleError(ctx, classify(err))
 	}
 	if len(acc.Choices) == 0 {
 		return nil, &ProviderError{Class: FailMalformed, Err: errors.New("the stream ended with no choice")}

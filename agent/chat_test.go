@@ -3,6 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 )
@@ -82,5 +85,29 @@ func TestChatFailures(t *testing.T) {
 				t.Fatalf("%d requests: the SDK retried", n)
 			}
 		})
+	}
+}
+
+// TestIdleTimeout: a stream that stops sending ends as a timeout, which
+// the loop retries.
+func TestIdleTimeout(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Hel\"},\"finish_reason\":null}]}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	p := NewChat(ChatConfig{BaseURL: srv.URL + "/v1", Model: "m", IdleTimeout: 200 * time.Millisecond})
+	start := time.Now()
+	_, err := p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "x"}}})
+	var pe *ProviderError
+	if !errors.As(err, &pe) || pe.Class != FailTimeout || !pe.Class.Retried() || time.Since(start) > 5*time.Second {
+		t.Fatalf("%#v after %s", err, time.Since(start))
 	}
 }

@@ -39,11 +39,14 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
 	start := time.Now()
+	ctx, touch, stop := idleWatch(ctx, m.cfg.IdleTimeout)
+	defer stop()
 	stream := m.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()
 	msg := anthropic.Message{}
 	resp := &Response{}
 	for stream.Next() {
+		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
@@ -52,7 +55,7 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classifyMessages(err)
+		return nil, idleError(ctx, classifyMessages(err))
 	}
 	if msg.StopReason == "" {
 		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}

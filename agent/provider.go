@@ -188,3 +188,30 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	}
 	return 0
 }
+
+// DefaultIdleTimeout is how long a stream may send nothing before the call
+// is ended as a timeout (and retried): a server that stops mid-response.
+const DefaultIdleTimeout = 2 * time.Minute
+
+// errIdle is the cause of a call ended for want of bytes.
+var errIdle = errors.New("the stream sent nothing for too long")
+
+// idleWatch is ctx ended when touch is not called for d, with a stop to
+// release it.
+func idleWatch(ctx context.Context, d time.Duration) (context.Context, func(), func()) {
+	if d <= 0 {
+		d = DefaultIdleTimeout
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(d, func() { cancel(errIdle) })
+	return ctx, func() { t.Reset(d) }, func() { t.Stop(); cancel(nil) }
+}
+
+// idleError is err, or the timeout it stands for when the watch ended
+// the call.
+func idleError(ctx context.Context, err error) error {
+	if errors.Is(context.Cause(ctx), errIdle) {
+		return &ProviderError{Class: FailTimeout, Err: errIdle}
+	}
+	return err
+}

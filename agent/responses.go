@@ -39,11 +39,14 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
 	start := time.Now()
+	ctx, touch, stop := idleWatch(ctx, r.cfg.IdleTimeout)
+	defer stop()
 	stream := r.client.Responses.NewStreaming(ctx, params)
 	defer stream.Close()
 	resp := &Response{}
 	var final *responses.Response
 	for stream.Next() {
+		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
@@ -58,7 +61,7 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return nil, classify(err)
+		return nil, idleError(ctx, classify(err))
 	}
 	if final == nil {
 		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}
