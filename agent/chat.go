@@ -69,12 +69,23 @@ func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, erro
 	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	resp := &Response{}
+	limit, size := maxResponseBytes(req.MaxTokens), 0
 	for stream.Next() {
 		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
-		acc.AddChunk(stream.Current())
+		chunk := stream.Current()
+		for _, ch := range chunk.Choices {
+			size += len(ch.Delta.Content)
+			for _, tc := range ch.Delta.ToolCalls {
+				size += len(tc.Function.Arguments)
+			}
+		}
+		if size > limit {
+			return cutResponse(acc.Choices, limit), nil
+		}
+		acc.AddChunk(chunk)
 	}
 	if err := stream.Err(); err != nil {
 		return nil, idleError(ctx, classify(err))
@@ -101,9 +112,22 @@ func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, erro
 	default:
 		resp.Finish = FinishOther
 	}
-	resp.Usage = Usage{Input: acc.Usage.PromptTokens, Output: acc.Usage.CompletionTokens,
-		CacheRead: acc.Usage.PromptTokensDetails.CachedTokens}
+	resp.Usage = Usage{Input: count(acc.Usage.PromptTokens), Output: count(acc.Usage.CompletionTokens),
+		CacheRead: count(acc.Usage.PromptTokensDetails.CachedTokens)}
 	return resp, nil
+}
+
+// cutResponse is a response stopped at the byte bound: the text so far,
+// its tool calls dropped, as one cut at the cap.
+func cutResponse(choices []openai.ChatCompletionChoice, limit int) *Response {
+	r := &Response{Finish: FinishLength}
+	if len(choices) > 0 {
+		r.Text = choices[0].Message.Content
+		if len(r.Text) > limit {
+			r.Text = r.Text[:limit]
+		}
+	}
+	return r
 }
 
 func (c *chatProvider) params(req Request) (openai.ChatCompletionNewParams, error) {

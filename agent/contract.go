@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -124,6 +125,11 @@ func (c Contract) withDefaults() (Contract, error) {
 	}
 	if c.Instructions == nil {
 		c.Instructions = []string{"AGENTS.md"}
+	}
+	for _, v := range []float64{c.Budget.Cost, c.Prices.Input, c.Prices.Output, c.Prices.CacheRead, c.Prices.CacheWrite} {
+		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+			return c, fmt.Errorf("agent: contract: a cost or a price is %v", v)
+		}
 	}
 	if c.Budget.Cost > 0 && c.Prices == (Prices{}) {
 		return c, fmt.Errorf("agent: contract: a cost budget needs the provider's prices")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 )
@@ -113,7 +114,7 @@ func (s *State) Next(now time.Time) Effect {
 		return RunGate{Key: fmt.Sprintf("gate %d", s.FailedClaims)}
 	case s.Steps >= s.Contract.Budget.Steps:
 		return s.end(BudgetExhausted, fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps))
-	case s.Tokens.Input+s.Tokens.Output >= s.Contract.Budget.Tokens:
+	case sat(s.Tokens.Input, s.Tokens.Output) >= s.Contract.Budget.Tokens:
 		return s.end(BudgetExhausted, fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, s.Tokens.Input, s.Tokens.Output))
 	case s.Contract.Budget.Cost > 0 && s.Contract.Prices.Cost(s.Tokens) >= s.Contract.Budget.Cost:
 		return s.end(BudgetExhausted, fmt.Sprintf("the cost budget of %.2f is spent (%.4f)", s.Contract.Budget.Cost, s.Contract.Prices.Cost(s.Tokens)))
@@ -236,7 +237,13 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 			s.Contract.ResponseMaxTokens, len(resp.ToolCalls))})
 		return
 	}
-	calls := resp.ToolCalls
+	// Each call gets an id of rein's own, unique in the run: servers that
+	// number calls per response (call_0) would make a result answer the
+	// wrong call.
+	calls := slices.Clone(resp.ToolCalls)
+	for i := range calls {
+		calls[i].ID = fmt.Sprintf("call_%d_%d", s.Steps, i)
+	}
 	var note string
 	if len(calls) > maxCallsPerStep {
 		note = fmt.Sprintf("[rein: your response asked for %d tool calls; only the first %d were run. Ask for fewer at once.]", len(calls), maxCallsPerStep)

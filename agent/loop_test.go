@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +126,55 @@ func TestCostBudget(t *testing.T) {
 	s.ApplyTools([]ToolResult{{}}, "")
 	if e, ok := s.Next(time.Now()).(End); !ok || e.Outcome.Kind != BudgetExhausted || !strings.Contains(e.Outcome.Reason, "cost budget") || e.Outcome.Cost < 0.0105 {
 		t.Fatalf("%+v", s.Done)
+	}
+}
+
+// TestHostileServers: counts below zero or past the bound are taken at
+// the bound and added without wrapping, so a budget still ends the run;
+// calls get ids of rein's own; a protected file too large to read is a
+// change, never read whole.
+func TestHostileServers(t *testing.T) {
+	if count(-5) != 0 || count(math.MaxInt64) != maxCount || sat(math.MaxInt64-1, 10) != math.MaxInt64 {
+		t.Fatal("count or sat")
+	}
+	c, _ := Contract{Goal: "g", Workspace: "/w", Budget: Budget{Tokens: 1000}}.withDefaults()
+	s := NewState(c, time.Now())
+	for range 2 {
+		s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "call_0", Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: math.MaxInt64 / 2, Output: math.MaxInt64 / 2}}, nil, time.Now())
+		s.ApplyTools([]ToolResult{{}}, "")
+	}
+	if e, ok := s.Next(time.Now()).(End); !ok || e.Outcome.Kind != BudgetExhausted || s.Tokens.Input < 0 {
+		t.Fatalf("%+v", s.Tokens)
+	}
+	if a, b := s.Transcript[1].ToolCalls[0].ID, s.Transcript[3].ToolCalls[0].ID; a == b || s.Transcript[2].ToolCallID != a {
+		t.Fatalf("ids %q %q, result for %q", a, b, s.Transcript[2].ToolCallID)
+	}
+	if _, err := (Contract{Goal: "g", Workspace: "/w", Prices: Prices{Input: math.NaN()}}).withDefaults(); err == nil {
+		t.Fatal("a NaN price was accepted")
+	}
+	ws := t.TempDir()
+	f, err := os.Create(filepath.Join(ws, "big_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(1 << 40)
+	f.Close()
+	if _, err := hashProtected(ws, []string{"*_test.go"}, true); err == nil {
+		t.Fatal("a 1 TiB protected file was taken at the start")
+	}
+	now, err := hashProtected(ws, []string{"*_test.go"}, false)
+	if err != nil || !strings.HasPrefix(now["big_test.go"].hash, "too large") {
+		t.Fatalf("%v %+v", err, now)
+	}
+}
+
+// TestResponseBound: a response that streams far past its cap is cut as
+// at the cap, its calls never run, without holding it all.
+func TestResponseBound(t *testing.T) {
+	huge := strings.Repeat("y", 2<<20)
+	cs := newChatServer(t, turn{text: huge, calls: []ToolCall{{ID: "c", Name: "write_file", Args: `{"path":"a","content":"b"}`}}})
+	resp, err := chatFor(cs).Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "x"}}, MaxTokens: 10})
+	if err != nil || resp.Finish != FinishLength || len(resp.ToolCalls) != 0 || len(resp.Text) > 1<<20 {
+		t.Fatalf("%v %s %d calls, %d bytes", err, resp.Finish, len(resp.ToolCalls), len(resp.Text))
 	}
 }

@@ -45,12 +45,25 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 	defer stream.Close()
 	msg := anthropic.Message{}
 	resp := &Response{}
+	limit, size := maxResponseBytes(req.MaxTokens), 0
 	for stream.Next() {
 		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
-		if err := msg.Accumulate(stream.Current()); err != nil {
+		ev := stream.Current()
+		size += len(ev.Delta.Text) + len(ev.Delta.PartialJSON)
+		if size > limit {
+			// Stopped as at the cap: the text so far, no tool call.
+			for _, b := range msg.Content {
+				if b.Type == "text" && len(resp.Text) < limit {
+					resp.Text += b.Text
+				}
+			}
+			resp.Text, resp.Finish = resp.Text[:min(len(resp.Text), limit)], FinishLength
+			return resp, nil
+		}
+		if err := msg.Accumulate(ev); err != nil {
 			return nil, &ProviderError{Class: FailMalformed, Err: err}
 		}
 	}
@@ -83,8 +96,8 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 		resp.Finish = FinishOther
 	}
 	u := msg.Usage
-	resp.Usage = Usage{Input: u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens, Output: u.OutputTokens,
-		CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens}
+	in, read, write := count(u.InputTokens), count(u.CacheReadInputTokens), count(u.CacheCreationInputTokens)
+	resp.Usage = Usage{Input: sat(sat(in, read), write), Output: count(u.OutputTokens), CacheRead: read, CacheWrite: write}
 	return resp, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -85,7 +86,33 @@ type Usage struct {
 }
 
 func (u Usage) add(v Usage) Usage {
-	return Usage{u.Input + v.Input, u.Output + v.Output, u.CacheRead + v.CacheRead, u.CacheWrite + v.CacheWrite}
+	return Usage{sat(u.Input, v.Input), sat(u.Output, v.Output), sat(u.CacheRead, v.CacheRead), sat(u.CacheWrite, v.CacheWrite)}
+}
+
+// maxCount bounds one token count a server reports: a count past it, or
+// below zero, is a server's error, and taken at the bound (so a budget
+// still ends the run rather than wrapping around or going unspent).
+const maxCount = 1 << 40
+
+// count is a reported token count, kept within [0, maxCount].
+func count(n int64) int64 { return min(max(n, 0), maxCount) }
+
+// sat adds two counts without wrapping.
+func sat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// maxResponseBytes bounds what one response may stream before it is cut
+// as at the cap: many times the cap's tokens, so that an honest response
+// never meets it and a hostile one cannot fill memory.
+func maxResponseBytes(maxTokens int) int {
+	if maxTokens <= 0 {
+		maxTokens = DefaultResponseMaxTokens
+	}
+	return max(maxTokens*4*16, 1<<20)
 }
 
 // Response is a whole response.

@@ -45,12 +45,17 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 	defer stream.Close()
 	resp := &Response{}
 	var final *responses.Response
+	limit, size := maxResponseBytes(req.MaxTokens), 0
 	for stream.Next() {
 		touch()
 		if resp.FirstToken == 0 {
 			resp.FirstToken = time.Since(start)
 		}
 		ev := stream.Current()
+		if size += len(ev.Delta); size > limit {
+			// Stopped as at the cap: no tool call of it is run.
+			return &Response{Finish: FinishLength, FirstToken: resp.FirstToken}, nil
+		}
 		switch ev.Type {
 		case "response.completed", "response.incomplete":
 			final = &ev.Response
@@ -97,7 +102,7 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 		resp.Finish = FinishStop
 	}
 	u := final.Usage
-	resp.Usage = Usage{Input: u.InputTokens, Output: u.OutputTokens, CacheRead: u.InputTokensDetails.CachedTokens}
+	resp.Usage = Usage{Input: count(u.InputTokens), Output: count(u.OutputTokens), CacheRead: count(u.InputTokensDetails.CachedTokens)}
 	return resp, nil
 }
 

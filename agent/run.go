@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -149,7 +150,12 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	router.Close(string(out.Kind))
 	// Whatever the run did behind the policy's back to the files it may
 	// not change is undone: the workspace keeps the tests it began with.
-	if now, err := hashProtected(c.Workspace, c.Protect, false); err == nil {
+	now, err := hashProtected(c.Workspace, c.Protect, false)
+	if err != nil {
+		// Whatever stops the comparison, every protected file is put back.
+		now = map[string]protectedFile{}
+	}
+	{
 		if changed := diffHashes(baseline, now); len(changed) > 0 {
 			if err := restoreProtected(c.Workspace, baseline, now); err != nil {
 				out.Reason += fmt.Sprintf("; protected files were changed and could not all be put back (%v): %s", err, strings.Join(changed, ", "))
@@ -507,8 +513,27 @@ type protectedFile struct {
 	data []byte
 }
 
-// maxProtectedBytes bounds the protected files a run keeps a copy of.
-const maxProtectedBytes = 64 << 20
+// maxProtectedBytes bounds the protected files a run keeps a copy of,
+// and maxProtectedFile each of them.
+const (
+	maxProtectedBytes = 64 << 20
+	maxProtectedFile  = 16 << 20
+)
+
+// readBounded reads the file at p of root, at most limit bytes (more is an
+// error: the file grew since it was looked at).
+func readBounded(root *os.Root, p string, limit int64) ([]byte, error) {
+	f, err := root.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(data)) > limit {
+		err = fmt.Errorf("more than %d bytes", limit)
+	}
+	return data, err
+}
 
 // hashProtected hashes (and, with keep, copies) every entry of ws a
 // protect glob matches; with keep (at the run's start) a glob that
@@ -538,9 +563,25 @@ func hashProtected(ws string, globs []string, keep bool) (map[string]protectedFi
 				out[p] = protectedFile{hash: "not a file: " + e.Type().String()}
 				return nil
 			}
-			data, err := root.ReadFile(p)
+			info, err := e.Info()
+			switch {
+			case err != nil:
+				out[p] = protectedFile{hash: "unreadable: " + err.Error()}
+				return nil
+			case info.Size() > maxProtectedFile:
+				// Never read whole: a file this size is no test of the
+				// run's, and reading it could exhaust memory.
+				if keep {
+					return fmt.Errorf("%s is %d bytes, more than a protected file may be (%d MiB)", p, info.Size(), maxProtectedFile>>20)
+				}
+				out[p] = protectedFile{hash: fmt.Sprintf("too large: %d bytes", info.Size())}
+				return nil
+			}
+			data, err := readBounded(root, p, maxProtectedFile)
 			if err != nil {
-				return err
+				// Unreadable now is changed: it is put back.
+				out[p] = protectedFile{hash: "unreadable: " + err.Error()}
+				return nil
 			}
 			sum := sha256.Sum256(data)
 			f := protectedFile{hash: hex.EncodeToString(sum[:])}

@@ -306,7 +306,8 @@ price_output = 15.0
 	if _, err := Load(o); err == nil || !strings.Contains(err.Error(), "may not configure a provider") {
 		t.Fatalf("a project's provider: %v", err)
 	}
-	for _, bad := range []string{"[run]\nmax_steps = 0\n", "[run]\nmax_time = \"soon\"\n", "[[provider]]\nname = \"x\"\nbase_url = \"ftp://h\"\n", "[[provider]]\nname = \"x\"\nfamily = \"grpc\"\n", "[run]\nsteps = 3\n"} {
+	for _, bad := range []string{"[run]\nmax_steps = 0\n", "[run]\nmax_time = \"soon\"\n", "[[provider]]\nname = \"x\"\nbase_url = \"ftp://h\"\n", "[[provider]]\nname = \"x\"\nfamily = \"grpc\"\n", "[run]\nsteps = 3\n",
+		"[[provider]]\nname = \"x\"\nprice_input = nan\n", "[run]\nmax_cost = nan\n", "[run]\nmax_cost = inf\n"} {
 		f.write(f.user, bad)
 		o := f.options()
 		o.UserFile = f.user

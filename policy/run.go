@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -104,7 +105,7 @@ func (a *applier) run(c *fileConfig) error {
 		}
 	}
 	if r.MaxCost != nil {
-		if *r.MaxCost <= 0 {
+		if !(*r.MaxCost > 0) || math.IsInf(*r.MaxCost, 0) {
 			return a.fail("run.max_cost", fmt.Errorf("must be more than 0, not %g", *r.MaxCost))
 		}
 		if !a.narrowOnly || p.Run.MaxCost == 0 || *r.MaxCost < p.Run.MaxCost {
@@ -140,8 +141,8 @@ func (a *applier) run(c *fileConfig) error {
 			}
 		}
 		for _, v := range []float64{pc.PriceInput, pc.PriceOutput, pc.PriceCacheRead, pc.PriceCacheWrite} {
-			if v < 0 {
-				return a.fail(key, fmt.Errorf("a price is negative"))
+			if !(v >= 0) || math.IsInf(v, 0) {
+				return a.fail(key, fmt.Errorf("a price is %v: prices are numbers of 0 or more", v))
 			}
 		}
 		p.Providers = append(p.Providers, ProviderSetting{Name: pc.Name, Family: pc.Family, BaseURL: pc.BaseURL, Model: pc.Model, APIKeyEnv: pc.APIKeyEnv,
