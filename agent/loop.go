@@ -35,6 +35,9 @@ type State struct {
 	// was told once to re-plan.
 	Recent []callMark `json:"recent,omitempty"`
 	Nudged bool       `json:"nudged,omitempty"`
+	// Reads are the transcript indices of the reads of each path not yet
+	// superseded.
+	Reads map[string][]int `json:"reads,omitempty"`
 	// SetAside counts the observations set aside to fit the window.
 	SetAside int `json:"set_aside,omitempty"`
 	// Malformed says the model was told once that a tool call's
@@ -166,33 +169,29 @@ func (s *State) fit() {
 // change: a read of a path is superseded by a later read or change of it.
 var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "delete_file": true}
 
-// supersede turns the earlier reads of the path a call names into stubs:
-// the model has a newer view of that file.
-func (s *State) supersede(c ToolCall, upto int) {
+// pathOf is the path a file tool's call names, or "".
+func pathOf(c ToolCall) string {
 	if !fileTools[c.Name] {
-		return
+		return ""
 	}
 	var a struct {
 		Path string `json:"path"`
 	}
-	if json.Unmarshal([]byte(c.Args), &a) != nil || a.Path == "" {
-		return
+	if json.Unmarshal([]byte(c.Args), &a) != nil {
+		return ""
 	}
-	reads := map[string]bool{}
-	for i := 0; i < upto; i++ {
-		m := s.Transcript[i]
-		for _, tc := range m.ToolCalls {
-			var b struct {
-				Path string `json:"path"`
-			}
-			if tc.Name == "read_file" && json.Unmarshal([]byte(tc.Args), &b) == nil && b.Path == a.Path {
-				reads[tc.ID] = true
-			}
-		}
-		if m.Role == RoleTool && reads[m.ToolCallID] && !strings.HasPrefix(m.Text, "[rein:") {
-			s.Transcript[i].Text = fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", a.Path, c.Name)
+	return a.Path
+}
+
+// supersede turns the reads of path kept so far into stubs: the model has
+// a newer view of that file (by call, a read again or a change).
+func (s *State) supersede(path, by string) {
+	for _, i := range s.Reads[path] {
+		if i < len(s.Transcript) && !strings.HasPrefix(s.Transcript[i].Text, "[rein:") {
+			s.Transcript[i].Text = fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", path, by)
 		}
 	}
+	delete(s.Reads, path)
 }
 
 func (s *State) end(kind Kind, reason string) End {
@@ -293,12 +292,19 @@ func (s *State) ApplyTools(results []ToolResult, stopped string) {
 			obs = results[i].Observation
 			s.Recent = append(s.Recent, callMark{Sig: c.Name + " " + c.Args, Changed: results[i].Changed})
 		}
-		// What came before this response is superseded by its reads and
-		// by the changes it made.
-		if i < len(results) && (c.Name == "read_file" || results[i].Changed) {
-			s.supersede(c, len(s.Transcript)-i-1)
+		// Earlier reads of a file are superseded by a read of it and by a
+		// change made to it.
+		path := pathOf(c)
+		if path != "" && i < len(results) && (c.Name == "read_file" || results[i].Changed) {
+			s.supersede(path, c.Name)
 		}
 		s.Transcript = append(s.Transcript, Message{Role: RoleTool, ToolCallID: c.ID, Text: obs})
+		if path != "" && c.Name == "read_file" {
+			if s.Reads == nil {
+				s.Reads = map[string][]int{}
+			}
+			s.Reads[path] = append(s.Reads[path], len(s.Transcript)-1)
+		}
 	}
 	s.Pending = nil
 	for _, n := range s.Notes {
