@@ -19,7 +19,11 @@ import (
 // The test binary serves as the sandbox's init, as rein's binary does.
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	os.Exit(m.Run())
+	code := m.Run()
+	if fixtureRoot != "" {
+		os.RemoveAll(fixtureRoot)
+	}
+	os.Exit(code)
 }
 
 const (
