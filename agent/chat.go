@@ -178,23 +178,11 @@ func (c *chatProvider) params(req Request) (openai.ChatCompletionNewParams, erro
 func classify(err error) error {
 	var apiErr *openai.Error
 	if errors.As(err, &apiErr) {
-		pe := &ProviderError{Class: classOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: errors.New(apiErr.Message)}
-		if apiErr.Message == "" {
-			pe.Err = errors.New(http.StatusText(apiErr.StatusCode))
-		}
-		if apiErr.Response != nil {
-			pe.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"), time.Now())
-		}
+		pe := httpFailure(apiErr.StatusCode, apiErr.Message, apiErr.Response)
 		if apiErr.Code == "context_length_exceeded" {
 			pe.Class = FailContextOverflow
 		}
 		return pe
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &ProviderError{Class: FailTimeout, Err: err}
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	return &ProviderError{Class: FailTransport, Err: err}
+	return transportFailure(err)
 }

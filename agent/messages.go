@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -202,20 +201,7 @@ func messageContent(m anthropic.MessageParam) []anthropic.ContentBlockParamUnion
 func classifyMessages(err error) error {
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		pe := &ProviderError{Class: classOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Err: errors.New(apiErr.Message)}
-		if apiErr.Message == "" {
-			pe.Err = errors.New(http.StatusText(apiErr.StatusCode))
-		}
-		if apiErr.Response != nil {
-			pe.RetryAfter = parseRetryAfter(apiErr.Response.Header.Get("Retry-After"), time.Now())
-		}
-		return pe
+		return httpFailure(apiErr.StatusCode, apiErr.Message, apiErr.Response)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &ProviderError{Class: FailTimeout, Err: err}
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	return &ProviderError{Class: FailTransport, Err: err}
+	return transportFailure(err)
 }

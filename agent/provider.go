@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -199,6 +200,32 @@ func classOfStatus(status int) FailureClass {
 		return FailServer
 	}
 	return FailRequest
+}
+
+// httpFailure is a failure the server answered with a status: classed by
+// it, with what the server asked the client to wait.
+func httpFailure(status int, message string, resp *http.Response) *ProviderError {
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	pe := &ProviderError{Class: classOfStatus(status), Status: status, Err: errors.New(message)}
+	if resp != nil {
+		pe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return pe
+}
+
+// transportFailure classes a failure with no answer: the caller's own
+// cancellation as it is, a deadline as a timeout, anything else as the
+// transport's.
+func transportFailure(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &ProviderError{Class: FailTimeout, Err: err}
+	case errors.Is(err, context.Canceled):
+		return err
+	}
+	return &ProviderError{Class: FailTransport, Err: err}
 }
 
 // parseRetryAfter reads a Retry-After header: seconds, or an HTTP date.
