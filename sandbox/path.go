@@ -216,7 +216,9 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 			if st.Kind != shell.Command || len(st.Argv) == 0 {
 				continue
 			}
-			if s == nil {
+			if s == nil && (st.Programs == nil || (st.Program == "" && !strings.Contains(st.Argv[0], "/"))) {
+				// Split once for the line, and only when a lookup is left:
+				// a line the caller resolved is not looked up again.
 				s = newSearch(p)
 			}
 			if st.Programs == nil {
