@@ -43,6 +43,10 @@ type State struct {
 	// Malformed says the model was told once that a tool call's
 	// arguments were not JSON.
 	Malformed bool `json:"malformed,omitempty"`
+	// Squeezed says the provider refused this step's prompt as too long
+	// for its window and every observation it could was set aside; a
+	// second refusal ends the run.
+	Squeezed bool `json:"squeezed,omitempty"`
 	// Notes are told to the model after the pending calls' results.
 	Notes []string `json:"notes,omitempty"`
 	// Done is the outcome, once the run has one.
@@ -145,7 +149,12 @@ const (
 // one-line stub that names what to do to see it again. The goal and the
 // last turns stay as they are; the trace keeps the whole text.
 func (s *State) fit() {
-	limit := int(float64(s.Contract.ContextTokens) * contextShare * charsPerToken)
+	s.fitTo(int(float64(s.Contract.ContextTokens) * contextShare * charsPerToken))
+}
+
+// fitTo sets aside the oldest observations until the transcript is at
+// most limit characters, or only the goal and the last turns are left.
+func (s *State) fitTo(limit int) {
 	size := 0
 	for _, m := range s.Transcript {
 		size += len(m.Text)
@@ -206,6 +215,13 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 	if err != nil {
 		class, after := classOf(err)
 		s.Attempt++
+		if class == FailContextOverflow && !s.Squeezed {
+			// The server counts tokens its own way: compact as far as
+			// the transcript allows, then try once more at once.
+			s.Squeezed = true
+			s.fitTo(0)
+			return
+		}
 		if !class.Retried() || s.Attempt >= maxAttempts {
 			why := err.Error()
 			if class.Retried() {
@@ -224,7 +240,7 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 		s.RetryAt = now.Add(wait)
 		return
 	}
-	s.Attempt, s.RetryAt = 0, time.Time{}
+	s.Attempt, s.RetryAt, s.Squeezed = 0, time.Time{}, false
 	s.Steps++
 	s.Tokens = s.Tokens.add(resp.Usage)
 	msg := Message{Role: RoleAssistant, Text: resp.Text}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -201,7 +202,13 @@ func messageContent(m anthropic.MessageParam) []anthropic.ContentBlockParamUnion
 func classifyMessages(err error) error {
 	var apiErr *anthropic.Error
 	if errors.As(err, &apiErr) {
-		return httpFailure(apiErr.StatusCode, apiErr.Message, apiErr.Response)
+		pe := httpFailure(apiErr.StatusCode, apiErr.Message, apiErr.Response)
+		// Anthropic says a prompt is past the window with a 400
+		// invalid_request_error whose message begins so.
+		if apiErr.StatusCode == 400 && strings.HasPrefix(apiErr.Message, "prompt is too long") {
+			pe.Class = FailContextOverflow
+		}
+		return pe
 	}
 	return transportFailure(err)
 }

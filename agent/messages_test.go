@@ -160,6 +160,8 @@ func TestMessagesFailures(t *testing.T) {
 		{turn{status: 529, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, FailOverloaded},
 		{turn{status: 429, retryAfter: "3", body: `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`}, FailRateLimited},
 		{turn{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`}, FailAuth},
+		{turn{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`}, FailContextOverflow},
+		{turn{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`}, FailRequest},
 		{turn{text: "cut short", cut: true}, FailTransport},
 	} {
 		ms := newMessagesServer(t, tc.tn)

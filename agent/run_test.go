@@ -81,6 +81,12 @@ func fixture(t *testing.T, extra map[string]string) string {
 // events and the server.
 func runScript(t *testing.T, ws string, c Contract, turns ...turn) (Outcome, []Event, *chatServer) {
 	t.Helper()
+	return runScriptCtx(t, context.Background(), ws, c, turns...)
+}
+
+// runScriptCtx is runScript under the caller's context.
+func runScriptCtx(t *testing.T, ctx context.Context, ws string, c Contract, turns ...turn) (Outcome, []Event, *chatServer) {
+	t.Helper()
 	cs := newChatServer(t, turns...)
 	mode := policy.ModeAuto
 	p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode, Verification: c.Protect})
@@ -97,7 +103,7 @@ func runScript(t *testing.T, ws string, c Contract, turns ...turn) (Outcome, []E
 	var events []Event
 	// A clock that a retry's wait moves on at once.
 	clock := time.Now()
-	out, err := Run(context.Background(), c, Options{
+	out, err := Run(ctx, c, Options{
 		Provider: chatFor(cs),
 		Tool:     tool.Config{Policy: p, Store: store, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}},
 		Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() },
@@ -425,5 +431,72 @@ func TestRunBackgroundTamper(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(filepath.Join(ws, "calc_test.go")); string(data) != calcTest {
 		t.Fatalf("the test was left weakened: %q", data)
+	}
+}
+
+// TestRunOtherOutcomes: the outcomes of the table not reached above, each
+// with its exit status: the caller's cancellation, the same refusal
+// repeated, the token and wall-clock budgets, and a prompt the server
+// finds too long (compacted, retried once, then a failure).
+func TestRunOtherOutcomes(t *testing.T) {
+	ws := fixture(t, nil)
+	read := turn{calls: []ToolCall{call("c", "read_file", `{"path":"calc.go"}`)}}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, _, cs := runScriptCtx(t, ctx, ws, Contract{Goal: "x", Verify: gateGoTest()}, read,
+		turn{text: "never sent", check: func(*testing.T, map[string]any) { cancel() }}, read)
+	if out.Kind != Cancelled || out.Kind.ExitCode() != 130 || out.Steps != 1 || !contains(out.Reason, "cancelled") {
+		t.Fatalf("cancelled: %+v", out)
+	}
+	if cs.requestCount() != 2 {
+		t.Fatalf("cancelled: %d model calls", cs.requestCount())
+	}
+
+	// The same denied read, again and again: the router stops the run.
+	secret := turn{calls: []ToolCall{call("c", "read_file", `{"path":"~/.ssh/id_rsa"}`)}}
+	var turns []turn
+	for range policy.DefaultRepeatedRefusals + 2 {
+		turns = append(turns, secret)
+	}
+	out, _, _ = runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest()}, turns...)
+	if out.Kind != RefusedRepeatedly || out.Kind.ExitCode() != 5 || out.Steps != policy.DefaultRepeatedRefusals {
+		t.Fatalf("refused repeatedly: %+v", out)
+	}
+
+	// Each response reports 120 tokens in and 30 out (the server's usage).
+	out, _, _ = runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest(), Budget: Budget{Tokens: 400}}, read, read, read, read, read)
+	if out.Kind != BudgetExhausted || out.Kind.ExitCode() != 3 || out.Steps != 3 || !contains(out.Reason, "token budget of 400 is spent (360 in, 90 out)") {
+		t.Fatalf("tokens: %+v", out)
+	}
+
+	// A command that outlasts the wall clock is ended with the run.
+	start := time.Now()
+	out, _, _ = runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest(), Budget: Budget{WallClock: 2 * time.Second}},
+		turn{calls: []ToolCall{call("c", "shell", `{"line":"sleep 60"}`)}}, read)
+	if out.Kind != BudgetExhausted || out.Kind.ExitCode() != 3 || !contains(out.Reason, "wall-clock budget of 2s") || time.Since(start) > 30*time.Second {
+		t.Fatalf("wall clock: %+v after %s", out, time.Since(start))
+	}
+
+	// Too long for the server: every observation it can is set aside,
+	// and the same step is asked for once more.
+	overflow := turn{status: 400, body: `{"error":{"message":"This model's maximum context length is 8192 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`}
+	out, events, cs := runScript(t, ws, Contract{Goal: "x"}, read, read, read, read, overflow,
+		turn{text: "done", check: func(t *testing.T, req map[string]any) {
+			msgs := req["messages"].([]any)
+			if m := msgs[3].(map[string]any)["content"].(string); !contains(m, "was set aside") && !contains(m, "superseded") {
+				t.Errorf("the oldest observation was kept: %q", m)
+			}
+		}})
+	compacted := false
+	for _, e := range events {
+		compacted = compacted || e.Kind == EventCompacted
+	}
+	if out.Kind != Finished || cs.requestCount() != 6 || !compacted {
+		t.Fatalf("overflow: %+v after %d calls (compacted %v)", out, cs.requestCount(), compacted)
+	}
+	out, _, cs = runScript(t, ws, Contract{Goal: "x"}, read, overflow, overflow, read)
+	if out.Kind != ProviderFailed || out.Kind.ExitCode() != 7 || !contains(out.Reason, "context") || cs.requestCount() != 3 {
+		t.Fatalf("overflow twice: %+v after %d calls", out, cs.requestCount())
 	}
 }
