@@ -142,8 +142,18 @@ func isBare(d string) bool {
 // checkGit asks before git runs on a repository other than the
 // workspace's own .git directory: a repository the agent wrote (a .git
 // file pointing elsewhere, a bare repository) carries a config git obeys,
-// core.fsmonitor and hooks included.
+// core.fsmonitor and hooks included. git is found wherever a stage may run
+// it, not only as its program: behind any wrapper (timeout 5 git, nice
+// git, xargs git), under its multi-call names (git-diff,
+// /usr/lib/git-core/git-stash) and in the text a shell runs (sh -c '...').
 func checkGit(line *shell.Line, cwd, workspace string) string {
+	return checkGitDepth(line, cwd, workspace, 0)
+}
+
+// maxGitDepth bounds the shell texts inside shell texts checkGit reads.
+const maxGitDepth = 4
+
+func checkGitDepth(line *shell.Line, cwd, workspace string, depth int) string {
 	dir := cwd
 	for _, st := range stages(line) {
 		if st.Kind == shell.Cd {
@@ -154,21 +164,101 @@ func checkGit(line *shell.Line, cwd, workspace string) string {
 			dir = filepath.Clean(t)
 			continue
 		}
-		if len(st.Argv) == 0 || filepath.Base(st.Argv[0]) != "git" {
+		if why := checkGitStage(st.Argv, dir, workspace, depth); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// isGitName reports whether a program's name runs git: git itself or
+// one of its multi-call names (git-upload-pack, git-stash).
+func isGitName(word string) bool {
+	b := filepath.Base(word)
+	return b == "git" || strings.HasPrefix(b, "git-")
+}
+
+// dirChangers are the options of wrappers and finders that run their
+// command in another directory than the stage's.
+var dirChangers = []string{"-C", "--chdir", "-execdir", "-okexecdir", "--wdir", "--directory", "--cwd"}
+
+// checkGitStage checks one stage's words for a git that would use a
+// repository other than the workspace's.
+func checkGitStage(argv []string, dir, workspace string, depth int) string {
+	for i, w := range argv {
+		if i > 0 && depth < maxGitDepth && strings.Contains(w, "git") && strings.ContainsAny(w, " ;&|\n") {
+			// Text a shell may run: read it as a line of its own. Text
+			// given to a -c that does not parse cannot be vouched for;
+			// other text (a commit message) is only checked when it does.
+			inner, err := shell.Parser{}.Parse(w)
+			if err != nil {
+				if prev := argv[i-1]; strings.HasPrefix(prev, "-") && strings.HasSuffix(prev, "c") {
+					return fmt.Sprintf("the text %q may run git, and rein cannot read it as a command line", truncate(w))
+				}
+				continue
+			}
+			if why := checkGitDepth(inner, dir, workspace, depth+1); why != "" {
+				return why
+			}
 			continue
 		}
-		repo, bare, ok := gitRepoOf(dir)
-		own := filepath.Join(workspace, ".git")
-		if fi, err := os.Lstat(own); err != nil || !fi.IsDir() {
-			own = ""
+		if !isGitName(w) {
+			continue
 		}
-		switch {
-		case !ok:
-		case bare:
-			return fmt.Sprintf("git in %s would use the bare repository there, whose config git obeys", repo)
-		case repo != own:
-			return fmt.Sprintf("git in %s would use %s, not the workspace's own repository, and obey its config", dir, repo)
+		for _, before := range argv[:i] {
+			for _, o := range dirChangers {
+				if before == o || strings.HasPrefix(before, o+"=") {
+					return fmt.Sprintf("git runs behind %s, which moves it to a directory the hook cannot vouch for", before)
+				}
+			}
 		}
+		gitDir := dir
+		for k := i + 1; k < len(argv); k++ {
+			a := argv[k]
+			switch {
+			case a == "-C" && k+1 < len(argv):
+				k++
+				if t := argv[k]; filepath.IsAbs(t) {
+					gitDir = filepath.Clean(t)
+				} else {
+					gitDir = filepath.Join(gitDir, t)
+				}
+				continue
+			case a == "--git-dir" || a == "--work-tree" || strings.HasPrefix(a, "--git-dir=") || strings.HasPrefix(a, "--work-tree="):
+				return fmt.Sprintf("git %s names a repository the hook cannot vouch for", a)
+			}
+			if !strings.HasPrefix(a, "-") {
+				break
+			}
+		}
+		if why := foreignRepo(gitDir, workspace); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+func truncate(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "..."
+	}
+	return s
+}
+
+// foreignRepo says why git in dir would use a repository other than the
+// workspace's own, or "".
+func foreignRepo(dir, workspace string) string {
+	repo, bare, ok := gitRepoOf(dir)
+	own := filepath.Join(workspace, ".git")
+	if fi, err := os.Lstat(own); err != nil || !fi.IsDir() {
+		own = ""
+	}
+	switch {
+	case !ok:
+	case bare:
+		return fmt.Sprintf("git in %s would use the bare repository there, whose config git obeys", repo)
+	case repo != own:
+		return fmt.Sprintf("git in %s would use %s, not the workspace's own repository, and obey its config", dir, repo)
 	}
 	return ""
 }

@@ -119,27 +119,7 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		if !ok {
 			return Denied("Bash without a command string")
 		}
-		if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
-			return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
-		}
-		line, err := shell.Parser{Home: p.Home}.Parse(cmd)
-		if err != nil {
-			return Denied("refused by rein's grammar: " + err.Error())
-		}
-		dir := in.Cwd
-		if dir == "" || !filepath.IsAbs(dir) {
-			dir = p.Workspace
-		}
-		if why := checkBash(cmd, line, dir, p.Home); why != "" {
-			return Denied(why)
-		}
-		d := fromVerdict(p.CheckIn(line, dir))
-		if d.Answer == Allow {
-			if why := checkGit(line, dir, p.Workspace); why != "" {
-				return Decision{Answer: Ask, Reason: why}
-			}
-		}
-		return d
+		return decideBash(p, in, cmd)
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		name := "file_path"
 		if in.ToolName == "NotebookEdit" {
@@ -200,7 +180,39 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		// that a [net] rule can allow.
 		return fromVerdict(p.CheckNet("web-search"))
 	}
-	return fromVerdict(p.CheckTool(in.ToolName))
+	d := fromVerdict(p.CheckTool(in.ToolName))
+	// A tool whose input carries a command (Monitor, a plugin's runner)
+	// runs it as Bash would: it is decided as a Bash command too, and a
+	// [tool] allow rule for the tool does not let the command through.
+	if cmd, ok := field("command", "cmd"); ok {
+		return stricter(decideBash(p, in, cmd), d)
+	}
+	return d
+}
+
+// decideBash decides a command line a tool runs in Claude Code's shell.
+func decideBash(p *policy.Policy, in *Input, cmd string) Decision {
+	if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
+		return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
+	}
+	line, err := shell.Parser{Home: p.Home}.Parse(cmd)
+	if err != nil {
+		return Denied("refused by rein's grammar: " + err.Error())
+	}
+	dir := in.Cwd
+	if dir == "" || !filepath.IsAbs(dir) {
+		dir = p.Workspace
+	}
+	if why := checkBash(cmd, line, dir, p.Home); why != "" {
+		return Denied(why)
+	}
+	d := fromVerdict(p.CheckIn(line, dir))
+	if d.Answer == Allow {
+		if why := checkGit(line, dir, p.Workspace); why != "" {
+			return Decision{Answer: Ask, Reason: why}
+		}
+	}
+	return d
 }
 
 // decidePath decides an access to a path a file tool names: the protected

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"encoding/json"
+	"github.com/reinhq/rein/shell"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,6 +127,15 @@ func TestBashMeaningInAShell(t *testing.T) {
 		{`git status`, Allow, ""},
 		{`cd sub && git status`, Ask, "not the workspace's own repository"},
 		{`cd bare && git log`, Ask, "bare repository"},
+		// Behind a wrapper, under a multi-call name, with -C: still git.
+		{`cd sub && timeout 5 git diff --no-index a b`, Ask, "not the workspace's own repository"},
+		{`cd sub && nice git diff --no-index a b`, Ask, "not the workspace's own repository"},
+		{`cd sub && time git status`, Ask, "not the workspace's own repository"},
+		{`cd sub && nohup git status`, Ask, "not the workspace's own repository"},
+		{`cd sub && stdbuf -oL git status`, Ask, "not the workspace's own repository"},
+		{`git -C sub status`, Ask, "git -C changes the configuration or repository"},
+		{`timeout 5 git --git-dir=bare log`, Ask, "git --git-dir changes"},
+		{`git log --grep "a git (odd) word" -n 1`, Allow, ""},
 		{strings.Repeat("true | ", 2000) + "true", Deny, "separators"},
 		{strings.Repeat("x", 70<<10), Deny, "KiB"},
 	} {
@@ -145,11 +155,14 @@ func TestBashMeaningInAShell(t *testing.T) {
 		{"Read", `{"file_path":"~/.ssh/id_rsa"}`, Deny, "protected"},
 		{"Write", `{"file_path":"~/.bashrc","content":"x"}`, Deny, ""},
 		{"Read", `{"file_path":"~root/.ssh/id_rsa"}`, Deny, "another user"},
-		{"Write", `{"file_path":"` + ws + `/.claude/settings.json","content":"{}"}`, Deny, "Claude Code's own configuration"},
-		{"Write", `{"file_path":"` + ws + `/.mcp.json","content":"{}"}`, Deny, "Claude Code's own configuration"},
-		{"Write", `{"file_path":"` + ws + `/sub2/.git","content":"gitdir: ../gd"}`, Deny, "git's own files"},
-		{"Write", `{"file_path":"` + ws + `/.git/info/attributes","content":"x"}`, Deny, "git's own files"},
+		{"Write", `{"file_path":"` + ws + `/.claude/settings.json","content":"{}"}`, Deny, `protected by deny rule "**/.claude/**"`},
+		{"Write", `{"file_path":"` + ws + `/.mcp.json","content":"{}"}`, Deny, `protected by deny rule "**/.mcp.json"`},
+		{"Write", `{"file_path":"` + ws + `/sub2/.git","content":"gitdir: ../gd"}`, Deny, `protected by deny rule "**/.git"`},
+		{"Write", `{"file_path":"` + ws + `/.git/info/attributes","content":"x"}`, Deny, `protected by deny rule "**/.git/**"`},
 		{"Write", `{"file_path":"` + ws + `/hardrc","content":"x"}`, Deny, "hard links"},
+		// A tool whose input is a command is decided as Bash.
+		{"Monitor", `{"command":"cat ~/.ssh/id_rsa","description":"x"}`, Deny, "protected"},
+		{"Monitor", `{"command":"cd sub && timeout 5 git status"}`, Ask, "not the workspace's own repository"},
 		{"Write", `{"file_path":"` + ws + `/Lx/../.bashrc","content":"x"}`, Deny, ""},
 		{"NotebookEdit", `{"notebook_path":"` + home + `/x.ipynb","file_path":"` + ws + `/ok.ipynb","new_source":"x"}`, Deny, ""},
 		{"Grep", `{"pattern":"SECRET","path":"` + ws + `","glob":".env"}`, Ask, "Grep over a directory"},
@@ -177,4 +190,41 @@ func TestBashMeaningInAShell(t *testing.T) {
 func quote(s string) string {
 	data, _ := json.Marshal(s)
 	return string(data)
+}
+
+// TestCheckGitFindsGit: the foreign-repository check finds git wherever a
+// stage may run it, whatever the policy decides of the stage.
+func TestCheckGitFindsGit(t *testing.T) {
+	ws := t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".git"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
+	os.WriteFile(filepath.Join(ws, "sub", ".git"), []byte("gitdir: ../gd\n"), 0o644)
+	os.MkdirAll(filepath.Join(ws, "a"), 0o755)
+	for _, c := range []struct {
+		line, why string
+	}{
+		{`git -C sub status`, "not the workspace's own repository"},
+		{`git -C a -C ../sub status`, "not the workspace's own repository"},
+		{`git --git-dir=x status`, "names a repository"},
+		{`cd sub && /usr/lib/git-core/git-stash list`, "not the workspace's own repository"},
+		{`cd sub && git-diff a b`, "not the workspace's own repository"},
+		{`cd sub && xargs -0 git status`, "not the workspace's own repository"},
+		{`sh -c 'cd sub && git status'`, "not the workspace's own repository"},
+		{`bash -c 'timeout 5 sh -c "cd sub; git status"'`, "not the workspace's own repository"},
+		{`sh -c 'git status $(x'`, "cannot read it"},
+		{`env -C sub git status`, "behind -C"},
+		{`find . -execdir git status ;`, "behind -execdir"},
+		{`git -C a status`, ""},
+		{`timeout 5 git status`, ""},
+		{`git log --grep "a git (odd) word"`, ""},
+	} {
+		line, err := shell.Parser{}.Parse(c.line)
+		if err != nil {
+			t.Fatalf("%s: %v", c.line, err)
+		}
+		why := checkGit(line, ws, ws)
+		if c.why == "" && why != "" || c.why != "" && !strings.Contains(why, c.why) {
+			t.Errorf("%s: %q, want %q", c.line, why, c.why)
+		}
+	}
 }

@@ -238,7 +238,9 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		access := ActRead
 		if r.IsWrite() {
 			access = ActWrite
-			if sv.Class < WorkspaceMutating {
+			// Writing to /dev/null, /dev/stdout or /dev/stderr mutates
+			// nothing.
+			if sv.Class < WorkspaceMutating && !isExemptDevice(r.Path) {
 				sv.Class, classReason = WorkspaceMutating, "it redirects output into a file"
 			}
 		}

@@ -445,10 +445,10 @@ func TestPaths(t *testing.T) {
 		{"cat main.go", Allow, ""},
 		{"cat ~/.ssh/id_rsa", Deny, "~/.ssh/**"},
 		{"mv ~/.ssh stolen", Deny, "~/.ssh/**"}, // the directory itself
-		{"rm -r .git/hooks", Deny, "**/.git/hooks/**"},
+		{"rm -r .git/hooks", Deny, "**/.git/**"},
 		{"cat keys/id_rsa", Deny, "~/.ssh/**"},      // through a workspace link
 		{"echo x > dangling", Deny, "~/.ssh/**"},    // dangling final link
-		{"echo x > hook", Deny, "**/.git/hooks/**"}, // link into .git/hooks
+		{"echo x > hook", Deny, "**/.git/**"}, // link into .git/hooks
 		{"cat .env", Deny, "**/.env"},
 		{"cat .env.example", Allow, ""},
 		{"cat src/../.env", Deny, "**/.env"},
@@ -465,6 +465,16 @@ func TestPaths(t *testing.T) {
 		{"cp main.go ~/.bashrc", Deny, "~/.bashrc"},
 		{"python3 -c 'print(open(\"" + f.home + "/.ssh/id_rsa\").read())'", Deny, "~/.ssh/**"},
 		{"node -e 'require(\"fs\").readFileSync(\"~/.aws/credentials\")'", Deny, "~/.aws/**"},
+		// Agents' configuration and repository metadata, by any writer.
+		{`echo '{"disableAllHooks": true}' > .claude/settings.local.json`, Deny, "**/.claude/**"},
+		{"echo x > .git/HEAD", Deny, "**/.git/**"},
+		{"tee -a .mcp.json", Deny, "**/.mcp.json"},
+		{"cp main.go .vscode/tasks.json", Deny, "**/.vscode/**"},
+		{"mkdir -p sub/.git", Deny, "**/.git"},
+		{"echo '[submodule]' > .gitmodules", Deny, "**/.gitmodules"},
+		{"rm -rf .cursor", Deny, ""},
+		{"sed -i s/a/b/ .codex/config.toml", Deny, "**/.codex/**"},
+		{"cat .claude/settings.json", Allow, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.line, func(t *testing.T) {
@@ -588,5 +598,26 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExemptDeviceRedirect: a redirect to /dev/null, /dev/stdout or
+// /dev/stderr writes nothing, so it leaves a reader read-only; one to a
+// file does not.
+func TestExemptDeviceRedirect(t *testing.T) {
+	f := newFixture(t)
+	p := f.load(ModeAsk)
+	for _, c := range []struct {
+		line string
+		want Decision
+	}{
+		{"grep -n TODO main.go 2>/dev/null", Allow},
+		{"cat main.go > /dev/stdout 2> /dev/stderr", Allow},
+		{"grep -n TODO main.go 2> errors.txt", Ask},
+		{"cat main.go > /dev/tty", Deny},
+	} {
+		if v := f.check(p, c.line); v.Decision != c.want {
+			t.Errorf("%s: %s (%s), want %s", c.line, v.Decision, v.Reason, c.want)
+		}
 	}
 }

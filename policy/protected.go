@@ -62,10 +62,26 @@ var builtinProtected = []struct {
 	{"/lib*/**", protectWrite, nil},
 	{"/boot/**", protectWrite, nil},
 	{"/dev/**", protectWrite, exemptDevices},
-	{"**/.git/hooks/**", protectWrite, nil},
-	{"**/.git/config", protectWrite, nil},
-	{"**/.git/modules/**/hooks/**", protectWrite, nil},
-	{"**/.git/modules/**/config", protectWrite, nil},
+	// Repository metadata: git's own files are written by git, and a
+	// .git, .gitmodules or hook the agent writes is one the host's git
+	// obeys.
+	{"**/.git", protectWrite, nil},
+	{"**/.git/**", protectWrite, nil},
+	{"**/.gitmodules", protectWrite, nil},
+	{"**/.husky/**", protectWrite, nil},
+	// Agents' and editors' own configuration, which could switch their
+	// gate off, add servers and hooks, or run tasks on opening.
+	{"**/.claude/**", protectWrite, nil},
+	{"**/.mcp.json", protectWrite, nil},
+	{"**/.codex/**", protectWrite, nil},
+	{"**/.cursor/**", protectWrite, nil},
+	{"**/.gemini/**", protectWrite, nil},
+	{"**/.windsurf/**", protectWrite, nil},
+	{"**/.continue/**", protectWrite, nil},
+	{"**/.aider.conf.yml", protectWrite, nil},
+	{"**/.vscode/**", protectWrite, nil},
+	{"**/.idea/**", protectWrite, nil},
+	{"~/.claude.json", protectWrite, nil},
 	{"~/.config/rein/**", protectWrite, nil},
 	{".rein/**", protectWrite, nil},
 
