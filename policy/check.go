@@ -449,6 +449,11 @@ func (p *Policy) canonName(name string, cwds []string) string {
 	if err != nil || path.Base(r) == path.Base(name) {
 		return name
 	}
+	// git is a multi-call program: through a link named git-stash it runs
+	// git stash, so the name it is run by is what it does.
+	if path.Base(r) == "git" && strings.HasPrefix(path.Base(name), "git-") {
+		return name
+	}
 	for _, d := range systemProgramDirs {
 		if workspace.Within(d, r) {
 			return r

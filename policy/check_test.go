@@ -446,9 +446,9 @@ func TestPaths(t *testing.T) {
 		{"cat ~/.ssh/id_rsa", Deny, "~/.ssh/**"},
 		{"mv ~/.ssh stolen", Deny, "~/.ssh/**"}, // the directory itself
 		{"rm -r .git/hooks", Deny, "**/.git/**"},
-		{"cat keys/id_rsa", Deny, "~/.ssh/**"},      // through a workspace link
-		{"echo x > dangling", Deny, "~/.ssh/**"},    // dangling final link
-		{"echo x > hook", Deny, "**/.git/**"}, // link into .git/hooks
+		{"cat keys/id_rsa", Deny, "~/.ssh/**"},   // through a workspace link
+		{"echo x > dangling", Deny, "~/.ssh/**"}, // dangling final link
+		{"echo x > hook", Deny, "**/.git/**"},    // link into .git/hooks
 		{"cat .env", Deny, "**/.env"},
 		{"cat .env.example", Allow, ""},
 		{"cat src/../.env", Deny, "**/.env"},

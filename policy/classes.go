@@ -23,6 +23,11 @@ type classRow struct {
 	// Refine reads the arguments: it records paths and inline programs, and
 	// may change the class.
 	Refine func(*classCall)
+	// Opts is the row's option allowlist: every option of a read-only
+	// program is listed with what its value is, and one not listed makes
+	// the stage unknown (options.go). A row whose refinement parses the
+	// words itself checks them there instead.
+	Opts *argSpec
 	// Examples are argvs that classify as Class; the tests run every one.
 	Examples [][]string
 }
@@ -53,7 +58,7 @@ func (c *classCall) raise(class Class, reason string) {
 // reads records paths the program reads; "-" is standard input.
 func (c *classCall) reads(paths ...string) {
 	for _, p := range paths {
-		if p != "" && p != "-" {
+		if p != "" && p != "-" && !slices.Contains(c.f.Reads, p) {
 			c.f.Reads = append(c.f.Reads, p)
 		}
 	}
@@ -61,7 +66,7 @@ func (c *classCall) reads(paths ...string) {
 
 func (c *classCall) writes(paths ...string) {
 	for _, p := range paths {
-		if p != "" {
+		if p != "" && !slices.Contains(c.f.Writes, p) {
 			c.f.Writes = append(c.f.Writes, p)
 		}
 	}
@@ -108,8 +113,12 @@ func analyzeAt(argv []string, depth int, perFile bool) stageFacts {
 		return stageFacts{Class: Unknown, Reason: fmt.Sprintf("%s is not in the class table", name)}
 	}
 	f := stageFacts{Class: row.Class, Reason: row.Reason}
+	c := &classCall{f: &f, name: name, args: argv[1:], depth: depth, perFile: perFile}
 	if row.Refine != nil {
-		row.Refine(&classCall{f: &f, name: name, args: argv[1:], depth: depth, perFile: perFile})
+		row.Refine(c)
+	}
+	if row.Opts != nil {
+		checkOptions(c, row.Opts)
 	}
 	return f
 }
@@ -167,62 +176,72 @@ func classRowFor(name string) *classRow {
 // is Unknown.
 var classTable = []classRow{
 	// Read-only programs without path arguments.
+	// echo, printf, true and false take no option that opens anything:
+	// their words are printed or ignored.
 	{
-		Names:  []string{"ls", "echo", "printf", "pwd", "which", "true", "false", "tr"},
-		Class:  ReadOnly,
-		Reason: "prints or inspects without writing",
-		Examples: [][]string{{"ls", "-la", "src"}, {"echo", "hi"}, {"printf", "%s\n", "x"}, {"pwd"},
-			{"which", "go"}, {"true"}, {"false"}, {"tr", "a-z", "A-Z"}},
+		Names:    []string{"echo", "printf", "true", "false"},
+		Class:    ReadOnly,
+		Reason:   "prints or inspects without writing",
+		Opts:     &wordsOnly,
+		Examples: [][]string{{"echo", "hi"}, {"printf", "%s\n", "x"}, {"true"}, {"false"}},
 	},
+	{Names: []string{"pwd"}, Class: ReadOnly, Reason: "prints the working directory", Opts: &pwdArgs,
+		Examples: [][]string{{"pwd"}, {"pwd", "-P"}}},
+	{Names: []string{"which"}, Class: ReadOnly, Reason: "finds programs on the PATH", Opts: &whichArgs,
+		Examples: [][]string{{"which", "go"}, {"which", "-a", "go"}}},
+	{Names: []string{"tr"}, Class: ReadOnly, Reason: "translates characters", Opts: &trArgs,
+		Examples: [][]string{{"tr", "a-z", "A-Z"}, {"tr", "-d", "\r"}}},
+	{Names: []string{"ls"}, Class: ReadOnly, Reason: "lists directories", Refine: readOperands(&lsArgs), Opts: &lsArgs,
+		Examples: [][]string{{"ls", "-la", "src"}, {"ls"}, {"ls", "--color=auto", "-1"}}},
 
 	// Readers: every operand is a file they read.
-	{Names: []string{"cat"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&catArgs),
+	{Names: []string{"cat"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&catArgs), Opts: &catArgs,
 		Examples: [][]string{{"cat", "-n", "go.mod"}}},
-	{Names: []string{"head"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&headArgs),
+	{Names: []string{"head"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&headArgs), Opts: &headArgs,
 		Examples: [][]string{{"head", "-n", "5", "go.mod"}}},
-	{Names: []string{"tail"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&tailArgs),
+	{Names: []string{"tail"}, Class: ReadOnly, Reason: "reads files", Refine: readOperands(&tailArgs), Opts: &tailArgs,
 		Examples: [][]string{{"tail", "-f", "log.txt"}}},
-	{Names: []string{"less"}, Class: ReadOnly, Reason: "pages through files", Refine: refineLess,
+	{Names: []string{"less"}, Class: ReadOnly, Reason: "pages through files", Refine: refineLess, Opts: &lessArgs,
 		Examples: [][]string{{"less", "README.md"}}},
-	{Names: []string{"more"}, Class: ReadOnly, Reason: "pages through files", Refine: refineMore,
+	{Names: []string{"more"}, Class: ReadOnly, Reason: "pages through files", Refine: refineMore, Opts: &moreArgs,
 		Examples: [][]string{{"more", "+10", "README.md"}}},
-	{Names: []string{"wc"}, Class: ReadOnly, Reason: "counts lines, words and bytes", Refine: refineWc,
+	{Names: []string{"wc"}, Class: ReadOnly, Reason: "counts lines, words and bytes", Refine: refineWc, Opts: &wcArgs,
 		Examples: [][]string{{"wc", "-l", "main.go"}}},
-	{Names: []string{"grep", "egrep", "fgrep"}, Class: ReadOnly, Reason: "searches files", Refine: refineGrep,
+	{Names: []string{"grep", "egrep", "fgrep"}, Class: ReadOnly, Reason: "searches files", Refine: refineGrep, Opts: &grepArgs,
 		Examples: [][]string{{"grep", "-rn", "TODO", "."}, {"egrep", "a|b", "f"}, {"fgrep", "x"}}},
-	{Names: []string{"rg"}, Class: ReadOnly, Reason: "searches files", Refine: refineRg,
+	{Names: []string{"rg"}, Class: ReadOnly, Reason: "searches files", Refine: refineRg, Opts: &rgArgs,
 		Examples: [][]string{{"rg", "-n", "TODO", "src"}}},
-	{Names: []string{"sort"}, Class: ReadOnly, Reason: "sorts lines", Refine: refineSort,
+	{Names: []string{"sort"}, Class: ReadOnly, Reason: "sorts lines", Refine: refineSort, Opts: &sortArgs,
 		Examples: [][]string{{"sort", "-k", "2", "data.txt"}}},
-	{Names: []string{"diff"}, Class: ReadOnly, Reason: "compares files", Refine: refineDiff,
+	{Names: []string{"diff"}, Class: ReadOnly, Reason: "compares files", Refine: refineDiff, Opts: &diffArgs,
 		Examples: [][]string{{"diff", "-u", "a", "b"}}},
-	{Names: []string{"cmp"}, Class: ReadOnly, Reason: "compares files", Refine: refineCmp,
+	{Names: []string{"cmp"}, Class: ReadOnly, Reason: "compares files", Refine: refineCmp, Opts: &cmpArgs,
 		Examples: [][]string{{"cmp", "a", "b"}}},
-	{Names: []string{"stat"}, Class: ReadOnly, Reason: "prints file status", Refine: readOperands(&statArgs),
+	{Names: []string{"stat"}, Class: ReadOnly, Reason: "prints file status", Refine: readOperands(&statArgs), Opts: &statArgs,
 		Examples: [][]string{{"stat", "-c", "%s", "go.mod"}}},
-	{Names: []string{"file"}, Class: ReadOnly, Reason: "guesses file types", Refine: refineFile,
+	{Names: []string{"file"}, Class: ReadOnly, Reason: "guesses file types", Refine: refineFile, Opts: &fileArgs,
 		Examples: [][]string{{"file", "bin/rein"}}},
-	{Names: []string{"strings"}, Class: ReadOnly, Reason: "prints printable strings of files", Refine: readOperands(&stringsArgs),
+	{Names: []string{"strings"}, Class: ReadOnly, Reason: "prints printable strings of files", Refine: readOperands(&stringsArgs), Opts: &stringsArgs,
 		Examples: [][]string{{"strings", "-n", "8", "bin/rein"}}},
-	{Names: []string{"od"}, Class: ReadOnly, Reason: "dumps files", Refine: readOperands(&odArgs),
+	{Names: []string{"od"}, Class: ReadOnly, Reason: "dumps files", Refine: readOperands(&odArgs), Opts: &odArgs,
 		Examples: [][]string{{"od", "-A", "x", "-t", "x1z", "f"}}},
 	{Names: []string{"xxd"}, Class: ReadOnly, Reason: "dumps files", Refine: refineXxd,
 		Examples: [][]string{{"xxd", "-l", "64", "f"}}},
-	{Names: []string{"base64"}, Class: ReadOnly, Reason: "encodes files", Refine: readOperands(&base64Args),
+	{Names: []string{"base64"}, Class: ReadOnly, Reason: "encodes files", Refine: readOperands(&base64Args), Opts: &base64Args,
 		Examples: [][]string{{"base64", "-w", "0", "f"}}},
-	{Names: []string{"sha*sum", "md5sum"}, Class: ReadOnly, Reason: "checksums files", Refine: readOperands(&sumArgs),
+	{Names: []string{"sha*sum", "md5sum"}, Class: ReadOnly, Reason: "checksums files", Refine: readOperands(&sumArgs), Opts: &sumArgs,
 		Examples: [][]string{{"sha256sum", "f"}, {"sha1sum", "f"}, {"md5sum", "f"}}},
-	{Names: []string{"cut"}, Class: ReadOnly, Reason: "prints fields of lines", Refine: readOperands(&cutArgs),
+	{Names: []string{"cut"}, Class: ReadOnly, Reason: "prints fields of lines", Refine: readOperands(&cutArgs), Opts: &cutArgs,
 		Examples: [][]string{{"cut", "-d", ":", "-f", "1", "users.txt"}}},
-	{Names: []string{"uniq"}, Class: ReadOnly, Reason: "filters repeated lines", Refine: refineUniq,
+	{Names: []string{"uniq"}, Class: ReadOnly, Reason: "filters repeated lines", Refine: refineUniq, Opts: &uniqArgs,
 		Examples: [][]string{{"uniq", "-c", "sorted.txt"}}},
 	{Names: []string{"jq"}, Class: ReadOnly, Reason: "queries JSON", Refine: refineJq,
 		Examples: [][]string{{"jq", ".name", "package.json"}}},
 
 	// Programs that carry a program of their own.
-	{Names: []string{"sed"}, Class: ReadOnly, Reason: "edits a stream", Refine: refineSed,
+	{Names: []string{"sed"}, Class: ReadOnly, Reason: "edits a stream", Refine: refineSed, Opts: &sedArgs,
 		Examples: [][]string{{"sed", "-n", "1,5p", "f"}, {"sed", "s/a/b/g", "f"}}},
-	{Names: []string{"awk", "gawk", "mawk", "nawk"}, Class: ReadOnly, Reason: "processes text", Refine: refineAwk,
+	{Names: []string{"awk", "gawk", "mawk", "nawk"}, Class: ReadOnly, Reason: "processes text", Refine: refineAwk, Opts: &awkArgs,
 		Examples: [][]string{{"awk", "{print $1}", "f"}, {"gawk", "-F", ":", "{print $2}", "f"}}},
 	{Names: []string{"find"}, Class: ReadOnly, Reason: "lists files", Refine: refineFind,
 		Examples: [][]string{{"find", ".", "-name", "*.go", "-type", "f"}}},
@@ -258,7 +277,7 @@ var classTable = []classRow{
 		Examples: [][]string{{"chown", "u:g", "f"}, {"chgrp", "g", "f"}}},
 
 	// Builds, tests and package managers.
-	{Names: []string{"git"}, Class: Unknown, Reason: "git", Refine: refineGit,
+	{Names: []string{"git", "git-*"}, Class: Unknown, Reason: "git", Refine: refineGit,
 		Examples: [][]string{{"git", "branch"}, {"git", "remote", "-v"}}},
 	{Names: []string{"go"}, Class: Unknown, Reason: "go", Refine: refineGo,
 		Examples: [][]string{{"go", "tool", "pprof"}}},
@@ -292,8 +311,16 @@ var classTable = []classRow{
 		Examples: [][]string{{"wget", "-q", "https://example.com/a.tar.gz"}}},
 
 	// Wrappers: they run another command, which is classified too.
-	{Names: []string{"timeout", "time", "nice", "nohup", "stdbuf"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper,
-		Examples: [][]string{{"timeout", "5", "ls"}, {"time", "ls"}, {"nice", "-n", "5", "ls"}, {"nohup", "ls"}, {"stdbuf", "-oL", "ls"}}},
+	{Names: []string{"timeout"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper, Opts: &timeoutArgs,
+		Examples: [][]string{{"timeout", "5", "ls"}, {"timeout", "-k", "1", "5", "ls"}}},
+	{Names: []string{"time"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper, Opts: &timeArgs,
+		Examples: [][]string{{"time", "ls"}, {"time", "-p", "ls"}}},
+	{Names: []string{"nice"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper, Opts: &niceArgs,
+		Examples: [][]string{{"nice", "-n", "5", "ls"}, {"nice", "-10", "ls"}}},
+	{Names: []string{"nohup"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper, Opts: &nohupArgs,
+		Examples: [][]string{{"nohup", "ls"}}},
+	{Names: []string{"stdbuf"}, Class: ReadOnly, Reason: "runs its command unchanged", Refine: refineWrapper, Opts: &stdbufArgs,
+		Examples: [][]string{{"stdbuf", "-oL", "ls"}}},
 	{Names: []string{"xargs"}, Class: ShellComplex, Reason: "xargs with options builds commands the matcher cannot see", Refine: refineWrapper,
 		Examples: [][]string{{"xargs", "-0", "ls"}, {"xargs", "-n", "1", "echo"}}},
 	{Names: []string{"ionice", "chrt", "taskset", "env", "command", "builtin", "exec", "watch", "setsid",
@@ -562,6 +589,10 @@ func refineXxd(c *classCall) {
 			ops = append(ops, c.args[i+1:]...)
 			i = len(c.args)
 		case len(a) > 1 && a[0] == '-':
+			// xxd knows an option by its first letter (-a, -autoskip).
+			if !strings.ContainsRune(xxdLetters, rune(a[1])) {
+				c.raise(Unknown, a+" is not an option rein knows xxd to have, so xxd is not known to be read-only")
+			}
 			if strings.ContainsRune("cglosnR", rune(a[1])) && len(a) == 2 || isXxdLongValue(a) {
 				i++
 			}
@@ -581,6 +612,9 @@ func refineXxd(c *classCall) {
 // isXxdLongValue reports whether a word is a long spelling of an xxd
 // option that takes the next word: xxd compares only the start of the
 // word, so -colsX takes the next word as -cols does.
+// xxdLetters are the first letters of xxd's options.
+const xxdLetters = "abCcEeghilnoprdRsuv"
+
 func isXxdLongValue(a string) bool {
 	for _, long := range []string{"-cols", "-groupsize", "-len", "-offset", "-seek", "-name"} {
 		if strings.HasPrefix(a, long) {
@@ -601,10 +635,36 @@ func refineUniq(c *classCall) {
 	}
 }
 
+// jqLong are jq's long options, with how many words of value each takes.
+var jqLong = map[string]int{"arg": 2, "argjson": 2, "slurpfile": 2, "rawfile": 2, "indent": 1, "library-path": 1,
+	"from-file": 1, "args": 0, "jsonargs": 0, "seq": 0, "stream": 0, "stream-errors": 0, "slurp": 0,
+	"raw-input": 0, "null-input": 0, "compact-output": 0, "tab": 0, "color-output": 0, "monochrome-output": 0,
+	"ascii-output": 0, "unbuffered": 0, "sort-keys": 0, "raw-output": 0, "raw-output0": 0, "join-output": 0,
+	"exit-status": 0, "version": 0, "help": 0, "build-configuration": 0}
+
+// jqShort are jq's short flags; f and L take a value.
+const jqShort = "cnesrjaSCMRhVfL"
+
+// jqEnvWords are the names by which a jq program reads the environment
+// or files rein does not see: env and $ENV print the environment (which
+// the policy does not decide), and modules are read from a search path.
+var jqEnvWords = []string{"env", "$ENV", "import", "include", "modulemeta", "get_search_list", "$__prog_args"}
+
 // refineJq skips the filter and the values of --arg-style options, which
-// take two words.
+// take two words. Options are an allowlist: one jq does not list, or -L
+// (its library path holds modules, any JSON file among them), makes the
+// stage unknown, and so does a filter that reads the environment or
+// imports modules.
 func refineJq(c *classCall) {
 	haveFilter, positional := false, false
+	unknown := func(why string) { c.raise(Unknown, why) }
+	filter := func(f string) {
+		for _, w := range jqEnvWords {
+			if jqHasWord(f, w) {
+				unknown("the jq filter uses " + w + ", which reads the environment or files rein does not see")
+			}
+		}
+	}
 	for i := 0; i < len(c.args); i++ {
 		a := c.args[i]
 		switch {
@@ -612,52 +672,87 @@ func refineJq(c *classCall) {
 			for _, op := range c.args[i+1:] {
 				if !haveFilter {
 					haveFilter = true
+					filter(op)
 				} else if !positional {
 					c.reads(op)
 				}
 			}
 			return
 		case strings.HasPrefix(a, "--"):
-			switch a[2:] {
-			case "arg", "argjson":
-				i += 2
+			name := a[2:]
+			n, ok := jqLong[name]
+			if !ok {
+				unknown(a + " is not an option rein knows jq to have, so jq is not known to be read-only")
+				continue
+			}
+			switch name {
 			case "slurpfile", "rawfile":
 				if i+2 < len(c.args) {
 					c.reads(c.args[i+2])
 				}
-				i += 2
-			case "indent", "library-path":
-				i++
+			case "library-path":
+				unknown("jq --library-path reads modules (any JSON file among them) rein cannot see")
 			case "from-file":
 				if i+1 < len(c.args) {
 					c.reads(c.args[i+1])
 				}
+				unknown("jq --from-file runs a filter rein cannot see")
 				haveFilter = true
-				i++
 			case "args", "jsonargs":
 				positional = true
 			}
+			i += n
 		case len(a) > 1 && a[0] == '-':
 			// jq reads -L first, with its directory attached (-L/lib) or
 			// as the next word; in any other word, a short option is any
 			// letter of it, so -rf holds -f.
-			switch {
-			case a[1] == 'L':
+			if a[1] == 'L' {
+				unknown("jq -L reads modules (any JSON file among them) rein cannot see")
 				if len(a) == 2 {
 					i++
 				}
-			case strings.Contains(a, "f"):
+				continue
+			}
+			for _, ch := range a[1:] {
+				if !strings.ContainsRune(jqShort, ch) || ch == 'L' {
+					unknown(a + " is not an option rein knows jq to have, so jq is not known to be read-only")
+				}
+			}
+			if strings.Contains(a, "f") {
 				if i+1 < len(c.args) {
 					c.reads(c.args[i+1])
 				}
+				unknown("jq -f runs a filter rein cannot see")
 				haveFilter = true
 				i++
 			}
 		case !haveFilter:
 			haveFilter = true
+			filter(a)
 		case !positional:
 			c.reads(a)
 		}
+	}
+}
+
+// jqHasWord reports whether a jq filter holds w as a word of its own (not
+// part of a longer name, or of a field .env).
+func jqHasWord(f, w string) bool {
+	isName := func(b byte) bool {
+		return b == '_' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	}
+	for i := 0; ; {
+		k := strings.Index(f[i:], w)
+		if k < 0 {
+			return false
+		}
+		k += i
+		before := k == 0 || !isName(f[k-1]) && f[k-1] != '.' && (w[0] == '$' || f[k-1] != '$')
+		after := k+len(w) == len(f) || !isName(f[k+len(w)])
+		if before && after {
+			return true
+		}
+		i = k + 1
 	}
 }
 
@@ -945,6 +1040,10 @@ var awkDanger = []string{"system", "|", ">", "getline", "@",
 	// and gawk's @name() calls whatever function name holds.
 	"ARGV", "ENVIRON", "PROCINFO"}
 
+// awkSafeW are the -W words known to print or set a mode only.
+var awkSafeW = setOf("version", "v", "usage", "help", "interactive", "i", "posix_space", "posix", "traditional",
+	"compat", "sprintf", "random", "re-interval", "lint", "characters-as-bytes", "copyright")
+
 func refineAwk(c *classCall) {
 	ws := awkArgs.scan(c.args)
 	progs := ws.values("e", "source")
@@ -960,6 +1059,15 @@ func refineAwk(c *classCall) {
 	}
 	if ws.has("l", "load") {
 		c.raise(ShellComplex, "gawk -l loads a compiled extension")
+	}
+	// -W takes mawk's and gawk's own option words: only those that print
+	// or set a mode are known; exec, source, load, include and the rest
+	// read or run programs.
+	for _, v := range ws.values("W") {
+		name, _, _ := strings.Cut(v, "=")
+		if !awkSafeW[name] {
+			c.raise(Unknown, fmt.Sprintf("awk -W %s is not an option word rein knows to be read-only", v))
+		}
 	}
 	for _, prog := range progs {
 		for _, d := range awkDanger {
@@ -1005,11 +1113,26 @@ type findScan struct {
 	execs   [][]string // -exec, -execdir, -ok, -okdir commands with their arguments, {} kept
 	deletes bool       // -delete
 	writes  []string   // -fprint, -fprint0, -fprintf, -fls files
-	reads   []string   // -files0-from files
+	reads   []string   // starting points, -files0-from and reference files
+	// unknown says why the expression is not known to be read-only: a
+	// word find has that rein does not know, or starting points from a
+	// file.
+	unknown string
 }
 
 // findOneArg are find's primaries that take one argument, which must not
 // be read as a primary itself (find . -name -delete deletes nothing).
+// findNoArg are find's options, tests, actions and operators that take no
+// argument; findReference are the tests that name a file whose times or
+// identity they compare.
+var (
+	findNoArg = setOf("-daystart", "-depth", "-d", "-follow", "-ignore_readdir_race", "-noignore_readdir_race",
+		"-mount", "-noleaf", "-xdev", "-warn", "-nowarn", "-empty", "-executable", "-false", "-nogroup", "-nouser",
+		"-readable", "-writable", "-true", "-print", "-print0", "-ls", "-prune", "-quit", "-delete", "-a", "-and",
+		"-o", "-or", "-not", "-help", "--help", "-version", "--version")
+	findReference = setOf("-newer", "-anewer", "-cnewer", "-samefile")
+)
+
 var findOneArg = setOf("-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex",
 	"-lname", "-ilname", "-type", "-xtype", "-user", "-group", "-uid", "-gid", "-perm", "-size", "-mtime",
 	"-atime", "-ctime", "-mmin", "-amin", "-cmin", "-newer", "-anewer", "-cnewer", "-samefile", "-inum",
@@ -1036,6 +1159,9 @@ points:
 		if strings.HasPrefix(a, "-") || a == "(" || a == ")" || a == "!" || a == "," {
 			break
 		}
+		// A starting point is read: find prints the names, sizes and
+		// times of what is beneath it.
+		s.reads = append(s.reads, a)
 		i++
 	}
 	for i < len(args) {
@@ -1070,9 +1196,21 @@ points:
 			if i < len(args) {
 				s.reads = append(s.reads, args[i])
 			}
+			s.unknown = "find -files0-from reads its starting points from a file rein cannot see"
 			i++
-		case findOneArg[a] || strings.HasPrefix(a, "-newer") && len(a) == len("-newerXY"):
+		case findReference[a] || strings.HasPrefix(a, "-newer") && len(a) == len("-newerXY"):
+			// The file's times or identity are read.
+			if i < len(args) && !(len(a) == len("-newerXY") && a[len(a)-1] == 't') {
+				s.reads = append(s.reads, args[i])
+			}
 			i++
+		case findOneArg[a]:
+			i++
+		case findNoArg[a] || a == "(" || a == ")" || a == "!" || a == ",":
+		default:
+			if s.unknown == "" {
+				s.unknown = a + " is not a find expression rein knows, so find is not known to be read-only"
+			}
 		}
 	}
 	return s
@@ -1081,6 +1219,9 @@ points:
 func refineFind(c *classCall) {
 	s := scanFind(c.args)
 	c.reads(s.reads...)
+	if s.unknown != "" {
+		c.raise(Unknown, s.unknown)
+	}
 	if len(s.writes) > 0 {
 		c.writes(s.writes...)
 		c.raise(WorkspaceMutating, "find -fprint writes a file")
@@ -1486,6 +1627,10 @@ func parseGitGlobals(args []string) gitGlobals {
 // git command also matches it when global options precede it. It returns
 // nil when argv is not git or has no global options.
 func gitCanonical(argv []string) []string {
+	if sub, ok := gitMultiCall(argv); ok {
+		// git-push origin is git push origin to a rule.
+		return append([]string{"git", sub}, argv[1:]...)
+	}
 	if len(argv) < 2 || path.Base(argv[0]) != "git" {
 		return nil
 	}
@@ -1504,7 +1649,71 @@ var gitTransports = setOf("push", "fetch", "pull", "clone", "ls-remote", "archiv
 // refineGit reads git's global options, then its subcommand. Global options
 // that load configuration or another repository can make any git command
 // run arbitrary programs (core.pager, core.fsmonitor, hooks).
+// gitMultiCall reports the command a git multi-call name runs: git-stash,
+// /usr/lib/git-core/git-upload-pack.
+func gitMultiCall(argv []string) (string, bool) {
+	if len(argv) == 0 {
+		return "", false
+	}
+	sub, ok := strings.CutPrefix(path.Base(argv[0]), "git-")
+	return sub, ok && sub != ""
+}
+
+// gitReadFiles are options of git's commands whose value is a file git
+// reads: a list of revisions to ignore, patterns, an order file, the
+// contents to blame.
+var gitReadFiles = map[string][]string{
+	"blame":        {"S", "ignore-revs-file", "contents"},
+	"annotate":     {"S", "ignore-revs-file", "contents"},
+	"grep":         {"f"},
+	"ls-files":     {"X", "exclude-from"},
+	"log":          {"O"},
+	"show":         {"O"},
+	"diff":         {"O"},
+	"whatchanged":  {"O"},
+	"format-patch": {"O"},
+	"diff-tree":    {"O"},
+	"diff-index":   {"O"},
+	"diff-files":   {"O"},
+}
+
+// gitFileValues returns the values of a command's file options: -S FILE,
+// -SFILE, --opt FILE, --opt=FILE.
+func gitFileValues(sub string, args []string) []string {
+	var out []string
+	opts := gitReadFiles[sub]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		for _, o := range opts {
+			switch {
+			case len(o) == 1 && a == "-"+o:
+				if i+1 < len(args) {
+					out = append(out, args[i+1])
+					i++
+				}
+			case len(o) == 1 && strings.HasPrefix(a, "-"+o) && !strings.HasPrefix(a, "--"):
+				out = append(out, a[2:])
+			case len(o) > 1 && a == "--"+o:
+				if i+1 < len(args) {
+					out = append(out, args[i+1])
+					i++
+				}
+			case len(o) > 1 && strings.HasPrefix(a, "--"+o+"="):
+				out = append(out, a[len(o)+3:])
+			}
+		}
+	}
+	return out
+}
+
 func refineGit(c *classCall) {
+	if sub, ok := gitMultiCall([]string{c.name}); ok {
+		// git's multi-call names run the command they name.
+		c.args = append([]string{sub}, c.args...)
+	}
 	g := parseGitGlobals(c.args)
 	sub, rest := "", []string(nil)
 	if len(g.rest) > 0 {
@@ -1528,6 +1737,7 @@ func refineGit(c *classCall) {
 		c.raise(WorkspaceMutating, "git "+sub+" --output writes a file")
 	}
 	c.reads(gitPathspecFiles(rest)...)
+	c.reads(gitFileValues(sub, rest)...)
 	if g.complex != "" {
 		c.raise(ShellComplex, g.complex)
 	}
@@ -2025,6 +2235,9 @@ func refineGo(c *classCall) {
 			if sub == "run" {
 				break
 			}
+			if sub == "list" && (strings.Contains(a, "@") || slices.Contains(rest[:i], "-m")) {
+				c.raise(Unknown, "go list "+a+" may look modules up over the network")
+			}
 			continue
 		}
 		name, value, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
@@ -2033,6 +2246,10 @@ func refineGo(c *classCall) {
 			value, hasValue = rest[i], true
 		}
 		switch {
+		case sub == "list" && (name == "export" || name == "compiled"):
+			c.raise(Unknown, "go list -"+name+" builds the packages: cgo and the C compiler run, and print what they read")
+		case sub == "list" && (name == "u" || name == "versions" || name == "retracted" || name == "reuse"):
+			c.raise(Unknown, "go list -"+name+" queries the module proxy over the network")
 		case sub == "env" && (name == "w" || name == "u"):
 			c.raise(ShellComplex, "go env -w changes the go command's configuration")
 		case name == "exec" || name == "toolexec" || name == "vettool":
@@ -2485,6 +2702,9 @@ type argSpec struct {
 	// posix ends options at the first operand, as a "+" optstring does;
 	// otherwise options may follow operands, as GNU tools allow.
 	posix bool
+	// allow, when set, makes the layout an allowlist: an option it does
+	// not list is marked unknown (see options.go).
+	allow *allowlist
 }
 
 // argWord is one option or operand of a scanned argv.
@@ -2500,6 +2720,9 @@ type argWord struct {
 	// next is the index in the scanned args just past the word and its
 	// value.
 	next int
+	// unknown marks an option an allowlist does not list, or an
+	// ambiguous abbreviation.
+	unknown bool
 }
 
 type argWords []argWord
@@ -2534,7 +2757,7 @@ func (s *argSpec) scanHead(args []string) (argWords, int) {
 		case strings.HasPrefix(a, "--"):
 			name, value, hasValue := strings.Cut(a[2:], "=")
 			name = s.longName(name)
-			w := argWord{opt: name, value: value, hasValue: hasValue, text: a}
+			w := argWord{opt: name, value: value, hasValue: hasValue, text: a, unknown: !s.knownLong(name)}
 			if !hasValue && s.long[name] == optValue && i+1 < len(args) {
 				i++
 				w.value, w.hasValue = args[i], true
@@ -2574,7 +2797,14 @@ func (s *argSpec) scanHead(args []string) (argWords, int) {
 					}
 					out = append(out, w)
 					j = k - 1
+				case s.allow != nil && s.allow.numeric && ch >= '0' && ch <= '9':
+					// -NUM: the rest of the word is the number.
+					w.opt, w.value, w.hasValue = "NUM", a[j:], true
+					w.unknown = !isDecimal(a[j:])
+					out = append(out, w)
+					break cluster
 				default:
+					w.unknown = !s.knownShort(ch)
 					out = append(out, w)
 				}
 			}

@@ -110,7 +110,11 @@ func TestClassification(t *testing.T) {
 		{[]string{"git"}, ReadOnly},
 		{[]string{"go", "version"}, ReadOnly},
 		{[]string{"go", "env", "GOPATH"}, ReadOnly},
-		{[]string{"go", "list", "-m", "all"}, ReadOnly},
+		{[]string{"go", "list", "-m"}, ReadOnly},
+		{[]string{"go", "list", "-m", "all"}, Unknown},
+		{[]string{"go", "list", "-export", "."}, Unknown},
+		{[]string{"go", "list", "-m", "-versions", "golang.org/x/sys"}, Unknown},
+		{[]string{"go", "list", "-json", "./..."}, ReadOnly},
 		{[]string{"go", "doc", "fmt.Println"}, ReadOnly},
 		{[]string{"go"}, ReadOnly},
 
@@ -520,7 +524,7 @@ func TestClassFacts(t *testing.T) {
 		{l("jq", "-r", ".x", "f", "g"), facts{class: R, reads: l("f", "g")}},
 		{l("jq", "-n", "--arg", "a", "b", ".x"), facts{class: R}},
 		{l("jq", "--slurpfile", "v", "s.json", ".", "f"), facts{class: R, reads: l("s.json", "f")}},
-		{l("jq", "-f", "prog.jq", "f"), facts{class: R, reads: l("prog.jq", "f")}},
+		{l("jq", "-f", "prog.jq", "f"), facts{class: U, reads: l("prog.jq", "f")}},
 		{l("jq", "-n", ".", "--args", "a", "b"), facts{class: R}},
 
 		// Writers.
@@ -578,12 +582,12 @@ func TestClassFacts(t *testing.T) {
 		{l("awk", "-F", ":", "-v", "x=1", "p", "a=1", "f"), facts{class: R, reads: l("f"), code: l("p")}},
 		{l("awk", "-f", "p.awk", "f"), facts{class: U, reads: l("p.awk", "f")}},
 		{l("awk", "{print > \"/etc/x\"}"), facts{class: S, code: l("{print > \"/etc/x\"}")}},
-		{l("find", ".", "-fprint", "out"), facts{class: M, writes: l("out")}},
-		{l("find", ".", "-fprintf", "out", "%p"), facts{class: M, writes: l("out")}},
-		{l("find", ".", "-files0-from", "list"), facts{class: R, reads: l("list")}},
-		{l("find", ".", "-exec", "cp", "{}", "/tmp/x", ";"), facts{class: S, writes: l("/tmp/x")}},
-		{l("find", ".", "-exec", "rm", "{}", "+"), facts{class: S}},
-		{l("find", ".", "-exec", "sh", "-c", "cat {} > /tmp/out", ";"), facts{class: S, writes: l("/tmp/out"), code: l("cat {} > /tmp/out")}},
+		{l("find", ".", "-fprint", "out"), facts{class: M, reads: l("."), writes: l("out")}},
+		{l("find", ".", "-fprintf", "out", "%p"), facts{class: M, reads: l("."), writes: l("out")}},
+		{l("find", ".", "-files0-from", "list"), facts{class: U, reads: l(".", "list")}},
+		{l("find", ".", "-exec", "cp", "{}", "/tmp/x", ";"), facts{class: S, reads: l("."), writes: l("/tmp/x")}},
+		{l("find", ".", "-exec", "rm", "{}", "+"), facts{class: S, reads: l(".")}},
+		{l("find", ".", "-exec", "sh", "-c", "cat {} > /tmp/out", ";"), facts{class: S, reads: l("."), writes: l("/tmp/out"), code: l("cat {} > /tmp/out")}},
 		{l("python3", "-c", "import os"), facts{class: S, code: l("import os")}},
 		{l("python3", "-cimport os", "a"), facts{class: S, code: l("import os")}},
 		{l("python3", "-m", "http.server", "8000"), facts{class: S}},
@@ -713,11 +717,12 @@ func TestClassFacts(t *testing.T) {
 		{l("git", "send-pack", "-f", "r", "main"), facts{class: D}},
 		{l("git", "send-pack", "r", "+main"), facts{class: D}},
 
-		// jq: an attached -L value is no reason to skip a word.
-		{l("jq", "-R", "-L/tmp", ".", "/home/u/.ssh/id_rsa"), facts{class: R, reads: l("/home/u/.ssh/id_rsa")}},
-		{l("jq", "-L", "/tmp", ".", "f"), facts{class: R, reads: l("f")}},
-		{l("jq", "-Lfoo", ".", "f"), facts{class: R, reads: l("f")}},
-		{l("jq", "--library-path", "lib", ".", "f"), facts{class: R, reads: l("f")}},
+		// jq: an attached -L value is no reason to skip a word; a library
+		// path is modules rein cannot see.
+		{l("jq", "-R", "-L/tmp", ".", "/home/u/.ssh/id_rsa"), facts{class: U, reads: l("/home/u/.ssh/id_rsa")}},
+		{l("jq", "-L", "/tmp", ".", "f"), facts{class: U, reads: l("f")}},
+		{l("jq", "-Lfoo", ".", "f"), facts{class: U, reads: l("f")}},
+		{l("jq", "--library-path", "lib", ".", "f"), facts{class: U, reads: l("f")}},
 		{l("xxd", "-c16", "a", "b"), facts{class: M, reads: l("a"), writes: l("b")}},
 		{l("xxd", "-colsX", "16", "a"), facts{class: R, reads: l("a")}},
 

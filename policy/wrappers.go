@@ -69,15 +69,18 @@ type execWrapper struct {
 	// command (a shell, a debugger, a trace of another process), so they
 	// keep their row's class instead of falling to unknown.
 	runsWithout bool
-	unwrap      func(args []string) wrapperRun
+	// opts is a benign wrapper's option allowlist: with an option it
+	// does not list, the wrapper is not stripped.
+	opts   *argSpec
+	unwrap func(args []string) wrapperRun
 }
 
 var execWrappers = map[string]execWrapper{
-	"timeout":  {benign: true, unwrap: unwrapTimeout},
-	"time":     {benign: true, unwrap: unwrapTime},
-	"nice":     {benign: true, unwrap: unwrapNice},
-	"nohup":    {benign: true, unwrap: commandAfter(&nohupArgs, 0)},
-	"stdbuf":   {benign: true, unwrap: commandAfter(&stdbufArgs, 0)},
+	"timeout":  {benign: true, opts: &timeoutArgs, unwrap: unwrapTimeout},
+	"time":     {benign: true, opts: &timeArgs, unwrap: unwrapTime},
+	"nice":     {benign: true, opts: &niceArgs, unwrap: unwrapNice},
+	"nohup":    {benign: true, opts: &nohupArgs, unwrap: commandAfter(&nohupArgs, 0)},
+	"stdbuf":   {benign: true, opts: &stdbufArgs, unwrap: commandAfter(&stdbufArgs, 0)},
 	"xargs":    {unwrap: unwrapXargs},
 	"ionice":   {unwrap: unwrapIonice},
 	"chrt":     {unwrap: unwrapChrt},
@@ -121,12 +124,12 @@ var execWrappers = map[string]execWrapper{
 // at the command it runs, so they are all posix.
 var (
 	timeoutArgs = argSpec{values: "sk", posix: true, long: longs("signal=", "kill-after=", "preserve-status",
-		"foreground", "verbose", "help", "version")}
+		"foreground", "verbose", "help", "version"), allow: &allowlist{flags: "v"}}
 	timeArgs = argSpec{values: "fo", posix: true, long: longs("format=", "portability", "output=", "append",
-		"verbose", "quiet", "help", "version")}
-	niceArgs   = argSpec{values: "n", posix: true, long: longs("adjustment=", "help", "version")}
-	nohupArgs  = argSpec{posix: true, long: longs("help", "version")}
-	stdbufArgs = argSpec{values: "ioe", posix: true, long: longs("input=", "output=", "error=", "help", "version")}
+		"verbose", "quiet", "help", "version"), allow: &allowlist{flags: "apqvV", kinds: map[string]valKind{"o": valWrite, "output": valWrite}}}
+	niceArgs   = argSpec{values: "n", posix: true, long: longs("adjustment=", "help", "version"), allow: &allowlist{numeric: true}}
+	nohupArgs  = argSpec{posix: true, long: longs("help", "version"), allow: &allowlist{}}
+	stdbufArgs = argSpec{values: "ioe", posix: true, long: longs("input=", "output=", "error=", "help", "version"), allow: &allowlist{}}
 	xargsArgs  = argSpec{values: "aEdILnPs", optional: "eil", posix: true, long: longs("null", "arg-file=",
 		"delimiter=", "eof?", "replace?", "max-lines?", "max-args=", "max-procs=", "interactive",
 		"no-run-if-empty", "max-chars=", "verbose", "exit", "show-limits", "open-tty", "process-slot-var=",
@@ -736,7 +739,11 @@ func stripBenignChain(argv []string) (rest []string, xargs bool, chain [][]strin
 			}
 		case ok && w.benign:
 			r := w.unwrap(argv[1:])
-			if len(r.writes) > 0 {
+			own := argv[1:]
+			if name == "nice" && len(own) > 0 && isNiceAdjustment(own[0]) {
+				own = own[1:]
+			}
+			if len(r.writes) > 0 || unknownOption(w.opts, own) {
 				return argv, xargs, chain, false
 			}
 			argv = r.argv
@@ -1117,4 +1124,21 @@ func joinDirs(outer, inner string) string {
 		return outer
 	}
 	return underDir(outer, inner)
+}
+
+// unknownOption reports whether args hold an option spec's allowlist does
+// not list (before the first operand, for a posix layout).
+func unknownOption(spec *argSpec, args []string) bool {
+	if spec == nil || spec.allow == nil {
+		return false
+	}
+	for _, w := range spec.scan(args) {
+		if w.unknown {
+			return true
+		}
+		if w.opt == "" && spec.posix {
+			return false
+		}
+	}
+	return false
 }
