@@ -147,3 +147,227 @@ func (s *argSpec) optionNames() map[string]bool {
 	}
 	return names
 }
+
+// Option parsing.
+
+// optKind says whether a long option takes a value.
+type optKind uint8
+
+const (
+	optFlag     optKind = iota // --verbose
+	optValue                   // --output FILE or --output=FILE
+	optOptional                // --in-place or --in-place=SUFFIX, never the next word
+)
+
+// longs builds a long option table: a name ending in = takes a value, one
+// ending in ? takes an optional attached value.
+func longs(names ...string) map[string]optKind {
+	m := make(map[string]optKind, len(names))
+	for _, n := range names {
+		switch {
+		case strings.HasSuffix(n, "="):
+			m[strings.TrimSuffix(n, "=")] = optValue
+		case strings.HasSuffix(n, "?"):
+			m[strings.TrimSuffix(n, "?")] = optOptional
+		default:
+			m[n] = optFlag
+		}
+	}
+	return m
+}
+
+// argSpec describes a program's options the way getopt_long reads them, so
+// that an option's value is never taken for a path. A short option it does
+// not list is read as a flag.
+type argSpec struct {
+	values   string // short options that take a value, attached or as the next word: -n 5, -n5
+	optional string // short options whose value, if any, is the rest of the word: sed -i.bak
+	digits   string // short options whose value, if any, is the digits that follow: perl -0777, -l
+	final    string // short options whose value ends option parsing: python -c CODE ARGS
+	long     map[string]optKind
+	// posix ends options at the first operand, as a "+" optstring does;
+	// otherwise options may follow operands, as GNU tools allow.
+	posix bool
+	// allow, when set, makes the layout an allowlist: an option it does
+	// not list is marked unknown (see options.go).
+	allow *allowlist
+}
+
+// argWord is one option or operand of a scanned argv.
+type argWord struct {
+	// opt is the option's name without dashes ("r", "recursive"), an
+	// abbreviated long option resolved to its full name; empty for an
+	// operand.
+	opt      string
+	value    string
+	hasValue bool
+	// text is the word as written; for an operand, the operand.
+	text string
+	// next is the index in the scanned args just past the word and its
+	// value.
+	next int
+	// unknown marks an option an allowlist does not list, or an
+	// ambiguous abbreviation.
+	unknown bool
+}
+
+type argWords []argWord
+
+// scan splits args into options and operands.
+func (s *argSpec) scan(args []string) argWords {
+	ws, rest := s.scanHead(args)
+	for k := rest; k < len(args); k++ {
+		ws = append(ws, argWord{text: args[k], next: k + 1})
+	}
+	return ws
+}
+
+// split is scan for a posix layout, whose operands all come after its
+// options: it returns the operands as a slice of args, so that a wrapper
+// costs only its own words however long the command it runs.
+func (s *argSpec) split(args []string) (argWords, []string) {
+	ws, rest := s.scanHead(args)
+	return ws, args[rest:]
+}
+
+// scanHead reads args up to the point from which every word is an operand
+// ("--", the value of a final option, or the first operand of a posix
+// layout) and returns what it read and that index.
+func (s *argSpec) scanHead(args []string) (argWords, int) {
+	var out argWords
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return out, i + 1
+		case strings.HasPrefix(a, "--"):
+			name, value, hasValue := strings.Cut(a[2:], "=")
+			name = s.longName(name)
+			w := argWord{opt: name, value: value, hasValue: hasValue, text: a, unknown: !s.knownLong(name)}
+			if !hasValue && s.long[name] == optValue && i+1 < len(args) {
+				i++
+				w.value, w.hasValue = args[i], true
+			}
+			w.next = i + 1
+			out = append(out, w)
+		case len(a) > 1 && a[0] == '-':
+			final := false
+		cluster:
+			for j := 1; j < len(a); j++ {
+				ch := a[j]
+				w := argWord{opt: a[j : j+1], text: a, next: i + 1}
+				switch {
+				case strings.IndexByte(s.values, ch) >= 0:
+					if j+1 < len(a) {
+						w.value, w.hasValue = a[j+1:], true
+					} else if i+1 < len(args) {
+						i++
+						w.value, w.hasValue, w.next = args[i], true, i+1
+					}
+					out = append(out, w)
+					final = strings.IndexByte(s.final, ch) >= 0
+					break cluster
+				case strings.IndexByte(s.optional, ch) >= 0:
+					if j+1 < len(a) {
+						w.value, w.hasValue = a[j+1:], true
+					}
+					out = append(out, w)
+					break cluster
+				case strings.IndexByte(s.digits, ch) >= 0:
+					k := j + 1
+					for k < len(a) && a[k] >= '0' && a[k] <= '9' {
+						k++
+					}
+					if k > j+1 {
+						w.value, w.hasValue = a[j+1:k], true
+					}
+					out = append(out, w)
+					j = k - 1
+				case s.allow != nil && s.allow.numeric && ch >= '0' && ch <= '9':
+					// -NUM: the rest of the word is the number.
+					w.opt, w.value, w.hasValue = "NUM", a[j:], true
+					w.unknown = !isDecimal(a[j:])
+					out = append(out, w)
+					break cluster
+				default:
+					w.unknown = !s.knownShort(ch)
+					out = append(out, w)
+				}
+			}
+			if final {
+				return out, i + 1
+			}
+		case s.posix:
+			return out, i
+		default:
+			out = append(out, argWord{text: a, next: i + 1})
+		}
+	}
+	return out, len(args)
+}
+
+// longName resolves an abbreviated long option to the one option it
+// abbreviates, as getopt_long does; an unknown or ambiguous name is
+// returned as written, since the program would refuse it.
+func (s *argSpec) longName(name string) string {
+	if _, ok := s.long[name]; ok || name == "" {
+		return name
+	}
+	match := ""
+	for full := range s.long {
+		if strings.HasPrefix(full, name) {
+			if match != "" {
+				return name
+			}
+			match = full
+		}
+	}
+	if match == "" {
+		return name
+	}
+	return match
+}
+
+// operands returns the words that are not options, in order.
+func (ws argWords) operands() []string {
+	var out []string
+	for _, w := range ws {
+		if w.opt == "" {
+			out = append(out, w.text)
+		}
+	}
+	return out
+}
+
+// has reports whether any of the named options was given.
+func (ws argWords) has(opts ...string) bool {
+	for _, w := range ws {
+		for _, o := range opts {
+			if w.opt != "" && w.opt == o {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// values returns the values given to any of the named options, in order.
+func (ws argWords) values(opts ...string) []string {
+	var out []string
+	for _, w := range ws {
+		for _, o := range opts {
+			if w.opt != "" && w.opt == o && w.hasValue {
+				out = append(out, w.value)
+			}
+		}
+	}
+	return out
+}
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
