@@ -76,6 +76,8 @@ func checkOptions(c *classCall, spec *argSpec) {
 			continue
 		}
 		switch al.kinds[w.opt] {
+		case valWord, valCode:
+			// A word, or program text the row's refinement reads.
 		case valRead:
 			if w.hasValue {
 				c.reads(w.value)
