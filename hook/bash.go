@@ -262,3 +262,81 @@ func foreignRepo(dir, workspace string) string {
 	}
 	return ""
 }
+
+// checkRecursive asks before a search reads a directory whole in Claude
+// Code's shell: grep -r and rg read every file beneath it, the protected
+// secrets among them (.env, keys) and, following links (-R, rg -L), files
+// outside the workspace, none of which rein decides one by one. It is the
+// Bash form of the Grep tool's rule.
+func checkRecursive(line *shell.Line, cwd string) string {
+	dir := cwd
+	for _, st := range stages(line) {
+		if st.Kind == shell.Cd {
+			t := st.Dir
+			if !filepath.IsAbs(t) {
+				t = filepath.Join(dir, t)
+			}
+			dir = filepath.Clean(t)
+			continue
+		}
+		for i, w := range st.Argv {
+			name := filepath.Base(w)
+			if name != "grep" && name != "egrep" && name != "fgrep" && name != "rg" {
+				continue
+			}
+			args := st.Argv[i+1:]
+			if name != "rg" && !grepRecurses(args) {
+				continue
+			}
+			operands := 0
+			for _, a := range args {
+				if strings.HasPrefix(a, "-") {
+					continue
+				}
+				operands++
+				p := a
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(dir, p)
+				}
+				if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+					return fmt.Sprintf("%s over the directory %s reads every file beneath it, the protected ones (.env, keys) too, which rein cannot decide one by one", name, a)
+				}
+			}
+			// With no directory named, both search the working directory
+			// (grep -r PATTERN, rg PATTERN).
+			if operands <= 1 {
+				return fmt.Sprintf("%s with no file named searches the working directory, the protected files (.env, keys) too, which rein cannot decide one by one", name)
+			}
+		}
+	}
+	return ""
+}
+
+// grepRecurses reports whether grep's words make it read directories:
+// -r, -R, --recursive, --dereference-recursive, -d recurse.
+func grepRecurses(args []string) bool {
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "--recursive" || a == "--dereference-recursive" || a == "--directories=recurse":
+			return true
+		case a == "--directories" || a == "-d":
+			if i+1 < len(args) && args[i+1] == "recurse" {
+				return true
+			}
+		case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--"):
+			// A cluster: -rn holds -r; a value option ends it (-e, -f
+			// and the like take the rest of the word).
+			for _, ch := range a[1:] {
+				if ch == 'r' || ch == 'R' {
+					return true
+				}
+				if strings.ContainsRune("ABCDdefm", ch) {
+					break
+				}
+			}
+		}
+	}
+	return false
+}

@@ -211,6 +211,9 @@ func decideBash(p *policy.Policy, in *Input, cmd string) Decision {
 		if why := checkGit(line, dir, p.Workspace); why != "" {
 			return Decision{Answer: Ask, Reason: why}
 		}
+		if why := checkRecursive(line, dir); why != "" {
+			return Decision{Answer: Ask, Reason: why}
+		}
 	}
 	return d
 }

@@ -136,6 +136,12 @@ func TestBashMeaningInAShell(t *testing.T) {
 		{`git -C sub status`, Ask, "git -C changes the configuration or repository"},
 		{`timeout 5 git --git-dir=bare log`, Ask, "git --git-dir changes"},
 		{`git log --grep "a git (odd) word" -n 1`, Allow, ""},
+		// A search of a directory, as the Grep tool's.
+		{`grep -rn SECRET`, Ask, "searches the working directory"},
+		{`grep -R KEY a`, Ask, "over the directory a"},
+		{`timeout 5 rg -uu KEY`, Ask, "searches the working directory"},
+		{`cd a && grep -d recurse x .`, Ask, "over the directory ."},
+		{`grep -n TODO src/main.go`, Allow, ""},
 		{strings.Repeat("true | ", 2000) + "true", Deny, "separators"},
 		{strings.Repeat("x", 70<<10), Deny, "KiB"},
 	} {

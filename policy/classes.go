@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -458,14 +459,24 @@ func refineLess(c *classCall) {
 	}
 	for _, op := range ws.operands() {
 		if strings.HasPrefix(op, "+") {
-			if strings.ContainsAny(op, "!|") {
+			switch {
+			case strings.ContainsAny(op, "!|"):
 				c.raise(ShellComplex, "less runs a command given with +")
+			case !lessPlainCommand.MatchString(op):
+				// Other commands open files (:e), start the editor (v),
+				// save (s) or set options (-o): less's commands are an
+				// allowlist too.
+				c.raise(Unknown, fmt.Sprintf("less %s runs a command rein does not know to be read-only", op))
 			}
 			continue
 		}
 		c.reads(op)
 	}
 }
+
+// lessPlainCommand are the + commands known to move or search only: a
+// line number, the end, follow, or a search on one line.
+var lessPlainCommand = regexp.MustCompile(`^\+\+?([0-9]+[gG%pP]?|[gGF]|[/?][^\n\r:!|]*)$`)
 
 var moreArgs = argSpec{values: "n", long: longs("lines=", "silent", "logical", "no-pause", "print-over", "clean-print",
 	"squeeze", "plain", "exit-on-eof")}
@@ -663,6 +674,9 @@ func refineJq(c *classCall) {
 	haveFilter, positional := false, false
 	unknown := func(why string) { c.raise(Unknown, why) }
 	filter := func(f string) {
+		// jq reads $ and the name as two tokens: $ ENV, $ # a comment
+		// and a newline, ENV.
+		f = jqJoinDollar(f)
 		for _, w := range jqEnvWords {
 			if jqHasWord(f, w) {
 				unknown("the jq filter uses " + w + ", which reads the environment or files rein does not see")
@@ -737,6 +751,32 @@ func refineJq(c *classCall) {
 			c.reads(a)
 		}
 	}
+}
+
+// jqJoinDollar removes the blanks and comments jq allows between a $ and
+// the name after it.
+func jqJoinDollar(f string) string {
+	var b strings.Builder
+	for i := 0; i < len(f); i++ {
+		b.WriteByte(f[i])
+		if f[i] != '$' {
+			continue
+		}
+		for i+1 < len(f) {
+			switch c := f[i+1]; {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+				i++
+			case c == '#':
+				for i+1 < len(f) && f[i+1] != '\n' {
+					i++
+				}
+			default:
+				goto next
+			}
+		}
+	next:
+	}
+	return b.String()
 }
 
 // jqHasWord reports whether a jq filter holds w as a word of its own (not

@@ -241,6 +241,7 @@ func refineGit(c *classCall) {
 	}
 	c.reads(gitPathspecFiles(rest)...)
 	c.reads(gitFileValues(sub, rest)...)
+	checkGitOptions(c, sub, rest)
 	if g.complex != "" {
 		c.raise(ShellComplex, g.complex)
 	}

@@ -186,8 +186,11 @@ func sedProgram(p string) sedFacts {
 			}
 			continue
 		case ':', 'b', 't', 'T', 'v':
+			// GNU sed ends a label (and v's version) at a blank, a ; or
+			// a newline; what follows a blank is the next command
+			// (:a e cmd runs cmd).
 			skip(" \t")
-			for i < len(p) && p[i] != '\n' && p[i] != ';' {
+			for i < len(p) && strings.IndexByte(" \t\n;", p[i]) < 0 {
 				i++
 			}
 			continue
@@ -286,7 +289,7 @@ var awkArgs = argSpec{values: "FvfEeilW", optional: "dDop", long: longs("field-s
 // redirection, getline, gawk's @ directives (@load, @include) and indirect
 // calls. The test is on the program text as a whole, so a comparison with >
 // or an @ in a string counts too; that errs towards asking.
-var awkDanger = []string{"system", "|", ">", "getline", "@",
+var awkDanger = []string{"system", "|", ">", "getline", "@", "SYMTAB", "FUNCTAB",
 	// Computed file names and calls: ARGV can be rewritten to name other
 	// input files, ENVIRON and PROCINFO carry values rein does not see,
 	// and gawk's @name() calls whatever function name holds.

@@ -155,6 +155,10 @@ func refineLn(c *classCall) {
 	}
 	c.outside(symlinkTargets(targets, linkDirs)...)
 	c.outside(dest)
+	// A link is a way to write its target later in the same line (ln -s
+	// .git/hooks h && cp x h/pre-commit), where the policy decides paths
+	// as the disk has them now: the target is decided as a write.
+	c.writes(symlinkTargets(targets, linkDirs)...)
 }
 
 // symlinkDirs returns the directories, relative to the working directory,

@@ -63,12 +63,18 @@ func checkOptions(c *classCall, spec *argSpec) {
 	if al == nil {
 		return
 	}
+	if al.atFiles {
+		// binutils expands every word that begins with @, an option's
+		// value as much as an operand (strings -s @FILE).
+		for _, a := range c.args {
+			if strings.HasPrefix(a, "@") && len(a) > 1 {
+				c.reads(a[1:])
+				c.raise(Unknown, fmt.Sprintf("%s reads more arguments from the file %s, which rein cannot see", c.name, a[1:]))
+			}
+		}
+	}
 	for _, w := range spec.scan(c.args) {
 		if w.opt == "" {
-			if al.atFiles && strings.HasPrefix(w.text, "@") && len(w.text) > 1 {
-				c.reads(w.text[1:])
-				c.raise(Unknown, fmt.Sprintf("%s reads more arguments from the file %s, which rein cannot see", c.name, w.text[1:]))
-			}
 			continue
 		}
 		if w.unknown {

@@ -44,7 +44,8 @@ func init() {
 	stringsArgs.allow.atFiles = true
 	allowOptions(&odArgs, "abcdfilosvx", nil, "help", "version")
 	allowOptions(&base64Args, "di", nil, "help", "version")
-	allowOptions(&sumArgs, "bctwz", nil, "help", "version")
+	// -c reads the files its list names, which rein does not see.
+	allowOptions(&sumArgs, "bctwz", map[string]valKind{"c": valNever, "check": valNever}, "help", "version")
 	allowOptions(&cutArgs, "nsz", nil, "help", "version")
 	allowOptions(&uniqArgs, "cdDiuz", nil, "help", "version")
 	allowOptions(&lessArgs, "?aABcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", map[string]valKind{

@@ -128,6 +128,21 @@ func TestReviewedBypassesRound2(t *testing.T) {
 		{"/usr/lib/git-core/git-stash", Ask},
 		{"ls -la ~/.ssh", Deny},
 		{"find ~ -name credentials -printf '%p %s'", Ask},
+		// What the attack pass on the allowlist found.
+		{"sed ':a e touch /tmp/x' a.txt", Ask},
+		{"sed ':a w .claude/settings.json' a.txt", Deny},
+		{"sed -n ':x r /etc/hostname' a.txt", Ask},
+		{"sed -n 'bend e id;:end' a.txt", Ask},
+		{`awk 'BEGIN { SYMTAB["AR" "GV"][1] = "x"; SYMTAB["AR" "GC"]=2 } 1'`, Ask},
+		{"strings -s @~/.aws/credentials a.txt b.txt", Deny},
+		{"strings -n @.env a.txt", Deny},
+		{"jq -n '$ ENV.SECRET_TOKEN'", Ask},
+		{"jq -n '$ # c\nENV'", Ask},
+		{"sha256sum -c sums.txt", Ask},
+		{"less '+:e ~/.aws/credentials\n' a.txt", Ask},
+		{"less +v a.txt", Ask},
+		{"less +G a.txt", Allow},
+		{"less +/needle a.txt", Allow},
 		// And what stays read-only.
 		{"grep -n TODO main.go 2>/dev/null", Allow},
 		{"ls -la src", Allow},
@@ -136,6 +151,14 @@ func TestReviewedBypassesRound2(t *testing.T) {
 	} {
 		if v := f.check(p, c.line); v.Decision != c.want {
 			t.Errorf("%s: %s (%s), want %s", c.line, v.Decision, v.Reason, c.want)
+		}
+	}
+	// In auto mode, a link made earlier in the line is a write of its
+	// target: the write through it later cannot reach a protected path.
+	p = f.load(ModeAuto)
+	for _, line := range []string{"ln -s .git/hooks h3 && cp a.txt h3/pre-commit", "ln -s .claude c3; touch c3/settings.json"} {
+		if v := f.check(p, line); v.Decision != Deny {
+			t.Errorf("%s: %s (%s), want deny", line, v.Decision, v.Reason)
 		}
 	}
 	// A deny rule for git push holds for its multi-call name.
@@ -229,4 +252,93 @@ func TestOptionDrift(t *testing.T) {
 			t.Errorf("%s: its help lists %s, which the table neither allows nor marks", d.name, o)
 		}
 	}
+}
+
+// TestGitReadOnlyOptions: git's read-only commands keep their everyday
+// options and lose read-only for one they do not list.
+func TestGitReadOnlyOptions(t *testing.T) {
+	for _, c := range []struct {
+		line  string
+		class Class
+	}{
+		{"git status --porcelain=v1 -uno", ReadOnly},
+		{"git status -sb", ReadOnly},
+		{"git log --oneline --graph --decorate --all -n 20", ReadOnly},
+		{"git log -p -5 --follow -- main.go", ReadOnly},
+		{"git log --pretty=format:%h%x09%s --since=2.weeks --author=me", ReadOnly},
+		{"git log -S needle --no-merges --stat", ReadOnly},
+		{"git diff --cached --stat=100 --no-color HEAD~1 -- a.go", ReadOnly},
+		{"git diff -U0 --name-only main...HEAD", ReadOnly},
+		{"git diff --no-index a b", ReadOnly},
+		{"git show HEAD:calc.go", ReadOnly},
+		{"git show --name-only --format= HEAD", ReadOnly},
+		{"git grep -n -e foo -- *.go", ReadOnly},
+		{"git grep -3 -i foo", ReadOnly},
+		{"git blame -L 10,20 -w main.go", ReadOnly},
+		{"git ls-files -z --others --exclude-standard", ReadOnly},
+		{"git rev-parse --abbrev-ref HEAD", ReadOnly},
+		{"git rev-parse --show-toplevel", ReadOnly},
+		{"git rev-parse --verify --short HEAD", ReadOnly},
+		{"git version --build-options", ReadOnly},
+		{"git log --bogus", Unknown},
+		{"git status --unknown-thing", Unknown},
+		{"git diff -Y", Unknown},
+		{"git grep --open-files-in-pager=id x", ShellComplex},
+		{"git log --output=o", WorkspaceMutating},
+		{"git diff --out=o", Unknown}, // ambiguous: --output, --output-indicator-new, ...
+	} {
+		f := analyze(strings.Fields(c.line))
+		if f.Class != c.class {
+			t.Errorf("%s: %s (%s), want %s", c.line, f.Class, f.Reason, c.class)
+		}
+	}
+}
+
+// TestGitOptionDrift: every long option git's read-only commands list for
+// themselves, and every revision option rev-list lists, is in the table.
+func TestGitOptionDrift(t *testing.T) {
+	bin, err := oexec.LookPath("git")
+	if err != nil {
+		t.Fatalf("git is not installed: %v", err)
+	}
+	dir := t.TempDir()
+	if out, err := oexec.Command(bin, "init", "-q", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	check := func(cmd string, names []string) {
+		spec := gitReadOnlyArgs[cmd]
+		for _, n := range names {
+			n = strings.TrimRight(n, "=")
+			if n == "" || n == "--" || !strings.HasPrefix(n, "--") {
+				continue
+			}
+			name := strings.TrimPrefix(n, "--")
+			base := strings.TrimPrefix(name, "no-")
+			if spec.knownLong(name) || spec.knownLong(base) {
+				continue
+			}
+			t.Errorf("git %s: git lists %s, which the table neither allows nor marks", cmd, n)
+		}
+	}
+	for cmd := range gitReadOnlyArgs {
+		if cmd == "rev-parse" {
+			continue // rev-parse has no completion helper
+		}
+		c := oexec.Command(bin, cmd, "--git-completion-helper")
+		c.Dir = dir
+		out, _ := c.CombinedOutput()
+		words := strings.Fields(string(out))
+		if len(words) == 0 {
+			t.Errorf("git %s --git-completion-helper printed nothing", cmd)
+		}
+		check(cmd, words)
+	}
+	c := oexec.Command(bin, "rev-list", "-h")
+	c.Dir = dir
+	out, _ := c.CombinedOutput()
+	revs := regexp.MustCompile(`--[a-z][-a-z]*`).FindAllString(string(out), -1)
+	if len(revs) < 20 {
+		t.Fatalf("git rev-list -h listed %d options", len(revs))
+	}
+	check("log", revs)
 }

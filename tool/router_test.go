@@ -128,7 +128,7 @@ func TestLifeOfACall(t *testing.T) {
 		{"shell", obj{"line": "cat src/main.go"}, OK, "package main"},
 		{"shell", obj{"line": "sh -c 'exit 3'"}, Denied, "deny-all approver"},
 		{"exec", obj{"argv": []string{"ls", "src"}}, OK, "main.go"},
-		{"exec", obj{"argv": []string{"git", "status", "--no-such-flag"}}, Failed, ""},
+		{"exec", obj{"argv": []string{"cat", "no-such-file"}}, Failed, ""},
 		{"exec", obj{"argv": []string{"ls"}, "timeout": "1h"}, Denied, "ceiling"},
 		{"read_result", obj{"id": "r-0000000000000000"}, NotFound, "no result"},
 	} {
