@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -16,7 +17,25 @@ var goValueFlags = setOf("o", "p", "asmflags", "buildmode", "buildvcs", "compile
 	"vettool", "coverpkg", "covermode", "coverprofile", "cpuprofile", "memprofile", "memprofilerate",
 	"blockprofile", "blockprofilerate", "mutexprofile", "mutexprofilefraction", "trace", "outputdir", "run",
 	"skip", "bench", "benchtime", "count", "cpu", "parallel", "timeout", "shuffle", "fuzz", "fuzztime",
-	"fuzzminimizetime", "list", "fullpath")
+	"fuzzminimizetime", "list", "fullpath", "f", "reuse")
+
+// goReadOnlyFlags are the flags of go's read-only commands, each with
+// what its value is; go list also takes the build flags. A flag not
+// listed makes the command unknown.
+var goReadOnlyFlags = map[string]map[string]valKind{
+	"list": {"f": valWord, "json": valWord, "m": valWord, "u": valWord, "versions": valWord, "retracted": valWord,
+		"reuse": valRead, "deps": valWord, "test": valWord, "e": valWord, "find": valWord, "export": valWord,
+		"compiled": valWord, "modfile": valRead, "overlay": valArgs, "pgo": valRead, "C": valWord},
+	"env":     {"json": valWord, "changed": valWord, "u": valWord, "w": valWord},
+	"doc":     {"all": valWord, "c": valWord, "cmd": valWord, "short": valWord, "src": valWord, "u": valWord},
+	"version": {"m": valWord, "v": valWord, "json": valWord},
+	"help":    {},
+}
+
+// goBuildFlags are the build flags go list takes.
+var goBuildFlags = setOf("a", "n", "p", "race", "msan", "asan", "cover", "covermode", "coverpkg", "v", "work", "x",
+	"asmflags", "buildmode", "buildvcs", "compiler", "gccgoflags", "gcflags", "installsuffix", "ldflags",
+	"linkshared", "mod", "modcacherw", "pkgdir", "tags", "trimpath", "toolexec", "exec", "vettool")
 
 // goOutputFlags name files the go command writes.
 var goOutputFlags = setOf("o", "coverprofile", "cpuprofile", "memprofile", "blockprofile", "mutexprofile", "trace", "outputdir")
@@ -65,6 +84,9 @@ func refineGo(c *classCall) {
 			if sub == "run" {
 				break
 			}
+			if sub == "version" {
+				c.reads(a) // go version FILE reads the binary's build information
+			}
 			if sub == "list" && (strings.Contains(a, "@") || slices.Contains(rest[:i], "-m")) {
 				c.raise(Unknown, "go list "+a+" may look modules up over the network")
 			}
@@ -74,6 +96,23 @@ func refineGo(c *classCall) {
 		if !hasValue && goValueFlags[name] && i+1 < len(rest) {
 			i++
 			value, hasValue = rest[i], true
+		}
+		if known, ok := goReadOnlyFlags[sub]; ok && class == ReadOnly {
+			kind, listed := known[name]
+			if !listed {
+				listed = goBuildFlags[name] && sub == "list"
+			}
+			switch {
+			case !listed:
+				c.raise(Unknown, fmt.Sprintf("%s is not a flag rein knows go %s to have, so it is not known to be read-only", a, sub))
+			case kind == valRead && hasValue:
+				c.reads(value)
+			case kind == valArgs:
+				if hasValue {
+					c.reads(value)
+				}
+				c.raise(Unknown, "go "+sub+" -"+name+" reads files named in a file rein cannot see")
+			}
 		}
 		switch {
 		case sub == "list" && (name == "export" || name == "compiled"):

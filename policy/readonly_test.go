@@ -82,6 +82,13 @@ func TestUnknownOptionsAreUnknown(t *testing.T) {
 		{[]string{"go", "list", "-compiled", "."}, Unknown, nil},
 		{[]string{"go", "list", "-m", "-versions", "golang.org/x/sys"}, Unknown, nil},
 		{[]string{"timeout", "--bogus", "5", "ls"}, Unknown, nil},
+		{[]string{"go", "list", "-f", "{{.Dir}}", "-deps", "-tags", "x", "./..."}, ReadOnly, nil},
+		{[]string{"go", "list", "-bogus", "."}, Unknown, nil},
+		{[]string{"go", "list", "-overlay=o.json", "."}, Unknown, []string{"o.json"}},
+		{[]string{"go", "list", "-modfile", "/home/u/go.mod", "."}, ReadOnly, []string{"/home/u/go.mod"}},
+		{[]string{"go", "env", "-json", "GOPATH"}, ReadOnly, nil},
+		{[]string{"go", "version", "-m", "bin/x"}, ReadOnly, []string{"bin/x"}},
+		{[]string{"go", "doc", "-all", "fmt"}, ReadOnly, nil},
 	} {
 		f := analyze(c.argv)
 		if f.Class < c.class || c.class == ReadOnly && f.Class != ReadOnly {
