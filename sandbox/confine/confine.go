@@ -113,6 +113,26 @@ type Spec struct {
 	// thread only; its other threads run only its own code.
 	LandlockThisThread bool
 
+	// MetadataBeneathReadWrite confines changes of a file's mode, owner,
+	// times and extended attributes (chmod, chown, utimes, setxattr,
+	// removexattr, in their path and descriptor forms) to files beneath a
+	// ReadWrite directory; elsewhere they fail with EPERM. Landlock does
+	// not mediate them: without this, a command could chmod, touch or
+	// tag any file its user owns, such as ~/.ssh/id_rsa, through a path or
+	// a descriptor opened read-only. A supervisor thread of the calling
+	// process makes each change on the command's behalf (seccomp user
+	// notification); see metadata_linux.go. The inode flag ioctls
+	// (chattr) are refused everywhere.
+	//
+	// It needs LandlockThisThread (the supervisor thread must stay
+	// outside the domain to read the command's memory), Linux 6.6, and
+	// the command started from the calling thread, which Apply then
+	// leaves locked to its goroutine for good. The supervisor lives as
+	// long as the process: once it is gone, the calls fail with ENOSYS.
+	// A file granted read-write that is not a directory (/dev/null) keeps
+	// its metadata: it is the host's.
+	MetadataBeneathReadWrite bool
+
 	// Rlimits bounds what a single process may consume.
 	Rlimits Rlimits
 }
@@ -200,6 +220,7 @@ const (
 	MechanismRlimit       = "rlimit"
 	MechanismLandlock     = "landlock"
 	MechanismSeccomp      = "seccomp"
+	MechanismSupervisor   = "supervisor"
 	MechanismPlatform     = "platform"
 )
 
@@ -211,6 +232,7 @@ var remedy = map[string]string{
 	MechanismRlimit:       "lower or remove the limit in the configuration",
 	MechanismLandlock:     "boot a kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter, Linux 6.7 or later for ABI 4, 6.12 for ABI 6), or use the bwrap rung",
 	MechanismSeccomp:      "run on a kernel built with CONFIG_SECCOMP_FILTER, outside any container policy that forbids installing filters",
+	MechanismSupervisor:   "run on Linux 6.6 or later (seccomp user notification with killable waits, fchmodat2) with /proc mounted, or use the bwrap rung",
 	MechanismPlatform:     "use a Linux host, or sandbox = \"none\" if you accept running unconfined",
 }
 
@@ -260,6 +282,9 @@ func (s Spec) validate() error {
 				return bad("path %q is not absolute", p)
 			}
 		}
+	}
+	if s.MetadataBeneathReadWrite && !s.LandlockThisThread {
+		return bad("MetadataBeneathReadWrite needs LandlockThisThread")
 	}
 	if s.AnyNetwork && len(s.NetworkTCP) > 0 {
 		return bad("AnyNetwork and NetworkTCP cannot both be set")

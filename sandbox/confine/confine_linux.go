@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"unsafe"
 
 	"github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
@@ -41,6 +43,23 @@ func apply(s Spec) error {
 	filters, err := seccompFilters(s)
 	if err != nil {
 		return &Error{Mechanism: MechanismSeccomp, Err: err}
+	}
+	var sv *supervisor
+	var metaFilter []unix.SockFilter
+	if s.MetadataBeneathReadWrite {
+		info, err := arch.GetInfo("")
+		if err != nil {
+			return &Error{Mechanism: MechanismSeccomp, Err: err}
+		}
+		if sv, err = newSupervisor(s, info); err != nil {
+			return err
+		}
+		if metaFilter, err = metadataFilter(info, sv.calls); err != nil {
+			return &Error{Mechanism: MechanismSeccomp, Err: err}
+		}
+		// The filter is this thread's alone: the command must be
+		// started from it.
+		runtime.LockOSThread()
 	}
 
 	// no_new_privs on this thread, which Landlock and seccomp need of
@@ -77,6 +96,13 @@ func apply(s Spec) error {
 		}
 	} else if err := cfg.Restrict(rules...); err != nil {
 		return &Error{Mechanism: MechanismLandlock, Err: err}
+	}
+	// Last, and on this thread only: a filter loaded after it with TSYNC
+	// would find the threads' filters diverged.
+	if sv != nil {
+		if err := sv.start(metaFilter); err != nil {
+			return &Error{Mechanism: MechanismSupervisor, Err: err}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,460 @@
+package confine
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The metadata actions: each changes one file's mode, owner, times or
+// extended attributes by one syscall form, raw so that the form tested is
+// the one named. The target state on success is metaMode, metaTimes and
+// the xattr user.new=w; user.old is the attribute the file starts with.
+const (
+	metaMode  = 0o666
+	metaStart = 0o640
+	atimeSet  = 111
+	mtimeSet  = 222
+	fsNodump  = 0x40 // FS_NODUMP_FL
+)
+
+func cstr(s string) uintptr {
+	b := append([]byte(s), 0)
+	return uintptr(unsafe.Pointer(&b[0]))
+}
+
+// openOutcome opens p with flags and runs f on the descriptor.
+func withFD(p string, flags int, f func(fd int) string) string {
+	fd, err := unix.Open(p, flags|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "open " + outcome(err)
+	}
+	defer unix.Close(fd)
+	return f(fd)
+}
+
+func sys(nr uintptr, args ...uintptr) string {
+	var a [6]uintptr
+	copy(a[:], args)
+	return rawOutcome(unix.Syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]))
+}
+
+var (
+	fdcwdArg = uintptr(fdcwd)
+	ts       = [2]unix.Timespec{{Sec: atimeSet}, {Sec: mtimeSet}}
+	tv       = [2]unix.Timeval{{Sec: atimeSet}, {Sec: mtimeSet}}
+	utimbuf  = [2]int64{atimeSet, mtimeSet}
+)
+
+func tsArg() uintptr { return uintptr(unsafe.Pointer(&ts[0])) }
+
+var metaActions = map[string]func(p string) string{
+	"chmod":    func(p string) string { return sys(unix.SYS_CHMOD, cstr(p), metaMode) },
+	"fchmodat": func(p string) string { return sys(unix.SYS_FCHMODAT, fdcwdArg, cstr(p), metaMode) },
+	"fchmodat dirfd": func(p string) string {
+		return withFD(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY, func(fd int) string {
+			return sys(unix.SYS_FCHMODAT, uintptr(fd), cstr(filepath.Base(p)), metaMode)
+		})
+	},
+	"chmod relative": func(p string) string {
+		if err := unix.Chdir(filepath.Dir(p)); err != nil {
+			return "chdir " + outcome(err)
+		}
+		return sys(unix.SYS_CHMOD, cstr(filepath.Base(p)), metaMode)
+	},
+	"fchmodat2 nofollow": func(p string) string {
+		return sys(unix.SYS_FCHMODAT2, fdcwdArg, cstr(p), metaMode, unix.AT_SYMLINK_NOFOLLOW)
+	},
+	"fchmodat2 empty path": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_FCHMODAT2, uintptr(fd), cstr(""), metaMode, unix.AT_EMPTY_PATH)
+		})
+	},
+	"fchmod": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string { return sys(unix.SYS_FCHMOD, uintptr(fd), metaMode) })
+	},
+	"fchmod O_PATH": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string { return sys(unix.SYS_FCHMOD, uintptr(fd), metaMode) })
+	},
+	"chmod /proc/self/fd": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_CHMOD, cstr("/proc/self/fd/"+strconv.Itoa(fd)), metaMode)
+		})
+	},
+	"chmod /proc/pid/fd": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_CHMOD, cstr("/proc/"+strconv.Itoa(os.Getpid())+"/fd/"+strconv.Itoa(fd)), metaMode)
+		})
+	},
+
+	"chown": func(p string) string { return sys(unix.SYS_CHOWN, cstr(p), uintptr(os.Getuid()), uintptr(os.Getgid())) },
+	"lchown": func(p string) string {
+		return sys(unix.SYS_LCHOWN, cstr(p), uintptr(os.Getuid()), uintptr(os.Getgid()))
+	},
+	"fchown": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string {
+			return sys(unix.SYS_FCHOWN, uintptr(fd), uintptr(os.Getuid()), uintptr(os.Getgid()))
+		})
+	},
+	"fchownat empty path": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_FCHOWNAT, uintptr(fd), cstr(""), uintptr(os.Getuid()), uintptr(os.Getgid()), unix.AT_EMPTY_PATH)
+		})
+	},
+
+	"utime":  func(p string) string { return sys(unix.SYS_UTIME, cstr(p), uintptr(unsafe.Pointer(&utimbuf[0]))) },
+	"utimes": func(p string) string { return sys(unix.SYS_UTIMES, cstr(p), uintptr(unsafe.Pointer(&tv[0]))) },
+	"futimesat": func(p string) string {
+		return sys(unix.SYS_FUTIMESAT, fdcwdArg, cstr(p), uintptr(unsafe.Pointer(&tv[0])))
+	},
+	"utimensat": func(p string) string { return sys(unix.SYS_UTIMENSAT, fdcwdArg, cstr(p), tsArg(), 0) },
+	"futimens": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string { return sys(unix.SYS_UTIMENSAT, uintptr(fd), 0, tsArg(), 0) })
+	},
+	"futimesat NULL path": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string {
+			return sys(unix.SYS_FUTIMESAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&tv[0])))
+		})
+	},
+	"utimensat empty path": func(p string) string {
+		return withFD(p, unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_UTIMENSAT, uintptr(fd), cstr(""), tsArg(), unix.AT_EMPTY_PATH)
+		})
+	},
+
+	"setxattr":  func(p string) string { return outcome(unix.Setxattr(p, "user.new", []byte("w"), 0)) },
+	"lsetxattr": func(p string) string { return outcome(unix.Lsetxattr(p, "user.new", []byte("w"), 0)) },
+	"fsetxattr": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string { return outcome(unix.Fsetxattr(fd, "user.new", []byte("w"), 0)) })
+	},
+	"removexattr":  func(p string) string { return outcome(unix.Removexattr(p, "user.old")) },
+	"lremovexattr": func(p string) string { return outcome(unix.Lremovexattr(p, "user.old")) },
+	"fremovexattr": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string { return outcome(unix.Fremovexattr(fd, "user.old")) })
+	},
+	"setxattrat": func(p string) string {
+		v := []byte("w")
+		args := [2]uint64{uint64(uintptr(unsafe.Pointer(&v[0]))), 1}
+		return sys(unix.SYS_SETXATTRAT, fdcwdArg, cstr(p), 0, cstr("user.new"), uintptr(unsafe.Pointer(&args[0])), 16)
+	},
+	"removexattrat": func(p string) string {
+		return sys(unix.SYS_REMOVEXATTRAT, fdcwdArg, cstr(p), 0, cstr("user.old"))
+	},
+	"file_setattr": func(p string) string {
+		var attr [24]byte
+		return sys(unix.SYS_FILE_SETATTR, fdcwdArg, cstr(p), uintptr(unsafe.Pointer(&attr[0])), 24, 0)
+	},
+	"FS_IOC_SETFLAGS": func(p string) string {
+		return withFD(p, unix.O_RDONLY, func(fd int) string {
+			var flags int32
+			if r := sys(unix.SYS_IOCTL, uintptr(fd), unix.FS_IOC_GETFLAGS, uintptr(unsafe.Pointer(&flags))); r != "ok" {
+				return "FS_IOC_GETFLAGS " + r
+			}
+			flags |= fsNodump
+			return sys(unix.SYS_IOCTL, uintptr(fd), fsIocSetflags, uintptr(unsafe.Pointer(&flags)))
+		})
+	},
+}
+
+func init() {
+	for name, f := range metaActions {
+		actions["meta "+name] = f
+	}
+	// "child": the action named before "|" run by a new process of the
+	// test binary, which inherits the confinement without applying it:
+	// the supervisor then serves another process than its own.
+	actions["child"] = func(arg string) string {
+		action, p, _ := strings.Cut(arg, "|")
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		for _, e := range os.Environ() {
+			if !strings.HasPrefix(e, specEnv+"=") {
+				cmd.Env = append(cmd.Env, e)
+			}
+		}
+		cmd.Env = append(cmd.Env, helperEnv+"="+action, argEnv+"="+p)
+		out, err := cmd.CombinedOutput()
+		for _, line := range strings.Split(string(out), "\n") {
+			if r, ok := strings.CutPrefix(line, resultPrefix); ok {
+				return r
+			}
+		}
+		return "child " + outcome(err) + " " + strings.TrimSpace(string(out))
+	}
+	// A listener of the command's own would receive the calls before the
+	// supervisor and could let them through.
+	actions["nested listener"] = func(string) string {
+		prog := []unix.SockFilter{{Code: 0x06, K: unix.SECCOMP_RET_USER_NOTIF}}
+		fp := unix.SockFprog{Len: 1, Filter: &prog[0]}
+		fd, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fp)))
+		if e == 0 {
+			unix.Close(int(fd))
+		}
+		return outcome(e)
+	}
+}
+
+// fileState is everything a metadata change could alter.
+type fileState struct {
+	mode, uid, gid      uint32
+	atime, mtime, ctime unix.Timespec
+	xattrs              string
+}
+
+func stateOf(t *testing.T, p string) fileState {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	s := fileState{mode: st.Mode, uid: st.Uid, gid: st.Gid, atime: st.Atim, mtime: st.Mtim, ctime: st.Ctim}
+	buf := make([]byte, 4096)
+	n, err := unix.Llistxattr(p, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00")
+	sort.Strings(names)
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
+		v := make([]byte, 256)
+		m, _ := unix.Lgetxattr(p, name, v)
+		s.xattrs += name + "=" + string(v[:max(m, 0)]) + ";"
+	}
+	return s
+}
+
+// metaFile makes the file each case changes: mode 0640, old times and
+// the attribute user.old=v.
+func metaFile(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "meta")
+	if err := os.WriteFile(p, []byte("secret"), metaStart); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Chmod(p, metaStart); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Setxattr(p, "user.old", []byte("v"), 0); err != nil {
+		t.Fatalf("user.* extended attributes are not supported in %s: %v", dir, err)
+	}
+	if err := unix.UtimesNano(p, []unix.Timespec{{Sec: 1e9}, {Sec: 1e9 + 1}}); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// metaResult says whether the change the action names was made to s.
+func metaChanged(action string, s fileState) bool {
+	switch {
+	case strings.Contains(action, "chmod"):
+		return s.mode&0o7777 == metaMode
+	case strings.Contains(action, "time"):
+		return s.atime.Sec == atimeSet && s.mtime.Sec == mtimeSet
+	case strings.Contains(action, "removexattr"):
+		return !strings.Contains(s.xattrs, "user.old=")
+	case strings.Contains(action, "setxattr"):
+		return strings.Contains(s.xattrs, "user.new=w;")
+	}
+	return false // chown to the same owner changes only the ctime
+}
+
+// TestMetadataBeneathReadWrite runs every form of chmod, chown, utimes
+// and the xattr calls on a file in a ReadWrite directory, a ReadOnly one
+// and one not granted, from the confined process and from a child of it.
+// Outside ReadWrite each fails with the exact errno and leaves the file
+// as it was, ctime included; inside it makes the change.
+func TestMetadataBeneathReadWrite(t *testing.T) {
+	requireSandbox(t, 6)
+	type want struct{ rw, ro, outside string }
+	refused := want{"ok", "EPERM", "EPERM"}
+	// Forms whose descriptor must be opened for reading: Landlock refuses
+	// that outside what is granted, before the supervisor sees anything.
+	readFD := want{"ok", "EPERM", "open EACCES"}
+	cases := map[string]want{
+		"chmod": refused, "fchmodat": refused, "fchmodat dirfd": refused, "chmod relative": refused,
+		"fchmodat2 nofollow": refused, "fchmodat2 empty path": refused, "fchmod": readFD,
+		"fchmod O_PATH":       {"EBADF", "EBADF", "EBADF"},
+		"chmod /proc/self/fd": refused, "chmod /proc/pid/fd": refused,
+		"chown": refused, "lchown": refused, "fchown": readFD, "fchownat empty path": refused,
+		"utime": refused, "utimes": refused, "futimesat": refused, "utimensat": refused,
+		"futimens": readFD, "futimesat NULL path": readFD, "utimensat empty path": refused,
+		"setxattr": refused, "lsetxattr": refused, "fsetxattr": readFD,
+		"removexattr": refused, "lremovexattr": refused, "fremovexattr": readFD,
+		"setxattrat":      {"ENOSYS", "ENOSYS", "ENOSYS"},
+		"removexattrat":   {"ENOSYS", "ENOSYS", "ENOSYS"},
+		"file_setattr":    {"ENOSYS", "ENOSYS", "ENOSYS"},
+		"FS_IOC_SETFLAGS": {"EPERM", "EPERM", "open EACCES"},
+	}
+	if len(cases) != len(metaActions) {
+		t.Fatalf("%d cases for %d actions", len(cases), len(metaActions))
+	}
+	for action, w := range cases {
+		for _, proc := range []string{"self", "child"} {
+			t.Run(proc+"/"+action, func(t *testing.T) {
+				t.Parallel()
+				wd := newWorld(t)
+				s := wd.spec()
+				s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+				s.ReadOnly = append(s.ReadOnly, filepath.Dir(os.Args[0]))
+				for _, where := range []struct{ dir, want string }{{wd.rw, w.rw}, {wd.ro, w.ro}, {wd.outside, w.outside}} {
+					p := metaFile(t, where.dir)
+					before := stateOf(t, p)
+					helper, arg := "meta "+action, p
+					if proc == "child" {
+						helper, arg = "child", "meta "+action+"|"+p
+					}
+					got := runHelperProcess(t, &s, helper, arg)
+					after := stateOf(t, p)
+					if got != where.want {
+						t.Errorf("%s in %s = %q, want %q", action, where.dir, got, where.want)
+					}
+					switch {
+					case got == "ok" && action != "chown" && action != "lchown" && action != "fchown" && action != "fchownat empty path" && !metaChanged(action, after):
+						t.Errorf("%s in %s answered ok but the file is %+v", action, where.dir, after)
+					case got != "ok" && after != before:
+						t.Errorf("%s in %s failed but changed the file:\n before %+v\n after  %+v", action, where.dir, before, after)
+					case got == "ok" && after.ctime == before.ctime:
+						t.Errorf("%s in %s answered ok but the ctime did not move", action, where.dir)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestMetadataThroughLinks: a symlink or a relative path from the
+// ReadWrite directory to a file outside it does not reach the file; a
+// symlink inside is changed itself by the forms that do not follow it.
+func TestMetadataThroughLinks(t *testing.T) {
+	requireSandbox(t, 6)
+	for _, c := range []struct {
+		action, path, want string
+		changed            bool // whether the file outside changes
+	}{
+		{"meta chmod", "rw/link", "EPERM", false},
+		{"meta chmod", "rw/dirlink/meta", "EPERM", false},
+		{"meta chmod", "rw/../outside/meta", "EPERM", false},
+		{"meta utimensat", "rw/link", "EPERM", false},
+		{"meta setxattr", "rw/link", "EPERM", false},
+		{"meta lchown", "rw/link", "ok", false},
+		{"meta fchmodat2 nofollow", "rw/link", "ENOTSUP", false},
+	} {
+		t.Run(c.action+" "+c.path, func(t *testing.T) {
+			t.Parallel()
+			wd := newWorld(t)
+			s := wd.spec()
+			s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+			// rw and outside side by side, so that "rw/../outside" is one.
+			root := t.TempDir()
+			rw, outside := filepath.Join(root, "rw"), filepath.Join(root, "outside")
+			os.Mkdir(rw, 0o755)
+			os.Mkdir(outside, 0o755)
+			s.ReadWrite[0] = rw
+			target := metaFile(t, outside)
+			os.Symlink(target, filepath.Join(rw, "link"))
+			os.Symlink(outside, filepath.Join(rw, "dirlink"))
+			before := stateOf(t, target)
+			got := runHelperProcess(t, &s, c.action, filepath.Join(root, c.path))
+			if got != c.want {
+				t.Errorf("%s(%s) = %q, want %q", c.action, c.path, got, c.want)
+			}
+			if after := stateOf(t, target); (after != before) != c.changed {
+				t.Errorf("%s(%s) left the file outside %+v, was %+v", c.action, c.path, after, before)
+			}
+		})
+	}
+}
+
+// TestMetadataBaseline: without the supervisor the same calls change a
+// file the caller owns, unconfined and under Landlock alike, so the
+// refusals above are the supervisor's.
+func TestMetadataBaseline(t *testing.T) {
+	requireSandbox(t, 6)
+	for _, action := range []string{"chmod", "fchmod", "fchmodat2 empty path", "chmod /proc/self/fd", "utimensat", "futimens", "fsetxattr", "fremovexattr", "FS_IOC_SETFLAGS"} {
+		for _, confined := range []bool{false, true} {
+			t.Run(action+"/"+strconv.FormatBool(confined), func(t *testing.T) {
+				t.Parallel()
+				wd := newWorld(t)
+				var s *Spec
+				if confined {
+					spec := wd.spec()
+					spec.LandlockThisThread = true
+					s = &spec
+				}
+				p := metaFile(t, wd.ro)
+				before := stateOf(t, p)
+				if got := runHelperProcess(t, s, "meta "+action, p); got != "ok" {
+					t.Errorf("%s = %q, want ok", action, got)
+				}
+				if stateOf(t, p) == before {
+					t.Errorf("%s did not change the file", action)
+				}
+			})
+		}
+	}
+}
+
+func TestMetadataNestedListener(t *testing.T) {
+	requireSandbox(t, 6)
+	wd := newWorld(t)
+	s := wd.spec()
+	s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+	if got := runHelperProcess(t, &s, "nested listener", ""); got != "EBUSY" {
+		t.Errorf("a second listener = %q, want EBUSY", got)
+	}
+}
+
+// TestMetadataShell: the tools, as a command runs them.
+func TestMetadataShell(t *testing.T) {
+	requireSandbox(t, 6)
+	wd := newWorld(t)
+	s := wd.spec()
+	s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+	out := metaFile(t, wd.outside)
+	before := stateOf(t, out)
+	script := strings.Join([]string{
+		"set -e", "cd " + wd.rw,
+		"printf '#!/bin/sh\\necho ran\\n' > run.sh", "chmod +x run.sh", "./run.sh > ran",
+		"touch -d 2001-02-03 stamp", "cp -p run.sh copy.sh",
+		"mkdir t && tar cf a.tar run.sh && tar xpf a.tar -C t",
+		"! chmod 666 " + out + " 2>/dev/null", "! chmod 777 " + wd.outside + " 2>/dev/null",
+		"! touch -d 2001-02-03 " + out + " 2>/dev/null", "! touch " + out + " 2>/dev/null",
+	}, "\n")
+	if got := runHelperProcess(t, &s, "shell", script); got != "ok" {
+		t.Fatalf("script = %q", got)
+	}
+	for p, mode := range map[string]os.FileMode{"run.sh": 0o755, "copy.sh": 0o755, "t/run.sh": 0o755} {
+		fi, err := os.Stat(filepath.Join(wd.rw, p))
+		if err != nil || fi.Mode().Perm() != mode&^umask() {
+			t.Errorf("%s: %v %v, want %v", p, fi.Mode(), err, mode&^umask())
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(wd.rw, "ran")); !bytes.Equal(data, []byte("ran\n")) {
+		t.Errorf("run.sh printed %q", data)
+	}
+	if fi, err := os.Stat(filepath.Join(wd.rw, "stamp")); err != nil || fi.ModTime().UTC().Year() != 2001 {
+		t.Errorf("stamp: %v %v", fi, err)
+	}
+	if after := stateOf(t, out); after != before {
+		t.Errorf("the file outside changed: %+v, was %+v", after, before)
+	}
+	if fi, _ := os.Stat(wd.outside); fi.Mode().Perm() == 0o777 {
+		t.Error("the directory outside became 0777")
+	}
+}
+
+func umask() os.FileMode {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return os.FileMode(m)
+}
