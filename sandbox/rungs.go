@@ -205,6 +205,8 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 			// The init's other threads kill the tree when the lifeline
 			// ends; they must stay outside the domain to signal it.
 			LandlockThisThread: true,
+			// Landlock does not mediate chmod, chown, utimes and xattrs.
+			MetadataBeneathReadWrite: true,
 		}
 		if r.egress != nil {
 			// No namespace of its own: TCP to the proxy's port, which

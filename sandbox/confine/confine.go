@@ -116,7 +116,8 @@ type Spec struct {
 	// MetadataBeneathReadWrite confines changes of a file's mode, owner,
 	// times and extended attributes (chmod, chown, utimes, setxattr,
 	// removexattr, in their path and descriptor forms) to files beneath a
-	// ReadWrite directory; elsewhere they fail with EPERM. Landlock does
+	// ReadWrite directory (or to a ReadWrite regular file); elsewhere
+	// they fail with EPERM. Landlock does
 	// not mediate them: without this, a command could chmod, touch or
 	// tag any file its user owns, such as ~/.ssh/id_rsa, through a path or
 	// a descriptor opened read-only. A supervisor thread of the calling
@@ -129,8 +130,8 @@ type Spec struct {
 	// the command started from the calling thread, which Apply then
 	// leaves locked to its goroutine for good. The supervisor lives as
 	// long as the process: once it is gone, the calls fail with ENOSYS.
-	// A file granted read-write that is not a directory (/dev/null) keeps
-	// its metadata: it is the host's.
+	// A device granted read-write (/dev/null) keeps its metadata: it is
+	// the host's.
 	MetadataBeneathReadWrite bool
 
 	// Rlimits bounds what a single process may consume.

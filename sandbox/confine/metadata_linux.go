@@ -171,7 +171,8 @@ func metaCallsByNumber(info *arch.Info) map[uint32]metaCall {
 
 // supervisor performs the supervised calls of one process's commands.
 type supervisor struct {
-	// roots are the ReadWrite directories, each as the kernel names it
+	// roots are the ReadWrite directories and regular files, each as the
+	// kernel names it
 	// (symlinks resolved), without a trailing slash but for "/".
 	roots []string
 	calls map[uint32]metaCall
@@ -194,9 +195,9 @@ func newSupervisor(s Spec, info *arch.Info) (*supervisor, error) {
 		if err != nil || lerr != nil {
 			return nil, &Error{Mechanism: MechanismSupervisor, Err: fmt.Errorf("resolving %s: %w", p, errors.Join(err, lerr))}
 		}
-		// A file granted read-write (/dev/null) is written, never
+		// A device granted read-write (/dev/null) is written, never
 		// re-moded: its metadata is the host's.
-		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if t := st.Mode & unix.S_IFMT; t == unix.S_IFDIR || t == unix.S_IFREG {
 			sv.roots = append(sv.roots, name)
 		}
 	}
@@ -434,7 +435,7 @@ func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (in
 }
 
 // beneath reports whether the file f may have its metadata changed: it
-// lies beneath a ReadWrite directory, or it has no name at all (a file
+// is or lies beneath a ReadWrite directory or regular file, or it has no name at all (a file
 // unlinked, or made with O_TMPFILE or memfd_create), so that no path
 // outside leads to it.
 //
