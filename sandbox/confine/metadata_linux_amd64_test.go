@@ -2,6 +2,7 @@ package confine
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -457,4 +459,78 @@ func umask() os.FileMode {
 	m := unix.Umask(0)
 	unix.Umask(m)
 	return os.FileMode(m)
+}
+
+func init() {
+	// "chmod-loop N|PATH": N chmods of PATH, printed as nanoseconds each.
+	actions["chmod-loop"] = func(arg string) string {
+		count, p, _ := strings.Cut(arg, "|")
+		n, _ := strconv.Atoi(count)
+		path := cstr(p)
+		start := time.Now()
+		for i := range n {
+			if _, _, e := unix.Syscall(unix.SYS_FCHMODAT, fdcwdArg, path, uintptr(0o600|i&1<<5)); e != 0 {
+				return outcome(e)
+			}
+		}
+		return strconv.FormatInt(time.Since(start).Nanoseconds()/int64(max(n, 1)), 10)
+	}
+}
+
+// BenchmarkChmod is a chmod of a file in a ReadWrite directory, bare,
+// under Landlock alone, and through the supervisor, in the confined
+// process and in a child of it; each is reported against the bare call
+// measured in the same run.
+func BenchmarkChmod(b *testing.B) {
+	supportOnce.Do(func() { support = Probe() })
+	if support.LandlockABI < 6 || !support.Seccomp {
+		b.Skip("this host cannot confine")
+	}
+	dir := b.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, nil, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	base := Spec{ReadOnly: []string{filepath.Dir(os.Args[0])}, ReadWrite: []string{dir, "/dev/null"}, LandlockThisThread: true}
+	for _, d := range hostDirs {
+		if _, err := os.Stat(d); err == nil {
+			base.ReadOnly = append(base.ReadOnly, d)
+		}
+	}
+	supervised := base
+	supervised.MetadataBeneathReadWrite = true
+	run := func(s *Spec, action string) float64 {
+		arg := strconv.Itoa(b.N) + "|" + p
+		if action == "child" {
+			arg = "chmod-loop|" + arg
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), helperEnv+"="+action, argEnv+"="+arg)
+		if s != nil {
+			js, _ := json.Marshal(s)
+			cmd.Env = append(cmd.Env, specEnv+"="+string(js))
+		}
+		out, err := cmd.CombinedOutput()
+		for _, line := range strings.Split(string(out), "\n") {
+			if r, ok := strings.CutPrefix(line, resultPrefix); ok {
+				ns, err := strconv.ParseFloat(r, 64)
+				if err != nil {
+					b.Fatalf("%s: %s", action, r)
+				}
+				return ns
+			}
+		}
+		b.Fatalf("%s: %v %s", action, err, out)
+		return 0
+	}
+	bare := run(nil, "chmod-loop")
+	landlock := run(&base, "chmod-loop")
+	self := run(&supervised, "chmod-loop")
+	child := run(&supervised, "child")
+	b.ReportMetric(bare, "ns/chmod-bare")
+	b.ReportMetric(landlock/bare, "landlock/bare")
+	b.ReportMetric(self/bare, "supervised/bare")
+	b.ReportMetric(child/bare, "supervised-child/bare")
+	b.ReportMetric(child, "ns/chmod-supervised-child")
+	b.ReportMetric(0, "ns/op")
 }
