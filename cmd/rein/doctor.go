@@ -80,6 +80,12 @@ when no confining rung can run.`,
 				}
 			}
 			tw.Flush()
+			if rows[1].ok {
+				fmt.Fprintln(out, "\nthe landlock rung leaves open what bwrap closes:")
+				for _, l := range landlockOpen {
+					fmt.Fprintln(out, "  - "+l)
+				}
+			}
 			if h, err := cgroup.Find(); err == nil {
 				fmt.Fprintf(out, "\ntree kill: a cgroup v2 group per run under %s (cgroup.kill, death confirmed)\n", h.Parent)
 			} else {
@@ -129,5 +135,16 @@ func bwrapEnforces(sup confine.Support) string {
 }
 
 func landlockEnforces(sup confine.Support) string {
-	return fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets), seccomp (no inet or unix sockets, no System V IPC), no capabilities, network off or proxy (not full); weaker: host processes are listed in /proc, the protected paths are put back after the run rather than read-only during it", sup.LandlockABI)
+	return fmt.Sprintf("Landlock ABI %d (files, TCP, signals, abstract sockets), seccomp (no inet or unix sockets, no System V IPC), chmod, chown, utimes and extended attributes only beneath the writable paths (a supervisor thread, by seccomp user notification), no capabilities, network off or proxy (not full); weaker: see below", sup.LandlockABI)
+}
+
+// landlockOpen is what a command on the landlock rung can still do that
+// the bwrap rung's namespaces and view prevent, each checked on that rung.
+var landlockOpen = []string{
+	"host processes are listed in /proc, with their command lines (not their environments, working directories or memory)",
+	"any path can be stat'ed (mode, owner, size, times) and the extended attributes of any file read; listing a directory or reading a file outside the granted paths is refused",
+	"everything the ruleset grants for reading is readable whole: the system directories, /etc but for what only root may read, /proc, the host read paths and toolchain caches",
+	"a file it can read can be locked (flock), stalling a host program that waits for the lock",
+	"the protected paths (.git/hooks, .git/config, .rein) are writable during the run and put back after it",
+	"the command can kill its own init; the run then fails, and without a cgroup poisons the sandbox",
 }

@@ -107,6 +107,9 @@ func TestDoctor(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "bwrap     ok") || !strings.Contains(out, "landlock  ok") || !strings.Contains(out, "none      by name") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "beneath the writable paths") || !strings.Contains(out, "\nthe landlock rung leaves open what bwrap closes:\n  - host processes are listed in /proc") {
+		t.Fatalf("the landlock rung's supervisor and what it leaves open are not said:\n%s", out)
+	}
 	// Every limit has a line: how it is enforced here, or why not.
 	for _, l := range []string{"memory       cgroup v", "processes    cgroup v", "cpu_seconds  rlimit", "open_files   rlimit", "file_size    rlimit", "tmp_size     tmpfs"} {
 		if !strings.Contains(out, "\n  "+l) {

@@ -407,7 +407,11 @@ func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (in
 		return base()
 	}
 	// The caller's /proc/self is not the supervisor's: a path through it
-	// (chmod /proc/self/fd/3) names the caller's descriptor.
+	// (chmod /proc/self/fd/3) names the caller's descriptor. One that
+	// reaches /proc/self another way (from a working directory of /proc)
+	// names the supervisor's: its working directory or a descriptor of
+	// /proc or seccomp's, which the check below refuses or, for the
+	// working directory, allows only beneath a ReadWrite directory.
 	for _, self := range []string{"/proc/self", "/proc/thread-self"} {
 		if rest, ok := strings.CutPrefix(path, self); ok && (rest == "" || rest[0] == '/') {
 			path = proc + rest
