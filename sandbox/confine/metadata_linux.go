@@ -308,7 +308,7 @@ func (sv *supervisor) handle(listener int, req *seccompNotif) unix.Errno {
 	}
 	defer unix.Close(mem)
 	a := req.Args
-	f, errno := sv.resolve(mem, proc, c, a)
+	f, direct, errno := sv.resolve(mem, proc, c, a)
 	if errno != 0 {
 		return errno
 	}
@@ -322,21 +322,22 @@ func (sv *supervisor) handle(listener int, req *seccompNotif) unix.Errno {
 	if err := unix.Fstat(f, &st); err != nil {
 		return errnoOf(err)
 	}
-	if !sv.beneath(f, &st) {
+	if !sv.beneath(f, &st, direct) {
 		return unix.EPERM
 	}
 	return sv.perform(mem, f, &st, c, a)
 }
 
 // resolve opens, with O_PATH, the file the call names, as the kernel
-// would resolve it for the caller.
-func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (int, unix.Errno) {
+// would resolve it for the caller. direct says that the file is the one
+// of a descriptor of the caller's, not found by a path.
+func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (fd int, direct bool, errno unix.Errno) {
 	var flags uint32
 	follow := c.follow
 	if c.flags >= 0 {
 		flags = uint32(a[c.flags])
 		if flags&^(unix.AT_SYMLINK_NOFOLLOW|unix.AT_EMPTY_PATH) != 0 {
-			return -1, unix.EINVAL
+			return -1, false, unix.EINVAL
 		}
 		follow = flags&unix.AT_SYMLINK_NOFOLLOW == 0
 	}
@@ -381,30 +382,33 @@ func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (in
 		return base()
 	}
 	if c.path < 0 {
-		return fdForm()
+		fd, errno := fdForm()
+		return fd, true, errno
 	}
 	ptr := a[c.path]
 	if ptr == 0 {
 		if c.nullPathIsFD && dirfd != unix.AT_FDCWD {
 			if flags != 0 {
-				return -1, unix.EINVAL
+				return -1, false, unix.EINVAL
 			}
-			return fdForm()
+			fd, errno := fdForm()
+			return fd, true, errno
 		}
-		return -1, unix.EFAULT
+		return -1, false, unix.EFAULT
 	}
 	path, errno := readString(mem, ptr, pathMax)
 	if errno == unix.ERANGE {
 		errno = unix.ENAMETOOLONG
 	}
 	if errno != 0 {
-		return -1, errno
+		return -1, false, errno
 	}
 	if path == "" {
 		if flags&unix.AT_EMPTY_PATH == 0 {
-			return -1, unix.ENOENT
+			return -1, false, unix.ENOENT
 		}
-		return base()
+		fd, errno := base()
+		return fd, true, errno
 	}
 	// The caller's /proc/self is not the supervisor's: a path through it
 	// (chmod /proc/self/fd/3) names the caller's descriptor. One that
@@ -422,7 +426,7 @@ func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (in
 	if path[0] != '/' {
 		fd, errno := base()
 		if errno != 0 {
-			return -1, errno
+			return -1, false, errno
 		}
 		defer unix.Close(fd)
 		at = fd
@@ -433,24 +437,27 @@ func (sv *supervisor) resolve(mem int, proc string, c metaCall, a [6]uint64) (in
 	}
 	fd, err := unix.Openat(at, path, oflags, 0)
 	if err != nil {
-		return -1, errnoOf(err)
+		return -1, false, errnoOf(err)
 	}
-	return fd, 0
+	return fd, false, 0
 }
 
 // beneath reports whether the file f may have its metadata changed: it
-// is or lies beneath a ReadWrite directory or regular file, or it has no name at all (a file
-// unlinked, or made with O_TMPFILE or memfd_create), so that no path
-// outside leads to it.
+// is or lies beneath a ReadWrite directory or regular file, or it has no
+// name at all (a file unlinked, or made with O_TMPFILE or memfd_create),
+// so that no path outside leads to it, and it is the caller's own
+// (direct): a path through another process's /proc/PID/fd, which the
+// supervisor, outside the Landlock domain, could follow where the caller
+// cannot, must not reach that process's unnamed files.
 //
 // The kernel's own name for f (its /proc/self/fd link) is the check: it
 // is where f is in the mount tree now, and the command cannot move a file
 // across the edge of its ReadWrite directories (Landlock refuses the
 // rename at either end). The change is then made on f itself, never on a
 // path resolved again.
-func (sv *supervisor) beneath(f int, st *unix.Stat_t) bool {
+func (sv *supervisor) beneath(f int, st *unix.Stat_t, direct bool) bool {
 	if st.Nlink == 0 {
-		return true
+		return direct
 	}
 	name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(f))
 	if err != nil || !strings.HasPrefix(name, "/") {

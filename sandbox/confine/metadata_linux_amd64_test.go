@@ -3,6 +3,7 @@ package confine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -403,6 +404,79 @@ func TestMetadataBaseline(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func init() {
+	actions["fchmod memfd"] = func(string) string {
+		fd, err := unix.MemfdCreate("meta", unix.MFD_CLOEXEC)
+		if err != nil {
+			return "memfd " + outcome(err)
+		}
+		defer unix.Close(fd)
+		return sys(unix.SYS_FCHMOD, uintptr(fd), 0o600)
+	}
+	// "hold memfd": a memfd of mode 0600 held, with no capabilities,
+	// until stdin ends; its descriptor is the result.
+	actions["hold memfd"] = func(string) string {
+		fd, err := unix.MemfdCreate("host", unix.MFD_CLOEXEC)
+		if err == nil {
+			err = unix.Fchmod(fd, 0o600)
+		}
+		if err == nil {
+			err = dropCapabilities()
+		}
+		if err != nil {
+			return outcome(err)
+		}
+		fmt.Printf("%s%d\n", resultPrefix, fd)
+		os.Stdin.Read(make([]byte, 1))
+		return "done"
+	}
+	actions["fchmod O_TMPFILE"] = func(dir string) string {
+		return withFD(dir, unix.O_TMPFILE|unix.O_RDWR, func(fd int) string { return sys(unix.SYS_FCHMOD, uintptr(fd), 0o600) })
+	}
+}
+
+// TestMetadataUnnamed: a file with no name is the caller's to change
+// through its own descriptor, but not through another process's
+// /proc/PID/fd, which the supervisor could open where the caller cannot.
+func TestMetadataUnnamed(t *testing.T) {
+	requireSandbox(t, 6)
+	wd := newWorld(t)
+	s := wd.spec()
+	s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+	for action, arg := range map[string]string{"fchmod memfd": "", "fchmod O_TMPFILE": wd.rw} {
+		if got := runHelperProcess(t, &s, action, arg); got != "ok" {
+			t.Errorf("%s = %q, want ok", action, got)
+		}
+	}
+	// A host process with no capabilities, as an ordinary user's are:
+	// one whose descriptors the supervisor, with none either, can open.
+	host := exec.Command(os.Args[0], "-test.run=^$")
+	host.Env = append(os.Environ(), helperEnv+"=hold memfd")
+	stdin, _ := host.StdinPipe()
+	stdout, _ := host.StdoutPipe()
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer host.Wait()
+	defer stdin.Close()
+	line := make([]byte, 64)
+	n, _ := stdout.Read(line)
+	fd, ok := strings.CutPrefix(strings.TrimSpace(string(line[:n])), resultPrefix)
+	if !ok {
+		t.Fatalf("the host process printed %q", line[:n])
+	}
+	memfd := "/proc/" + strconv.Itoa(host.Process.Pid) + "/fd/" + fd
+	for _, action := range []string{"meta chmod", "meta utimensat", "meta setxattr"} {
+		if got := runHelperProcess(t, &s, action, memfd); got != "EPERM" {
+			t.Errorf("%s of a host process's memfd = %q, want EPERM", action, got)
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(memfd, &st); err != nil || st.Mode&0o7777 != 0o600 || st.Mtim.Sec == mtimeSet {
+		t.Errorf("the host process's memfd changed: %+v %v", st, err)
 	}
 }
 
