@@ -1,12 +1,14 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -348,6 +350,11 @@ func (c *check) run(req request) []string {
 		f.Close()
 		os.Remove(f.Name())
 	}
+	if req.Confine != nil && req.Confine.MetadataBeneathReadWrite {
+		if err := childChmod(c.Tmp); err != nil {
+			bad("a command cannot chmod its own files in TMPDIR (%s) through the supervisor: %v", c.Tmp, err)
+		}
+	}
 	switch c.Network {
 	case NetworkFull:
 		if !defaultRoute() {
@@ -364,6 +371,29 @@ func (c *check) run(req request) []string {
 		}
 	}
 	return problems
+}
+
+// childChmod has a child process chmod a file in dir and checks the
+// mode: the supervisor must read another process's memory, which a
+// ptrace restriction (Yama's ptrace_scope 2 or 3) would refuse.
+func childChmod(dir string) error {
+	f, err := os.CreateTemp(dir, ".rein-preflight-")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if out, err := exec.Command("chmod", "640", f.Name()).CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
+	}
+	fi, err := os.Stat(f.Name())
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != 0o640 {
+		return fmt.Errorf("the mode is %v after chmod 640", fi.Mode().Perm())
+	}
+	return nil
 }
 
 // defaultRoute reports whether the namespace has an IPv4 default route on

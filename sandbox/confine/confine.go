@@ -19,7 +19,11 @@
 // System V IPC (shmget, msgget, semget) is not scoped by Landlock (the
 // NoSysVIPC and NoUnixSockets options close both with seccomp, for a
 // process without namespaces of its own); /proc of other processes is
-// denied only because it is not granted.
+// denied only because it is not granted. Landlock does not mediate
+// changes of mode, owner, times and extended attributes either
+// (MetadataBeneathReadWrite closes that with a supervisor), nor stat,
+// reading extended attributes and flock, which stay open wherever a path
+// leads.
 package confine
 
 import (
