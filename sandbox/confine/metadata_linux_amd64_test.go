@@ -608,3 +608,133 @@ func BenchmarkChmod(b *testing.B) {
 	b.ReportMetric(child, "ns/chmod-supervised-child")
 	b.ReportMetric(0, "ns/op")
 }
+
+// oddCalls are calls with arguments the kernel refuses or treats
+// specially, each run on a directory holding "meta" (a file), "dangling"
+// (a symlink to nothing) and "sub" (an empty directory).
+var oddCalls = map[string]func(dir string) string{
+	"chmod NULL":        func(string) string { return sys(unix.SYS_CHMOD, 0, metaMode) },
+	"chmod bad pointer": func(string) string { return sys(unix.SYS_CHMOD, 1, metaMode) },
+	"chmod empty":       func(string) string { return sys(unix.SYS_CHMOD, cstr(""), metaMode) },
+	"chmod missing":     func(dir string) string { return sys(unix.SYS_CHMOD, cstr(dir+"/missing"), metaMode) },
+	"chmod too long": func(dir string) string {
+		return sys(unix.SYS_CHMOD, cstr(dir+"/"+strings.Repeat("a/", 2100)), metaMode)
+	},
+	"chmod through file": func(dir string) string { return sys(unix.SYS_CHMOD, cstr(dir+"/meta/x"), metaMode) },
+	"chmod dangling":     func(dir string) string { return sys(unix.SYS_CHMOD, cstr(dir+"/dangling"), metaMode) },
+	"lchown dangling": func(dir string) string {
+		return sys(unix.SYS_LCHOWN, cstr(dir+"/dangling"), uintptr(os.Getuid()), uintptr(os.Getgid()))
+	},
+	"chmod directory": func(dir string) string { return sys(unix.SYS_CHMOD, cstr(dir+"/sub"), 0o700) },
+	"fchmodat negative fd": func(string) string {
+		fd := -5
+		return sys(unix.SYS_FCHMODAT, uintptr(fd), cstr("meta"), metaMode)
+	},
+	"fchmodat closed fd": func(string) string { return sys(unix.SYS_FCHMODAT, 999, cstr("meta"), metaMode) },
+	"fchmodat file fd": func(dir string) string {
+		return withFD(dir+"/meta", unix.O_RDONLY, func(fd int) string { return sys(unix.SYS_FCHMODAT, uintptr(fd), cstr("x"), metaMode) })
+	},
+	"fchmodat2 bad flags": func(dir string) string {
+		return sys(unix.SYS_FCHMODAT2, fdcwdArg, cstr(dir+"/meta"), metaMode, 0x8000)
+	},
+	"fchmod closed fd": func(string) string { return sys(unix.SYS_FCHMOD, 999, metaMode) },
+	"fchmod pipe": func(string) string {
+		return pipeCall(func(fd int) string { return sys(unix.SYS_FCHMOD, uintptr(fd), 0o600) })
+	},
+	"utimensat NULL at cwd": func(string) string { return sys(unix.SYS_UTIMENSAT, fdcwdArg, 0, tsArg(), 0) },
+	"utimensat bad nsec":    func(dir string) string { return utimensatWith(dir, unix.Timespec{Sec: 1, Nsec: 2e9}) },
+	"utimensat omit":        func(dir string) string { return utimensatWith(dir, unix.Timespec{Nsec: unix.UTIME_OMIT}) },
+	"utimensat now":         func(dir string) string { return sys(unix.SYS_UTIMENSAT, fdcwdArg, cstr(dir+"/meta"), 0, 0) },
+	"utimensat bad times":   func(dir string) string { return sys(unix.SYS_UTIMENSAT, fdcwdArg, cstr(dir+"/meta"), 8, 0) },
+	"futimens NULL with flags": func(dir string) string {
+		return withFD(dir+"/meta", unix.O_RDONLY, func(fd int) string { return sys(unix.SYS_UTIMENSAT, uintptr(fd), 0, tsArg(), unix.AT_SYMLINK_NOFOLLOW) })
+	},
+	"utimes bad usec": func(dir string) string {
+		v := [2]unix.Timeval{{Usec: 2e6}, {}}
+		return sys(unix.SYS_UTIMES, cstr(dir+"/meta"), uintptr(unsafe.Pointer(&v[0])))
+	},
+	"setxattr empty name": func(dir string) string { return outcome(unix.Setxattr(dir+"/meta", "", []byte("w"), 0)) },
+	"setxattr long name": func(dir string) string {
+		return outcome(unix.Setxattr(dir+"/meta", "user."+strings.Repeat("n", 300), []byte("w"), 0))
+	},
+	"setxattr too big": func(dir string) string {
+		return outcome(unix.Setxattr(dir+"/meta", "user.big", make([]byte, 70000), 0))
+	},
+	"setxattr empty value": func(dir string) string { return outcome(unix.Setxattr(dir+"/meta", "user.e", nil, 0)) },
+	"setxattr create existing": func(dir string) string {
+		return outcome(unix.Setxattr(dir+"/meta", "user.old", []byte("w"), unix.XATTR_CREATE))
+	},
+	"setxattr replace missing": func(dir string) string {
+		return outcome(unix.Setxattr(dir+"/meta", "user.none", []byte("w"), unix.XATTR_REPLACE))
+	},
+	"setxattr bad flags":    func(dir string) string { return outcome(unix.Setxattr(dir+"/meta", "user.x", []byte("w"), 8)) },
+	"setxattr trusted":      func(dir string) string { return outcome(unix.Setxattr(dir+"/meta", "trusted.x", []byte("w"), 0)) },
+	"setxattr no namespace": func(dir string) string { return outcome(unix.Setxattr(dir+"/meta", "plain", []byte("w"), 0)) },
+	"lsetxattr on symlink":  func(dir string) string { return outcome(unix.Lsetxattr(dir+"/dangling", "user.x", []byte("w"), 0)) },
+	"removexattr missing":   func(dir string) string { return outcome(unix.Removexattr(dir+"/meta", "user.none")) },
+	"fsetxattr O_PATH": func(dir string) string {
+		return withFD(dir+"/meta", unix.O_PATH, func(fd int) string { return outcome(unix.Fsetxattr(fd, "user.x", []byte("w"), 0)) })
+	},
+	"fchownat empty no flag": func(dir string) string {
+		return withFD(dir+"/meta", unix.O_PATH, func(fd int) string {
+			return sys(unix.SYS_FCHOWNAT, uintptr(fd), cstr(""), uintptr(os.Getuid()), uintptr(os.Getgid()), 0)
+		})
+	},
+	"fchownat unchanged owners": func(dir string) string {
+		return sys(unix.SYS_FCHOWNAT, fdcwdArg, cstr(dir+"/meta"), 0xffffffff, 0xffffffff, 0)
+	},
+	"chown to another user": func(dir string) string { return sys(unix.SYS_CHOWN, cstr(dir+"/meta"), 12345, 12345) },
+}
+
+func pipeCall(f func(fd int) string) string {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return outcome(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	return f(p[0])
+}
+
+func utimensatWith(dir string, t unix.Timespec) string {
+	v := [2]unix.Timespec{t, t}
+	return sys(unix.SYS_UTIMENSAT, fdcwdArg, cstr(dir+"/meta"), uintptr(unsafe.Pointer(&v[0])), 0)
+}
+
+func init() {
+	for name, f := range oddCalls {
+		actions["odd "+name] = f
+	}
+}
+
+// TestMetadataOddArguments cross-checks the supervisor against the
+// kernel: each odd call gets the same answer supervised, in the ReadWrite
+// directory, as from the kernel under the same confinement without the
+// supervisor (no capabilities either), but for a pipe, which has no name
+// beneath it.
+func TestMetadataOddArguments(t *testing.T) {
+	requireSandbox(t, 6)
+	differ := map[string]string{"fchmod pipe": "EPERM"}
+	for name := range oddCalls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			results := map[bool]string{}
+			for _, supervised := range []bool{false, true} {
+				wd := newWorld(t)
+				metaFile(t, wd.rw)
+				os.Symlink(filepath.Join(wd.rw, "nothing"), filepath.Join(wd.rw, "dangling"))
+				os.Mkdir(filepath.Join(wd.rw, "sub"), 0o755)
+				s := wd.spec()
+				s.LandlockThisThread, s.MetadataBeneathReadWrite = true, supervised
+				results[supervised] = runHelperProcess(t, &s, "odd "+name, wd.rw)
+			}
+			want := results[false]
+			if d, ok := differ[name]; ok {
+				want = d
+			}
+			if results[true] != want {
+				t.Errorf("%s: supervised %q, by the kernel %q, want %q", name, results[true], results[false], want)
+			}
+		})
+	}
+}
