@@ -738,3 +738,92 @@ func TestMetadataOddArguments(t *testing.T) {
 		})
 	}
 }
+
+func init() {
+	// "race IN|OUT": chmod of a path another thread keeps rewriting from
+	// IN to OUT (two paths of one length) and back, from several threads
+	// at once; the result is how many calls succeeded, or the first
+	// unexpected errno.
+	actions["race"] = func(arg string) string {
+		in, out, _ := strings.Cut(arg, "|")
+		if len(in) != len(out) {
+			return "paths of different lengths"
+		}
+		buf := append([]byte(in), 0)
+		stop := make(chan struct{})
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				src := in
+				if i&1 == 1 {
+					src = out
+				}
+				for j := range len(src) {
+					*(*byte)(unsafe.Add(unsafe.Pointer(&buf[0]), j)) = src[j]
+				}
+			}
+		}()
+		defer close(stop)
+		results := make(chan string, 4)
+		for range 4 {
+			go func() {
+				ok := 0
+				for i := range 500 {
+					_, _, e := unix.Syscall(unix.SYS_CHMOD, uintptr(unsafe.Pointer(&buf[0])), uintptr(0o600|i&1<<2), 0)
+					switch e {
+					case 0:
+						ok++
+					case unix.EPERM, unix.ENOENT:
+					default:
+						results <- outcome(e)
+						return
+					}
+				}
+				results <- strconv.Itoa(ok)
+			}()
+		}
+		total := 0
+		for range 4 {
+			r := <-results
+			n, err := strconv.Atoi(r)
+			if err != nil {
+				return r
+			}
+			total += n
+		}
+		return "ok " + strconv.Itoa(total)
+	}
+}
+
+// TestMetadataPathRace: a path rewritten in the caller's memory while the
+// calls are in flight, by a thread of its own, from several threads at
+// once, never changes the file outside: the supervisor reads the path
+// once and changes the file it resolved.
+func TestMetadataPathRace(t *testing.T) {
+	requireSandbox(t, 6)
+	root := t.TempDir()
+	in, out := filepath.Join(root, "in"), filepath.Join(root, "ou")
+	os.Mkdir(in, 0o755)
+	os.Mkdir(out, 0o755)
+	target := metaFile(t, out)
+	metaFile(t, in)
+	before := stateOf(t, target)
+	wd := newWorld(t)
+	s := wd.spec()
+	s.LandlockThisThread, s.MetadataBeneathReadWrite = true, true
+	s.ReadWrite = []string{in, "/dev/null"}
+	s.ReadOnly = append(s.ReadOnly, filepath.Dir(os.Args[0]))
+	got := runHelperProcess(t, &s, "child", "race|"+filepath.Join(in, "meta")+"|"+target)
+	n, err := strconv.Atoi(strings.TrimPrefix(got, "ok "))
+	if !strings.HasPrefix(got, "ok ") || err != nil || n == 0 {
+		t.Errorf("race = %q, want ok and some calls that succeeded", got)
+	}
+	t.Logf("%d of 2000 calls changed the file inside", n)
+	if after := stateOf(t, target); after != before {
+		t.Errorf("the file outside changed: %+v, was %+v", after, before)
+	}
+}
