@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -33,8 +35,11 @@ import (
 // Landlock domain (Spec.LandlockThisThread), because it must read the
 // command's memory through /proc/PID/mem, which the domain does not
 // grant. It has the command's identity, no capabilities, and the same
-// process-wide seccomp filters, so it can do nothing the command's own
-// call could not have done without the check.
+// process-wide seccomp filters, so the change it makes is one the
+// command's own call could have made without the check. Being outside
+// the domain, it can follow another process's /proc/PID/fd links where
+// the command cannot; what it reaches that way is held to the same check
+// (see beneath).
 
 // metaOp is what a supervised call changes.
 type metaOp int
@@ -135,7 +140,7 @@ func metadataFilter(info *arch.Info, calls map[uint32]metaCall) ([]unix.SockFilt
 		allow,
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	}
-	for nr := range calls {
+	for _, nr := range slices.Sorted(maps.Keys(calls)) {
 		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipFalse: 1}, notify)
 	}
 	for _, nr := range metaENOSYS {
@@ -172,8 +177,8 @@ func metaCallsByNumber(info *arch.Info) map[uint32]metaCall {
 // supervisor performs the supervised calls of one process's commands.
 type supervisor struct {
 	// roots are the ReadWrite directories and regular files, each as the
-	// kernel names it
-	// (symlinks resolved), without a trailing slash but for "/".
+	// kernel names it (symlinks resolved), without a trailing slash but
+	// for "/".
 	roots []string
 	calls map[uint32]metaCall
 }
@@ -218,8 +223,8 @@ func (sv *supervisor) start(filter []unix.SockFilter) error {
 	listener := make(chan int)
 	ready := make(chan struct{})
 	go func() {
-		// For good: the thread outlives nothing it serves, and a
-		// goroutine that unlocks could share its thread with others.
+		// For good: a goroutine that unlocked could move to a thread
+		// that carries the filter, and deadlock on its own calls.
 		runtime.LockOSThread()
 		close(ready)
 		fd, ok := <-listener
@@ -248,7 +253,8 @@ func (sv *supervisor) start(filter []unix.SockFilter) error {
 	return nil
 }
 
-// Offsets and sizes of the kernel's notification structures.
+// seccompNotif is the kernel's struct seccomp_notif, its seccomp_data
+// inline.
 type seccompNotif struct {
 	ID    uint64
 	Pid   uint32
@@ -259,6 +265,7 @@ type seccompNotif struct {
 	Args  [6]uint64
 }
 
+// seccompNotifResp is the kernel's struct seccomp_notif_resp.
 type seccompNotifResp struct {
 	ID    uint64
 	Val   int64
