@@ -62,7 +62,7 @@ func New(cfg Config) (*Server, error) {
 	})
 	for _, spec := range specs {
 		destructive := !spec.ReadOnly
-		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: spec.Schema,
+		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: spec.Schema, OutputSchema: outputSchema,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: spec.ReadOnly, DestructiveHint: &destructive}}, s.handler(spec.Name))
 	}
 	return s, nil
@@ -149,7 +149,12 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{st.askedID: question(name, args, st.asked)}, RequestState: token}, nil
 		}
 		s.drop(req.Session, state)
-		structured := map[string]any{"status": env.Status, "chars": env.Chars, "elided_chars": env.ElidedChars}
+		// Some clients (Claude Code) give the model only the structured
+		// content when there is one, so it carries the text the model
+		// reads too: the output, the handle to poll, the result id to
+		// page through.
+		text := env.Text()
+		structured := map[string]any{"status": env.Status, "text": text, "chars": env.Chars, "elided_chars": env.ElidedChars}
 		for k, v := range map[string]string{"reason": env.Reason, "rule": env.Rule, "layer": env.Layer, "file": env.File,
 			"result_id": env.ResultID, "rung": env.Rung, "limit_hit": env.LimitHit} {
 			if v != "" {
@@ -161,11 +166,32 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}
 		return &mcp.CallToolResult{
 			IsError:           env.Status != tool.OK,
-			Content:           []mcp.Content{&mcp.TextContent{Text: env.Text()}},
+			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 			StructuredContent: structured,
 		}, nil
 	}
 }
+
+// outputSchema declares the structured content of every tool's result.
+// text is what the model reads: the result as the text content has it.
+var outputSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "status": {"type": "string", "description": "ok, denied, cancelled, invalid_path, not_found, timeout, failed or unavailable"},
+    "text": {"type": "string", "description": "the result as the model reads it: the output or content (head and tail when long), the handle to poll, and how to read the rest with read_result"},
+    "exit_code": {"type": "integer", "description": "a command's exit status"},
+    "reason": {"type": "string", "description": "why the call was refused or failed"},
+    "rule": {"type": "string", "description": "the policy rule that decided a refusal"},
+    "layer": {"type": "string", "description": "the policy layer of that rule"},
+    "file": {"type": "string", "description": "the policy file of that rule"},
+    "result_id": {"type": "string", "description": "the id read_result pages through"},
+    "rung": {"type": "string", "description": "the sandbox rung a command ran on"},
+    "limit_hit": {"type": "string", "description": "the resource limit a command reached"},
+    "chars": {"type": "integer", "description": "the whole result's length in characters"},
+    "elided_chars": {"type": "integer", "description": "the characters the text leaves out"}
+  },
+  "required": ["status", "text", "chars", "elided_chars"]
+}`)
 
 // NoElicitation is the answer when the client cannot be asked.
 const NoElicitation = "the MCP client cannot answer rein's question (it does not support elicitation): start rein mcp with --approve all or --approve none, or add an allow rule for this action to the policy"

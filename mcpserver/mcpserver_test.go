@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -123,6 +124,16 @@ func TestToolsAndCalls(t *testing.T) {
 	sc := r.StructuredContent.(map[string]any)
 	if r.IsError || sc["status"] != "ok" || sc["result_id"] == nil || sc["elided_chars"].(float64) == 0 {
 		t.Fatalf("the envelope: %+v", sc)
+	}
+	// The structured content carries the text the model reads, for the
+	// clients that show only it: the same text as the content.
+	if st, _ := sc["text"].(string); st != text(r) || !strings.Contains(st, "\n1\n2\n") || !strings.Contains(st, "read_result") {
+		t.Fatalf("the structured text: %q", sc["text"])
+	}
+	for _, tl := range tools.Tools {
+		if schema, _ := json.Marshal(tl.OutputSchema); !strings.Contains(string(schema), `"required":["status","text","chars","elided_chars"]`) {
+			t.Errorf("%s declares no output schema with the text: %s", tl.Name, schema)
+		}
 	}
 	r = call(t, cs, "read_result", map[string]any{"id": sc["result_id"], "offset": 0, "limit": 100})
 	if r.IsError || !strings.HasPrefix(text(r), "read_result: ok\n1\n2\n") {

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -126,6 +127,16 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		missing("the TypeScript SDK is not installed: npm ci --prefix " + dir)
 	}
 	_, ws := docFixture(t)
+	// A file longer than the observation cap, whose last line only a
+	// read_result page shows.
+	var long strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&long, "line %d of a long file\n", i)
+	}
+	long.WriteString("the very last line\n")
+	if err := os.WriteFile(filepath.Join(ws, "long.txt"), []byte(long.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"), os.Args[0], "mcp", "--approve", "all", "--deny", "git push*")
 	cmd.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
 	cmd.Dir = ws
@@ -138,22 +149,40 @@ func TestMCPTypeScriptClient(t *testing.T) {
 		t.Fatalf("%v\n%s\n%s", err, out, stderr)
 	}
 	var got struct {
-		Tools []string
-		OK    struct {
-			IsError      bool
-			Text, Status string
+		Tools   []string
+		Schemas int
+		OK      struct {
+			IsError                      bool
+			Text, Status, StructuredText string
 		}
 		Denied struct {
-			IsError     bool
-			Rule, Layer string
+			IsError                     bool
+			Rule, Layer, StructuredText string
+		}
+		Handle, Polled, Page string
+		Long                 struct {
+			Elided int
+			Text   string
 		}
 	}
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if len(got.Tools) < 10 || got.OK.IsError || got.OK.Status != "ok" || !strings.Contains(got.OK.Text, "hello from ts") ||
-		!got.Denied.IsError || got.Denied.Rule != "git push*" || got.Denied.Layer != "flags" {
+	if len(got.Tools) < 10 || got.Schemas != len(got.Tools) || got.OK.IsError || got.OK.Status != "ok" ||
+		!strings.Contains(got.OK.Text, "hello from ts") || got.OK.StructuredText != got.OK.Text ||
+		!got.Denied.IsError || got.Denied.Rule != "git push*" || got.Denied.Layer != "flags" ||
+		!strings.Contains(got.Denied.StructuredText, `denied by deny rule "git push*"`) {
 		t.Fatalf("%+v", got)
+	}
+	// What a model reads in the structured content alone: the handle to
+	// poll and what it printed, the head of a long result and the id to
+	// page through, and the page with the end of it.
+	if got.Handle == "" || !strings.Contains(got.Polled, "from the background") {
+		t.Fatalf("the background line through its handle: %q, %q", got.Handle, got.Polled)
+	}
+	if got.Long.Elided == 0 || !strings.Contains(got.Long.Text, "line 0 of a long file") || !strings.Contains(got.Long.Text, "read_result") ||
+		!strings.Contains(got.Page, "the very last line") {
+		t.Fatalf("a long result and its page: %+v, %q", got.Long, got.Page)
 	}
 }
 
