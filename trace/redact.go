@@ -19,12 +19,20 @@ func lazyRegexp(expr string) func() *regexp.Regexp {
 const Redacted = "[redacted]"
 
 // Redactor is the one chokepoint secrets pass before anything is
-// persisted or printed: the values of the secret environment variables it
-// was given, the value of every KEY=value (or KEY: value) pair whose key
-// looks secret, and the common token formats (cloud keys, GitHub, Slack and
-// API tokens, private key blocks, JWTs, bearer credentials) become
-// "[redacted]". The zero Redactor redacts the patterns only.
+// persisted or printed. These become "[redacted]": the values of the
+// secret environment variables it was given, also in their JSON-escaped
+// forms; the value of every KEY=value (or KEY: value) pair whose key looks
+// secret; the common token formats (cloud keys, GitHub, Slack and API
+// tokens, private key blocks, JWTs, bearer credentials); and, word by word
+// in a command line, the value of an option named like a secret
+// (--password X, --api-key=X, pw=X) and of the password options of the
+// programs in passwordOptions (mysql's -pX). A text that is a JSON
+// document is redacted value by value, decoded: each string as text (or
+// as JSON again, when it holds a document), the value of a key that names
+// a secret whole. The zero Redactor redacts all but the declared values.
 type Redactor struct {
+	// values are the declared values and their escaped forms, longest
+	// first.
 	values []string
 }
 
@@ -33,17 +41,26 @@ type Redactor struct {
 const minSecretLen = 6
 
 // NewRedactor returns a redactor that also redacts each of values, the
-// values of secret environment variables. Values shorter than six bytes
-// are left to the patterns.
+// values of secret environment variables, raw and JSON-escaped (up to
+// escapedLevels deep). Values shorter than six bytes are left to the
+// patterns, and so is a value that "[redacted]" holds, which redacting
+// would only make again.
 func NewRedactor(values ...string) *Redactor {
 	r := &Redactor{}
+	seen := map[string]bool{}
 	for _, v := range values {
-		if len(v) >= minSecretLen {
-			r.values = append(r.values, v)
+		if len(v) < minSecretLen || strings.Contains(Redacted, v) {
+			continue
+		}
+		for _, f := range encodings(v) {
+			if !seen[f] {
+				seen[f] = true
+				r.values = append(r.values, f)
+			}
 		}
 	}
 	// Longest first, so that a value containing another is replaced whole.
-	sort.Slice(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
+	sort.SliceStable(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
 	return r
 }
 
@@ -101,8 +118,15 @@ var patterns = []pattern{
 
 	{re: lazyRegexp(`(?i)("[A-Za-z0-9_.\-]*(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*"\s*:\s*")(?:[^"\\]|\\.)+(")`),
 		literals: secretWords, lower: true, repl: "${1}" + Redacted + "${4}"},
-	{re: lazyRegexp(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\s*[=:]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)`),
+	// The same pair inside a JSON string, its quotes escaped (once or more)
+	// in text that is not a document of its own: a log line quoting JSON.
+	{re: lazyRegexp(`(?i)(\\+"[A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\\+"\s*:\s*\\+")(?:[^"\\]|\\\\)+?(\\+")`),
+		literals: secretWords, lower: true, repl: "${1}" + Redacted + "${2}"},
+	{re: lazyRegexp(`(?i)\b([A-Za-z0-9_.\-]*(?:secret|token|passw(?:or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*\s*[=:]\s*)(?:"[^"\n]*"|'[^'\n]*'|[^\s"',;&]+)[^\s"',;&]*`),
 		literals: secretWords, lower: true, repl: "${1}" + Redacted},
+	// The short names of a URL's query parameters that hold a secret (the
+	// long ones are the pair pattern's).
+	{re: lazyRegexp(`(?i)([?&](?:pw|pwd|pass|sig|key|auth)=)[^&#\s'"]+`), literals: []string{"pw=", "pwd=", "pass=", "sig=", "key=", "auth="}, lower: true, repl: "${1}" + Redacted},
 	// Authorization headers and bearer credentials.
 	{re: lazyRegexp(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
 	{re: lazyRegexp(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), literals: []string{"bearer"}, lower: true, repl: "${1}" + Redacted},
@@ -113,18 +137,24 @@ var patterns = []pattern{
 // secretWords are the literals of the pair patterns, in lower case.
 var secretWords = []string{"secret", "token", "passw", "passphrase", "apikey", "api_key", "accesskey", "access_key", "privatekey", "private_key", "credential"}
 
+// wordsBit is the digram mask's bit of the word rules (redactWords).
+const wordsBit = 1 << 31
+
 // digrams maps each pair of bytes, lowered, to the patterns one of whose
 // literals starts with it: one pass over the text tells which patterns
 // can match at all, so ordinary output costs a table lookup per byte.
 var digrams = sync.OnceValue(func() *[1 << 16]uint32 {
 	var t [1 << 16]uint32
-	if len(patterns) > 32 {
+	if len(patterns) > 31 {
 		panic("trace: more patterns than the digram mask holds")
 	}
 	for i, p := range patterns {
 		for _, l := range p.literals {
 			t[uint16(lowerByte(l[0]))<<8|uint16(lowerByte(l[1]))] |= 1 << i
 		}
+	}
+	for _, l := range wordLiterals() {
+		t[uint16(lowerByte(l[0]))<<8|uint16(lowerByte(l[1]))] |= wordsBit
 	}
 	return &t
 })
@@ -146,21 +176,30 @@ func candidates(s string) uint32 {
 	return mask
 }
 
+// maxDepth bounds how deep JSON held in a JSON string is decoded.
+const maxDepth = 8
+
 // Redact returns s with every secret replaced.
-func (r *Redactor) Redact(s string) string {
+func (r *Redactor) Redact(s string) string { return r.redact(s, 0) }
+
+func (r *Redactor) redact(s string, depth int) string {
 	if s == "" {
 		return s
 	}
-	if r != nil {
-		for _, v := range r.values {
-			s = strings.ReplaceAll(s, v, Redacted)
-		}
+	if depth < maxDepth && isJSON(s) {
+		// Every string of the document is redacted decoded, so no escaping
+		// hides a secret; outside its strings there are only numbers and
+		// punctuation, which the patterns and words are not run over (they
+		// would take a closing quote for part of a value).
+		return r.replaceValues(r.redactJSON(s, depth))
 	}
+	s = r.replaceValues(s)
 	mask := candidates(s)
 	if mask == 0 {
 		return s
 	}
 	lower := ""
+	seen := map[*string]bool{}
 	for i, p := range patterns {
 		if mask&(1<<i) == 0 {
 			continue
@@ -172,12 +211,12 @@ func (r *Redactor) Redact(s string) string {
 			}
 			text = lower
 		}
-		found := false
-		for _, l := range p.literals {
-			if strings.Contains(text, l) {
-				found = true
-				break
-			}
+		// The pair patterns share their literals: looked for once.
+		key := &p.literals[0]
+		found, ok := seen[key]
+		if !ok {
+			found = containsAny(text, p.literals)
+			seen[key] = found
 		}
 		if !found {
 			continue
@@ -188,6 +227,41 @@ func (r *Redactor) Redact(s string) string {
 		}
 		if out := p.re().ReplaceAllString(s, repl); out != s {
 			s, lower = out, ""
+			clear(seen)
+		}
+	}
+	if mask&wordsBit != 0 {
+		s = redactWords(s)
+	}
+	// What a pattern removed may have joined two pieces into a value.
+	return r.replaceValues(s)
+}
+
+func containsAny(s string, literals []string) bool {
+	for _, l := range literals {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// replaceValues replaces every declared value and escaped form in s, again
+// until none is left: a replacement can join what surrounds it into
+// another (bounded, since the values never occur in Redacted).
+func (r *Redactor) replaceValues(s string) string {
+	if r == nil {
+		return s
+	}
+	for range 8 {
+		changed := false
+		for _, v := range r.values {
+			if strings.Contains(s, v) {
+				s, changed = strings.ReplaceAll(s, v, Redacted), true
+			}
+		}
+		if !changed {
+			break
 		}
 	}
 	return s

@@ -134,7 +134,17 @@ func TestRedactedBeforePersisted(t *testing.T) {
 	mustAppend(t, s, Run{ID: "r", StartedAt: time.Now()})
 	mustAppend(t, s, Step{RunID: "r", Tool: "shell", Args: `{"line":"curl -H 'Authorization: Bearer abcdefghijklmnop' x"}`,
 		Observation: "token is hunter2-secret-value and ghp_" + strings.Repeat("a", 36), StartedAt: time.Now()})
+	// write_file's content, the hook's Write input and a command line: the
+	// secrets are found in the values the JSON decodes to.
+	mustAppend(t, s, Step{RunID: "r", Tool: "write_file", Args: `{"path":"c.json","content":"{\"password\": \"hunter2\"}"}`, StartedAt: time.Now()})
+	mustAppend(t, s, Step{RunID: "r", Tool: "Write", Args: `{"file_path":"/w/c.json","content":"{\n  \"api_key\": \"hunter2\"\n}"}`, StartedAt: time.Now()})
+	mustAppend(t, s, Step{RunID: "r", Tool: "shell", Args: `{"line":"mysql -phunter2 db \u0026\u0026 tool --password hunter2 pw=hunter2"}`, StartedAt: time.Now()})
 	steps, _ := s.Steps(ctx, "r")
+	for _, st := range steps[1:] {
+		if strings.Contains(st.Args, "hunter2") || !strings.Contains(st.Args, Redacted) {
+			t.Errorf("stored %s", st.Args)
+		}
+	}
 	if strings.Contains(steps[0].Args, "abcdefghijklmnop") || strings.Contains(steps[0].Observation, "hunter2") || strings.Contains(steps[0].Observation, "ghp_") {
 		t.Fatalf("%+v", steps[0])
 	}
@@ -144,7 +154,7 @@ func TestRedactedBeforePersisted(t *testing.T) {
 	}
 	defer db.Close()
 	var n int
-	db.QueryRow(`SELECT COUNT(*) FROM steps WHERE observation LIKE '%hunter2%' OR args LIKE '%abcdefghijklmnop%'`).Scan(&n)
+	db.QueryRow(`SELECT COUNT(*) FROM steps WHERE observation LIKE '%hunter2%' OR args LIKE '%abcdefghijklmnop%' OR args LIKE '%hunter2%'`).Scan(&n)
 	if n != 0 {
 		t.Fatal("a secret was persisted")
 	}
