@@ -1,6 +1,9 @@
 package sandbox
 
-import "sync"
+import (
+	"os"
+	"sync"
+)
 
 // headTail keeps the first and last half of a limit of bytes written to
 // it, and counts what fell in between: bounded memory whatever the size.
@@ -57,4 +60,25 @@ func (h *headTail) output() Output {
 		tail = append(tail, h.ring[:h.filled]...)
 	}
 	return Output{Text: string(h.head) + string(tail), Elided: h.total - int64(h.filled), Bytes: h.all}
+}
+
+// spool writes a stream to its file up to a bound and counts what it
+// drops past it, or after a failed write: a command printing without end
+// fills no disk.
+type spool struct {
+	f       *os.File
+	left    int64
+	dropped int64
+}
+
+// write is called by the stream's one reader only.
+func (s *spool) write(p []byte) {
+	n := min(int64(len(p)), max(s.left, 0))
+	if n > 0 {
+		if _, err := s.f.Write(p[:n]); err != nil {
+			s.left, n = 0, 0
+		}
+		s.left -= n
+	}
+	s.dropped += int64(len(p)) - n
 }

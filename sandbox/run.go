@@ -57,7 +57,7 @@ type run struct {
 	unlock     func()
 	outBuf     *headTail
 	errBuf     *headTail
-	spools     []*os.File
+	spools     []*spool
 	copies     sync.WaitGroup
 	readers    []*os.File
 	preflight  bool
@@ -241,29 +241,41 @@ func (r *run) pipes() error {
 			return refuse(Unavailable, "making the output pipes: %v", err)
 		}
 		r.readers, writers[i] = append(r.readers, rd), wr
-		var spool *os.File
+		var sp *spool
 		if r.p.SpoolDir != "" {
 			f, err := os.OpenFile(filepath.Join(r.p.SpoolDir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 			if err != nil {
 				return refuse(Unavailable, "opening the spool file: %v", err)
 			}
-			spool = f
+			sp = &spool{f: f, left: r.p.spoolBytes()}
 		}
-		r.spools = append(r.spools, spool)
+		r.spools = append(r.spools, sp)
 	}
 	r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
 	return nil
 }
 
-func (r *run) copy(f *os.File, h *headTail, live io.Writer, spool *os.File) {
+// spoolBytes is the bound of each spool file.
+func (p Profile) spoolBytes() int64 {
+	n := p.SpoolBytes
+	if n <= 0 {
+		n = DefaultSpoolBytes
+	}
+	if l := p.Limits.FileSizeBytes; l > 0 && l < n {
+		n = l
+	}
+	return n
+}
+
+func (r *run) copy(f *os.File, h *headTail, live io.Writer, sp *spool) {
 	defer r.copies.Done()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			h.Write(buf[:n])
-			if spool != nil {
-				spool.Write(buf[:n])
+			if sp != nil {
+				sp.write(buf[:n])
 			}
 			if live != nil {
 				live.Write(buf[:n])
@@ -386,11 +398,11 @@ func (r *run) finish(waitErr error) {
 		f.Close()
 	}
 	res.Stdout, res.Stderr = r.outBuf.output(), r.errBuf.output()
-	for i, f := range r.spools {
-		if f != nil {
-			f.Close()
+	for i, sp := range r.spools {
+		if sp != nil {
+			sp.f.Close()
 			o := []*Output{&res.Stdout, &res.Stderr}[i]
-			o.File = f.Name()
+			o.File, o.Dropped = sp.f.Name(), sp.dropped
 		}
 	}
 	var planted []string

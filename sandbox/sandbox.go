@@ -67,6 +67,9 @@ const (
 	// DefaultOutputBytes is how much of each stream a result keeps: the
 	// head and the tail, with the middle's size stated.
 	DefaultOutputBytes = 50_000
+	// DefaultSpoolBytes is how much of each stream a spool file keeps, as
+	// a background handle's capture does.
+	DefaultSpoolBytes = 1 << 30
 )
 
 // Profile is what the sandbox is asked to grant, as plain data.
@@ -105,8 +108,14 @@ type Profile struct {
 	OutputBytes int
 	// SpoolDir, when set, receives the full bytes of both streams, as
 	// files named stdout and stderr, whatever OutputBytes keeps in
-	// memory. It must exist and lie outside the workspace.
+	// memory, up to SpoolBytes each. It must exist and lie outside the
+	// workspace.
 	SpoolDir string
+	// SpoolBytes bounds each spool file; zero is DefaultSpoolBytes, and a
+	// smaller Limits.FileSizeBytes bounds it too (the spool is a file the
+	// command writes, through rein). What goes past it is dropped and
+	// counted in the stream's Output.Dropped.
+	SpoolBytes int64
 	// Limits bound what the run may use; each one set is enforced or the
 	// run is refused.
 	Limits Limits
@@ -153,13 +162,15 @@ type Result struct {
 }
 
 // Output is a stream as kept: the head and tail, how many bytes of the
-// middle were elided, the whole size, and where the full bytes were
-// spooled.
+// middle were elided, the whole size, where the bytes were spooled, and
+// how many of them the spool dropped past its bound (File then holds the
+// first Bytes - Dropped).
 type Output struct {
-	Text   string `json:"text"`
-	Elided int64  `json:"elided_bytes"`
-	Bytes  int64  `json:"bytes"`
-	File   string `json:"file,omitempty"`
+	Text    string `json:"text"`
+	Elided  int64  `json:"elided_bytes"`
+	Bytes   int64  `json:"bytes"`
+	File    string `json:"file,omitempty"`
+	Dropped int64  `json:"dropped_bytes,omitempty"`
 }
 
 // Error is a run the sandbox refused before starting, with its cause.

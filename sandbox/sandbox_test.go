@@ -364,6 +364,36 @@ func TestOutputBound(t *testing.T) {
 	})
 }
 
+// TestSpoolBound: a command printing far past the spool's bound leaves a
+// spool of the bound and a result naming the bytes dropped; a file size
+// limit bounds the spool too.
+func TestSpoolBound(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		const printed = 200 << 20
+		for _, c := range []struct {
+			p     Profile
+			bound int64
+		}{
+			{Profile{SpoolBytes: 1 << 20}, 1 << 20},
+			{Profile{Limits: Limits{FileSizeBytes: 10 << 20}}, 10 << 20},
+		} {
+			if rung == RungNone && c.p.Limits != (Limits{}) {
+				continue
+			}
+			spool := t.TempDir()
+			c.p.Rung, c.p.SpoolDir, c.p.OutputBytes = rung, spool, 1000
+			res := runLine(t, workspaceDir(t), "head -c 209715200 /dev/zero", c.p)
+			fi, err := os.Stat(filepath.Join(spool, "stdout"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != OK || res.Stdout.Bytes != printed || fi.Size() != c.bound || res.Stdout.Dropped != printed-c.bound || res.Stderr.Dropped != 0 {
+				t.Fatalf("spooled %d bytes, dropped %d of %d (bound %d): %+v", fi.Size(), res.Stdout.Dropped, res.Stdout.Bytes, c.bound, res)
+			}
+		}
+	})
+}
+
 func TestRefusals(t *testing.T) {
 	l, _ := shell.Parse("true")
 	ws := workspaceDir(t)

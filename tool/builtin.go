@@ -357,7 +357,8 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	defer os.RemoveAll(dir)
-	prof.SpoolDir = dir
+	// The result store keeps no more than this of a stream.
+	prof.SpoolDir, prof.SpoolBytes = dir, MaxStoredBytes+1
 	sr, err := sandbox.Run(ctx, line, prof, nil, nil)
 	res.records = append(res.records, log.take(c.Router.runID)...)
 	if err != nil {

@@ -56,6 +56,22 @@ func TestSandboxCommand(t *testing.T) {
 	}
 }
 
+// TestSandboxSpoolBound: --json spools the streams no further than the
+// file size limit, and says how much it dropped.
+func TestSandboxSpoolBound(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	code, out, errOut := rein(t, "sandbox", "--json", "--file-size", "10MiB", "--", "head", "-c", "200M", "/dev/zero")
+	var res sandbox.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 {
+		t.Fatalf("exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	fi, err := os.Stat(res.Stdout.File)
+	if err != nil || fi.Size() != 10<<20 || res.Stdout.Bytes != 200<<20 || res.Stdout.Dropped != 190<<20 || !strings.Contains(out, `"dropped_bytes": 199229440`) {
+		t.Fatalf("the spool holds %v (%v), the result says %+v", fi, err, res.Stdout)
+	}
+}
+
 // TestShellAndExec: policy first, then the sandbox; nothing runs when the
 // policy denies, or asks with no one to answer.
 func TestShellAndExec(t *testing.T) {
