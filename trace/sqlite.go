@@ -2,6 +2,7 @@ package trace
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -26,6 +27,7 @@ import (
 type SQLite struct {
 	db     *sql.DB
 	redact *Redactor
+	key    *Key
 	path   string
 
 	mu    sync.Mutex
@@ -73,6 +75,9 @@ var migrations = []string{
 	CREATE TABLE gate_attempts (run_id TEXT NOT NULL, step INTEGER NOT NULL, line TEXT NOT NULL, status TEXT NOT NULL,
 		exit_code INTEGER NOT NULL, tampered TEXT NOT NULL, result_id TEXT NOT NULL, duration_ms REAL NOT NULL, at TEXT NOT NULL);
 	CREATE INDEX gate_attempts_run ON gate_attempts (run_id);`,
+	// 3: the key each link was made with: "" for a link of SHA-256 alone,
+	// else the ID of the HMAC-SHA256 key.
+	`ALTER TABLE chain ADD COLUMN key_id TEXT NOT NULL DEFAULT '';`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
@@ -86,10 +91,18 @@ var appendOnlyFrom = map[int][]string{
 var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
 	"provider_calls", "gate_attempts"}
 
+// Option is an option of Open.
+type Option func(*SQLite)
+
+// WithKey keys the links the store writes with k (HMAC-SHA256). Without
+// it, links are of SHA-256 alone, which anyone who can write the file can
+// make again, and a store whose chain is keyed is refused for appending.
+func WithKey(k *Key) Option { return func(s *SQLite) { s.key = k } }
+
 // Open opens (creating it and its directory where missing) the store at
 // path and brings its schema up to date. Every text is redacted by r
 // (nil: the patterns only) before it is written.
-func Open(path string, r *Redactor) (*SQLite, error) {
+func Open(path string, r *Redactor, opts ...Option) (*SQLite, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("trace: the store path %q may not contain ? or #", path)
 	}
@@ -124,6 +137,9 @@ func Open(path string, r *Redactor) (*SQLite, error) {
 	// anyway, and statements stay prepared on it.
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, redact: r, path: path, stmts: map[string]*sql.Stmt{}}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
@@ -146,8 +162,8 @@ func Open(path string, r *Redactor) (*SQLite, error) {
 }
 
 const (
-	headQuery = `SELECT hash FROM chain ORDER BY seq DESC LIMIT 1`
-	linkQuery = `INSERT INTO chain (tbl, row, prev, hash) VALUES (?, ?, ?, ?)`
+	headQuery = `SELECT hash, key_id FROM chain ORDER BY seq DESC LIMIT 1`
+	linkQuery = `INSERT INTO chain (tbl, row, prev, hash, key_id) VALUES (?, ?, ?, ?, ?)`
 )
 
 func insertQuery(tbl string, cols []column) string {
@@ -269,9 +285,17 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}
-	var prev string
-	if err := head.QueryRowContext(ctx).Scan(&prev); err != nil && !errors.Is(err, sql.ErrNoRows) {
+	var prev, headKey string
+	if err := head.QueryRowContext(ctx).Scan(&prev, &headKey); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("trace: reading the chain's head: %w", err)
+	}
+	keyID := ""
+	if s.key != nil {
+		keyID = s.key.ID()
+	} else if headKey != "" {
+		// An unkeyed link after keyed ones is what a forger would write:
+		// Verify fails on it.
+		return nil, fmt.Errorf("trace: the chain of %s is keyed (key id %s): open it with its key", s.path, headKey)
 	}
 	link, err := s.stmt(ctx, tx, linkQuery)
 	if err != nil {
@@ -314,8 +338,8 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 		if tbl == "steps" {
 			step = row
 		}
-		hash := chainHash(prev, tbl, row, rec.Interface())
-		if _, err := link.ExecContext(ctx, tbl, row, prev, hash); err != nil {
+		hash := chainHash(s.key, prev, tbl, row, rec.Interface())
+		if _, err := link.ExecContext(ctx, tbl, row, prev, hash, keyID); err != nil {
 			return nil, fmt.Errorf("trace: linking the chain: %w", err)
 		}
 		prev, ids[i] = hash, row
@@ -327,10 +351,14 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 }
 
 // chainHash is the link of one record: the previous link, where the
-// record is, and its canonical JSON.
-func chainHash(prev, tbl string, row int64, rec any) string {
+// record is, and its canonical JSON, hashed with SHA-256 (k nil, the chain
+// of a store made before keys) or HMAC-SHA256 with k.
+func chainHash(k *Key, prev, tbl string, row int64, rec any) string {
 	data, _ := json.Marshal(rec)
 	h := sha256.New()
+	if k != nil {
+		h = hmac.New(sha256.New, k.secret)
+	}
 	fmt.Fprintf(h, "%s\n%s\n%d\n", prev, tbl, row)
 	h.Write(data)
 	return hex.EncodeToString(h.Sum(nil))
@@ -510,47 +538,93 @@ type VerifyError struct {
 }
 
 func (e *VerifyError) Error() string {
+	switch {
+	case e.Table == "":
+		return "trace: the chain: " + e.Reason
+	case e.Seq == 0:
+		return fmt.Sprintf("trace: %s: %s", e.Table, e.Reason)
+	}
 	return fmt.Sprintf("trace: chain link %d (%s row %d): %s", e.Seq, e.Table, e.Row, e.Reason)
 }
 
-// Verify recomputes every link of the chain from the records it names and
-// checks that every record is linked: an edited, deleted or inserted row,
-// or an edited link, is reported. Removing the newest records together
-// with their links is not detectable from the file alone.
+// Verify checks the chain (VerifyChain without a kept head).
 func (s *SQLite) Verify(ctx context.Context) error {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, tbl, row, prev, hash FROM chain ORDER BY seq`)
+	_, err := s.VerifyChain(ctx, nil)
+	return err
+}
+
+// VerifyChain recomputes every link of the chain from the records it
+// names, with the store's key where a link is keyed, and checks that every
+// record is linked: an edited, deleted, reordered or inserted record, an
+// edited link, an unkeyed link after keyed ones, or a link keyed with a key
+// the store was not given (which cannot be checked) is reported. With
+// kept, a head read from the chain earlier, it also checks that the chain
+// still extends it: the newest records removed together with their links
+// are detected only that way. The chain found is returned with the error.
+func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
+	c := &Chain{}
+	if s.key != nil {
+		c.KeyID = s.key.ID()
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, tbl, row, prev, hash, key_id FROM chain ORDER BY seq`)
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return c, fmt.Errorf("trace: %w", err)
 	}
 	type link struct {
-		seq, row        int64
-		tbl, prev, hash string
+		seq, row               int64
+		tbl, prev, hash, keyID string
 	}
 	var links []link
 	for rows.Next() {
 		var l link
-		if err := rows.Scan(&l.seq, &l.tbl, &l.row, &l.prev, &l.hash); err != nil {
+		if err := rows.Scan(&l.seq, &l.tbl, &l.row, &l.prev, &l.hash, &l.keyID); err != nil {
 			rows.Close()
-			return fmt.Errorf("trace: %w", err)
+			return c, fmt.Errorf("trace: %w", err)
 		}
 		links = append(links, l)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return c, fmt.Errorf("trace: %w", err)
 	}
 	prev := ""
 	linked := map[string]int64{}
+	var unchecked *VerifyError
 	for _, l := range links {
 		fail := func(format string, args ...any) error {
 			return &VerifyError{Seq: l.seq, Table: l.tbl, Row: l.row, Reason: fmt.Sprintf(format, args...)}
 		}
 		if l.prev != prev {
-			return fail("links to %.12s, but the link before it is %.12s", l.prev, prev)
+			return c, fail("links to %.12s, but the link before it is %.12s", l.prev, prev)
+		}
+		var key *Key
+		switch {
+		case l.keyID == "" && c.Keyed+c.OtherKey > 0:
+			return c, fail("is not keyed, but links before it are: the chain was linked again without the key")
+		case l.keyID == "":
+			c.Unkeyed++
+		case s.key != nil && l.keyID == s.key.ID():
+			key = s.key
+			c.Keyed++
+			if c.FirstKeyed == 0 {
+				c.FirstKeyed = l.seq
+			}
+		default:
+			c.OtherKey++
+			if c.FirstKeyed == 0 {
+				c.FirstKeyed = l.seq
+			}
+			if unchecked == nil {
+				reason := fmt.Sprintf("is keyed with the key of id %s, and no key was given to check it", l.keyID)
+				if s.key != nil {
+					reason = fmt.Sprintf("is keyed with the key of id %s, not with the key given (id %s): it cannot be checked", l.keyID, s.key.ID())
+				}
+				unchecked = fail("%s", reason).(*VerifyError)
+			}
 		}
 		t, ok := recordTypes[l.tbl]
 		if !ok {
-			return fail("names no table of the trace")
+			return c, fail("names no table of the trace")
 		}
 		cols := columns(t)
 		names := make([]string, len(cols))
@@ -559,31 +633,48 @@ func (s *SQLite) Verify(ctx context.Context) error {
 		}
 		r, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT rowid, %s FROM %s WHERE rowid = ?`, strings.Join(names, ", "), l.tbl), l.row)
 		if err != nil {
-			return fmt.Errorf("trace: %w", err)
+			return c, fmt.Errorf("trace: %w", err)
 		}
 		if !r.Next() {
 			r.Close()
-			return fail("the record is missing")
+			return c, fail("the record is missing")
 		}
 		rec, err := scan(r, t, cols)
 		r.Close()
 		if err != nil {
-			return fail("%v", err)
+			return c, fail("%v", err)
 		}
-		if got := chainHash(prev, l.tbl, l.row, rec.Interface()); got != l.hash {
-			return fail("the record was changed")
+		if (key != nil || l.keyID == "") && chainHash(key, prev, l.tbl, l.row, rec.Interface()) != l.hash {
+			return c, fail("the record was changed")
 		}
 		prev = l.hash
 		linked[l.tbl]++
+		c.Links++
+		c.Head = Head{Seq: l.seq, Hash: l.hash}
+		if kept != nil && (kept.Seq == l.seq || kept.Seq == 0 && kept.Hash == l.hash) {
+			if l.hash != kept.Hash {
+				return c, fail("is not the kept head %s: the chain was changed at or before it and linked again", kept)
+			}
+			c.Extends = true
+		}
 	}
 	for _, t := range chained {
 		var n int64
 		if err := s.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM %s`, t)).Scan(&n); err != nil {
-			return fmt.Errorf("trace: %w", err)
+			return c, fmt.Errorf("trace: %w", err)
 		}
 		if n != linked[t] {
-			return &VerifyError{Table: t, Reason: fmt.Sprintf("%d records but %d links: a record was added outside the chain", n, linked[t])}
+			return c, &VerifyError{Table: t, Reason: fmt.Sprintf("%d records but %d links: a record was added outside the chain", n, linked[t])}
 		}
 	}
-	return nil
+	if kept != nil && !c.Extends {
+		if kept.Seq > c.Head.Seq {
+			return c, &VerifyError{Reason: fmt.Sprintf("the chain ends at link %d, before the kept head %s: records were removed from its end", c.Head.Seq, kept)}
+		}
+		return c, &VerifyError{Reason: fmt.Sprintf("no link of the chain is the kept head %s: records were removed from its end, or it was changed and linked again", kept.Hash)}
+	}
+	if unchecked != nil {
+		return c, unchecked
+	}
+	return c, nil
 }
