@@ -3,9 +3,11 @@
 // decision with its rule and layer, background handles and every byte read
 // from them, sandbox events, every write as a diff, and an audit of
 // metadata. A Store keeps them; SQLite is the implementation, append-only
-// (enforced by triggers, not promised) and hash-chained, so that an edited
-// or deleted row is detected by Verify. Every text passes the Redactor
-// before it is persisted.
+// (enforced by triggers, not promised) and hash-chained with the user's Key
+// (HMAC-SHA256), so that an edited or deleted row is detected by Verify
+// even when whoever changed it linked the chain again, and a head kept
+// elsewhere detects the newest rows removed. Every text passes the
+// Redactor before it is persisted.
 //
 // trace imports nothing of rein: callers hand it plain records, and it
 // must not learn how a decision was made or a command confined.

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/trace"
+)
+
+// traceFlag names the trace store; REIN_TRACE does too.
+type traceFlag struct{ path string }
+
+func (t *traceFlag) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
+}
+
+// openFor opens the store of p's workspace with the redactor of p's
+// secrets (and of the extra values, such as a token), the one redactor the
+// run then prints and stores through.
+func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*trace.SQLite, *trace.Redactor, error) {
+	red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), extra...)...)
+	store, err := t.open(p.Workspace, red)
+	return store, red, err
+}
+
+// open opens the store: the flag, else REIN_TRACE, else the workspace's.
+func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, error) {
+	path := t.path
+	if path == "" {
+		path = os.Getenv("REIN_TRACE")
+	}
+	if path == "" {
+		// Outside the workspace, where no command can reach it.
+		dir, err := sandbox.StateDir("trace")
+		if err != nil {
+			return nil, &exitError{exitUsage, err.Error()}
+		}
+		path = filepath.Join(dir, sandbox.WorkspaceKey(workspace)+".db")
+	}
+	key, err := traceKey(path, workspace)
+	if err != nil {
+		return nil, &exitError{exitUsage, err.Error()}
+	}
+	s, err := trace.Open(path, r, trace.WithKey(key))
+	if err != nil {
+		return nil, &exitError{exitUsage, err.Error()}
+	}
+	return s, nil
+}
+
+// traceKey loads (making it on first use) the key the chain of the store
+// at path is keyed with: REIN_TRACE_KEY, else trace.key in rein's state
+// directory. The state directory is where no sandbox can look: the sandbox
+// refuses a read path or host cache that overlaps it and a workspace that
+// holds it, the bwrap rung's HOME is a directory of its own, and the
+// landlock rung grants nothing of the real HOME but those paths. A key in
+// the workspace, or beside the store, is refused.
+func traceKey(store, workspace string) (*trace.Key, error) {
+	path := os.Getenv("REIN_TRACE_KEY")
+	if path == "" {
+		dir, err := sandbox.StateDir("keys")
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, "trace.key")
+	}
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("REIN_TRACE_KEY %q is not an absolute path", path)
+	}
+	path = filepath.Clean(path)
+	if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(real, filepath.Base(path))
+	}
+	if workspace != "" && (path == workspace || strings.HasPrefix(path, workspace+"/")) {
+		return nil, fmt.Errorf("the trace key %s is inside the workspace %s, where a command could read it: set REIN_TRACE_KEY to a file outside", path, workspace)
+	}
+	if filepath.Dir(path) == filepath.Dir(store) {
+		return nil, fmt.Errorf("the trace key %s is beside the trace %s, where whoever can write the trace can read it: set REIN_TRACE_KEY to a file elsewhere", path, store)
+	}
+	return trace.LoadKey(path)
+}
+
+func newTraceCmd() *cobra.Command {
+	var (
+		tf        traceFlag
+		workspace string
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Query the trace: runs, a run's steps, refusals, handles; verify the hash chain",
+	}
+	open := func() (*trace.SQLite, error) {
+		ws := workspace
+		if ws == "" {
+			wd, err := os.Getwd()
+			if err != nil {
+				return nil, &exitError{exitUsage, "cannot find the current directory; pass --workspace"}
+			}
+			ws = wd
+		}
+		if abs, err := filepath.Abs(ws); err == nil {
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				ws = real
+			}
+		}
+		return tf.open(ws, nil)
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&tf.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
+	pf.StringVar(&workspace, "workspace", "", "the workspace whose trace to read (default: the current directory)")
+	pf.BoolVar(&asJSON, "json", false, "print JSON")
+	ctx := context.Background()
+
+	runs := &cobra.Command{Use: "runs", Short: "List the runs, newest first", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rs, err := s.Runs(ctx, 0)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rs, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTARTED\tSOURCE\tSURFACE\tMODE\tSTEPS\tREFUSALS\tHANDLES\tSTATUS")
+			for _, r := range rs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", r.ID, r.StartedAt.Format("2006-01-02 15:04:05"), r.Source, r.Surface, r.Mode, r.Steps, r.Refusals, r.Handles, r.Status)
+			}
+			return tw.Flush()
+		}}
+	show := &cobra.Command{Use: "show RUN", Short: "Show a run's model calls, gate attempts, steps, refusals, sandbox events and edits", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			steps, err := s.Steps(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			events, _ := s.PolicyEvents(ctx, args[0])
+			sb, _ := s.SandboxEvents(ctx, args[0])
+			edits, _ := s.Edits(ctx, args[0])
+			calls, _ := s.ProviderCalls(ctx, args[0])
+			gates, _ := s.GateAttempts(ctx, args[0])
+			if len(steps) == 0 && len(events) == 0 && len(calls) == 0 {
+				return &exitError{1, "no run " + args[0] + " in " + s.Path()}
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits,
+					"provider_calls": calls, "gate_attempts": gates}, 0)
+			}
+			out := cmd.OutOrStdout()
+			for _, c := range calls {
+				what := fmt.Sprintf("%s, %d in (%d cached) and %d out tokens", c.Finish, c.Input, c.CacheRead, c.Output)
+				if c.Failure != "" {
+					what = "failed, " + c.Failure + ": " + policy.Printable(c.Error)
+				}
+				fmt.Fprintf(out, "model call: step %d attempt %d, %s %s: %s (%.1f ms)\n", c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
+			}
+			for _, g := range gates {
+				fmt.Fprintf(out, "gate: after step %d, %s: %s, exit %d (%.1f ms)", g.Step, policy.Printable(g.Line), g.Status, g.ExitCode, g.DurationMS)
+				if g.Tampered != "null" && g.Tampered != "" {
+					fmt.Fprintf(out, ", tampered %s", policy.Printable(g.Tampered))
+				}
+				fmt.Fprintln(out)
+			}
+			for _, st := range steps {
+				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, policy.Printable(st.Tool), policy.Printable(st.Args), st.Status, st.DurationMS)
+				if st.Reason != "" {
+					fmt.Fprintf(out, "  reason: %s\n", policy.Printable(st.Reason))
+				}
+				for _, e := range events {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  %s: %s %s\n", e.Kind, e.Decision, attribution(e))
+					}
+				}
+				for _, e := range sb {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  sandbox %s: %s\n", e.Kind, policy.Printable(e.Detail))
+					}
+				}
+				for _, e := range edits {
+					if e.StepID == st.ID {
+						fmt.Fprintf(out, "  edit %s:\n%s", policy.Printable(e.Path), indent(e.Diff))
+					}
+				}
+			}
+			return nil
+		}}
+	refusals := &cobra.Command{Use: "refusals", Short: "List every refusal and approver decision, with rule and layer", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			events, err := s.PolicyEvents(ctx, "")
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), events, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tAT\tKIND\tDECISION\tRULE\tREASON")
+			for _, e := range events {
+				if e.Kind == "net" && e.Decision == "allow" {
+					// A connection made, not a refusal: rein trace show has it.
+					continue
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.RunID, e.At.Format("15:04:05"), e.Kind, e.Decision, attribution(e), policy.Printable(e.Reason))
+			}
+			return tw.Flush()
+		}}
+	handles := &cobra.Command{Use: "handles RUN", Short: "List a run's background handles and what was read from them", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			hs, err := s.Handles(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			type row struct {
+				trace.Handle
+				BytesRead int64 `json:"bytes_read"`
+				Skipped   int64 `json:"bytes_skipped"`
+			}
+			var rows []row
+			for _, h := range hs {
+				out, _ := s.HandleOutput(ctx, args[0], h.Handle)
+				r := row{Handle: h}
+				for _, o := range out {
+					r.BytesRead += int64(len(o.Data))
+					r.Skipped += o.Skipped
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rows, 0)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "HANDLE\tRUNG\tREAD\tSKIPPED\tLINE")
+			for _, r := range rows {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.Handle.Handle, r.Rung, r.BytesRead, r.Skipped, policy.Printable(r.Line))
+			}
+			return tw.Flush()
+		}}
+	var keptHead string
+	verify := &cobra.Command{Use: "verify", Short: "Check the hash chain and print its head: exit 1 naming the first record that does not match", Args: cobra.NoArgs,
+		Long: `Recompute every link of the trace's hash chain, with the trace key, and
+check that every record is linked. Print the chain's form (keyed with
+HMAC-SHA256, or links of SHA-256 alone from before keys) and its head, SEQ:HASH:
+keep the head elsewhere, and --head SEQ:HASH later checks that the trace still
+extends it, which is how records removed from its end are found.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var kept *trace.Head
+			if keptHead != "" {
+				h, err := trace.ParseHead(keptHead)
+				if err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
+				kept = &h
+			}
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			c, verr := s.VerifyChain(ctx, kept)
+			if asJSON {
+				out := map[string]any{"ok": verr == nil, "trace": s.Path(), "chain": c, "form": c.Form()}
+				if verr != nil {
+					out["error"] = verr.Error()
+				}
+				if err := writeJSON(cmd.OutOrStdout(), out, 0); err != nil {
+					return err
+				}
+				if verr != nil {
+					return &exitError{code: 1}
+				}
+				return nil
+			}
+			out := cmd.OutOrStdout()
+			if verr != nil {
+				fmt.Fprintf(out, "chain: %s; %d links checked before the failure\n", c.Form(), c.Links)
+				return &exitError{1, verr.Error()}
+			}
+			fmt.Fprintf(out, "ok: every record of %s matches the hash chain\n", s.Path())
+			fmt.Fprintf(out, "chain: %s, %d links\n", c.Form(), c.Links)
+			if c.Links > 0 {
+				fmt.Fprintf(out, "head: %s\n", c.Head)
+			}
+			if kept != nil {
+				fmt.Fprintf(out, "extends the kept head %s\n", kept)
+			}
+			return nil
+		}}
+	verify.Flags().StringVar(&keptHead, "head", "", "a head printed by an earlier verify (SEQ:HASH, or HASH): fail unless the chain still extends it")
+	cmd.AddCommand(runs, show, refusals, handles, verify)
+	return cmd
+}
+
+func attribution(e trace.PolicyEvent) string {
+	if e.Rule == "" {
+		return "-"
+	}
+	s := fmt.Sprintf("rule %q (%s layer", e.Rule, e.Layer)
+	if e.File != "" {
+		s += ", " + e.File
+	}
+	return s + ")"
+}
+
+// indent indents a diff for the terminal, each line made printable.
+func indent(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString("    " + policy.Printable(strings.TrimSuffix(l, "\n")) + "\n")
+		}
+	}
+	return b.String()
+}
