@@ -397,11 +397,18 @@ func TestSpoolBound(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	l, _ := shell.Parse("true")
 	ws := workspaceDir(t)
+	// Where the trace key is kept: never readable through a read path.
+	keys, err := StateDir("keys")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		p    Profile
 		want Status
 		says string
 	}{
+		{Profile{Workspace: ws, HostReadPaths: []string{keys}}, Denied, "overlaps rein's state directory"},
+		{Profile{Workspace: ws, HostReadPaths: []string{filepath.Dir(CacheDir())}}, Denied, "overlaps rein's state directory"},
 		{Profile{Workspace: ws, Timeout: time.Hour}, Denied, "ceiling"},
 		{Profile{Workspace: ws, Rung: "chroot"}, Denied, "unknown rung"},
 		{Profile{Workspace: "relative"}, InvalidPath, "absolute"},

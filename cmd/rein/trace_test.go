@@ -135,3 +135,29 @@ func TestHookWriteRedacted(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestTraceKeyHidden: no sandboxed command reads the trace key, on either
+// rung, nor can a read path expose it.
+func TestTraceKeyHidden(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	if code, out, errOut := rein(t, "trace", "verify"); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	key := filepath.Join(sandbox.CacheDir(), "keys", "trace.key")
+	secret, err := os.ReadFile(key)
+	if err != nil || len(secret) != 65 {
+		t.Fatalf("the key: %q %v", secret, err)
+	}
+	for _, rung := range []string{"bwrap", "landlock"} {
+		code, out, errOut := rein(t, "sandbox", "--rung", rung, "--", "sh", "-c", "cat "+key+"; ls -la "+filepath.Dir(key))
+		if code == 0 || strings.Contains(out+errOut, strings.TrimSpace(string(secret))) || strings.Contains(out, "trace.key") {
+			t.Fatalf("%s: the key was read: exit %d\n%s%s", rung, code, out, errOut)
+		}
+	}
+	// (Refused by the policy here, the test's HOME being under /tmp; the
+	// sandbox refuses any read path overlapping its state directory too.)
+	if code, out, errOut := rein(t, "sandbox", "--read-path", filepath.Dir(key), "--", "cat", key); code == 0 || strings.Contains(out+errOut, strings.TrimSpace(string(secret))) {
+		t.Fatalf("a read path of the key's directory: exit %d %s", code, errOut)
+	}
+}
