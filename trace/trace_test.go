@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -218,9 +219,14 @@ func TestMigrationsIdempotent(t *testing.T) {
 	}
 }
 
-// BenchmarkAppendStep is the trace's cost of one recorded step.
+// BenchmarkAppendStep is the trace's cost of one recorded step, its link
+// keyed.
 func BenchmarkAppendStep(b *testing.B) {
-	s, err := Open(filepath.Join(b.TempDir(), "t.db"), NewRedactor("some-secret-value"))
+	k, err := LoadKey(filepath.Join(b.TempDir(), "keys", "trace.key"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := Open(filepath.Join(b.TempDir(), "t.db"), NewRedactor("some-secret-value"), WithKey(k))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -233,6 +239,18 @@ func BenchmarkAppendStep(b *testing.B) {
 		if _, err := s.Append(ctx, Step{RunID: "r", Index: i, Tool: "read_file", Args: `{"path":"main.go"}`, Status: "ok", Observation: obs, StartedAt: time.Now(), DurationMS: 0.1}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRedactJSON is a write_file call's arguments: a JSON document
+// whose content is a file of 1 KiB holding JSON.
+func BenchmarkRedactJSON(b *testing.B) {
+	r := NewRedactor("some-secret-value")
+	content := strings.Repeat(`{"name": "a tool call", "count": 3, "tags": ["x", "y"]}`+"\n", 18)
+	data, _ := json.Marshal(map[string]string{"path": "testdata/cases.json", "content": content})
+	args := string(data)
+	for b.Loop() {
+		r.Redact(args)
 	}
 }
 
