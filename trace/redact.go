@@ -127,8 +127,10 @@ var patterns = []pattern{
 	// The short names of a URL's query parameters that hold a secret (the
 	// long ones are the pair pattern's).
 	{re: lazyRegexp(`(?i)([?&](?:pw|pwd|pass|sig|key|auth)=)[^&#\s'"]+`), literals: []string{"pw=", "pwd=", "pass=", "sig=", "key=", "auth="}, lower: true, repl: "${1}" + Redacted},
-	// Authorization headers and bearer credentials.
-	{re: lazyRegexp(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
+	// Authorization headers and bearer credentials ([ and ] in the
+	// credential: one redacted already is replaced whole again, not its
+	// scheme).
+	{re: lazyRegexp(`(?i)\b(authorization\s*[=:]\s*(?:bearer|basic|token)?\s*)[A-Za-z0-9._~+/\-\[\]]+=*`), literals: []string{"authorization"}, lower: true, repl: "${1}" + Redacted},
 	{re: lazyRegexp(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/\-]{8,}=*`), literals: []string{"bearer"}, lower: true, repl: "${1}" + Redacted},
 	// Credentials in URLs: scheme://user:password@host.
 	{re: lazyRegexp(`\b([a-z][a-z0-9+.\-]*://[^/\s:@]+:)[^@\s/]+(@)`), literals: []string{"://"}, repl: "${1}" + Redacted + "${2}"},
@@ -179,8 +181,23 @@ func candidates(s string) uint32 {
 // maxDepth bounds how deep JSON held in a JSON string is decoded.
 const maxDepth = 8
 
-// Redact returns s with every secret replaced.
-func (r *Redactor) Redact(s string) string { return r.redact(s, 0) }
+// maxPasses bounds the passes of Redact.
+const maxPasses = 4
+
+// Redact returns s with every secret replaced. It redacts again what it
+// changed until nothing changes (a value replaced in a document's escaped
+// text can leave a word after an option, or a text no longer JSON), so
+// that redacting its result changes nothing.
+func (r *Redactor) Redact(s string) string {
+	for range maxPasses {
+		out := r.redact(s, 0)
+		if out == s {
+			break
+		}
+		s = out
+	}
+	return s
+}
 
 func (r *Redactor) redact(s string, depth int) string {
 	if s == "" {

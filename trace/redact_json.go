@@ -129,7 +129,14 @@ func (r *Redactor) redactJSON(s string, depth int) string {
 			i = end - 1
 			f := top()
 			if f != nil && !f.array && nextIsColon(s, end) {
-				f.secretKey = secretName(decodeString(lit))
+				key := decodeString(lit)
+				f.secretKey = secretName(key)
+				// A key is text too: a declared value, however escaped.
+				if out := r.redact(key, depth+1); out != key {
+					b.WriteString(s[done:start])
+					b.WriteString(quote(out))
+					done = end
+				}
 				continue
 			}
 			val := decodeString(lit)
@@ -147,10 +154,11 @@ func (r *Redactor) redactJSON(s string, depth int) string {
 					out = ""
 				}
 			case f != nil && f.array:
-				keep, secret := f.args.word(val)
+				// The word as redacted, so that a second pass reads the
+				// same words.
 				out = r.redact(val, depth+1)
-				if secret {
-					out = val[:keep] + Redacted
+				if keep, secret := f.args.word(out); secret {
+					out = out[:keep] + Redacted
 				}
 			default:
 				out = r.redact(val, depth+1)

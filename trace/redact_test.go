@@ -86,6 +86,8 @@ func TestRedactDecoded(t *testing.T) {
 			`{"apiKey":"[redacted]","X-Auth-Token":"[redacted]","client_secret":"[redacted]","max_tokens":1024,"author":"me"}`},
 		{`{"passwords":["a"],"tokens":["b"],"pw":["c1","c2"]}`, `{"passwords":["a"],"tokens":["b"],"pw":["[redacted]","[redacted]"]}`},
 		{`{"password":"","n":{"secret":12}}`, `{"password":"","n":{"secret":12}}`},
+		// A key is redacted as text.
+		{`{"\u0064eclared-s3cret":1}`, `{"[redacted]":1}`},
 		// Escapes a decoder undoes: \u0068 is h, \/ is /.
 		{`{"v":"\u0068unter declared-\u00733cret \/x"}`, `{"v":"hunter [redacted] /x"}`},
 		// An argv: the value after an option naming a secret.
@@ -169,6 +171,11 @@ func FuzzRedactEncoded(f *testing.F) {
 	f.Add("\x00\x1f\u2028value", "a\\", `\"`)
 	f.Add("aaaaaa", "aaa", "aaa")
 	f.Add("d]abcd", "[redacte", "")
+	// A value that is not UTF-8 is found only escaped, in the text of the
+	// document, where replacing it changes what the words read or ends
+	// the document.
+	f.Add("--password\\mysql,[\xff", "", "ätoken")
+	f.Add("\xff[redacted]=0", "-p--password[\\:--password \\", "\\<0,\\u00🔑0--password=ä\n")
 	f.Fuzz(func(t *testing.T, secret, before, after string) {
 		r := NewRedactor(secret)
 		if len(r.values) == 0 {
@@ -187,6 +194,8 @@ func FuzzRedactEncoded(f *testing.F) {
 			doc(map[string]any{"content": text, "n": 1}),
 			doc(map[string]any{"content": doc(map[string]string{"inner": text})}),
 			doc([]string{"--token", text}),
+			doc(map[string]int{text: 1}),
+			escapeASCII(doc(map[string]int{text: 1})),
 			"log " + doc(map[string]string{"v": text}) + " end",
 		}
 		for _, in := range given {
