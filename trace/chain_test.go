@@ -3,6 +3,7 @@ package trace
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -106,6 +107,11 @@ func TestKeyedChain(t *testing.T) {
 	runs, _ := query[Run](context.Background(), s, `WHERE 1`)
 	if hash == chainHash(nil, "", "runs", 1, runs[0]) || hash != chainHash(k, "", "runs", 1, runs[0]) {
 		t.Fatal("the first link is not keyed")
+	}
+	// The key, printed by a command that could read it, is never stored.
+	mustAppend(t, s, Step{RunID: "r1", Tool: "shell", Observation: "key: " + hex.EncodeToString(k.secret), StartedAt: time.Now()})
+	if steps, _ := s.Steps(context.Background(), "r1"); strings.Contains(steps[1].Observation, hex.EncodeToString(k.secret)) {
+		t.Fatalf("the key was stored: %q", steps[1].Observation)
 	}
 	// A store whose chain is keyed is not appended to without the key.
 	bare, err := Open(s.path, nil)

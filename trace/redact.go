@@ -64,6 +64,16 @@ func NewRedactor(values ...string) *Redactor {
 	return r
 }
 
+// with is a redactor that also redacts values, r left as it is.
+func (r *Redactor) with(values ...string) *Redactor {
+	n := NewRedactor(values...)
+	if r != nil {
+		n.values = append(slices.Clone(r.values), n.values...)
+		sort.SliceStable(n.values, func(i, j int) bool { return len(n.values[i]) > len(n.values[j]) })
+	}
+	return n
+}
+
 // SecretValues picks, from an environment in KEY=value form, the values of
 // the variables whose names look secret, plus those named in extra.
 func SecretValues(env []string, extra ...string) []string {

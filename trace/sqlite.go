@@ -140,6 +140,11 @@ func Open(path string, r *Redactor, opts ...Option) (*SQLite, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.key != nil {
+		// A command that could read the key (on the none rung) and print
+		// it would hand it to whoever reads the trace.
+		s.redact = s.redact.with(hex.EncodeToString(s.key.secret))
+	}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, err
