@@ -155,6 +155,11 @@ func TestTraceKeyHidden(t *testing.T) {
 			t.Fatalf("%s: the key was read: exit %d\n%s%s", rung, code, out, errOut)
 		}
 	}
+	// The policy denies reading it before any sandbox is asked: its name
+	// is in the protected set.
+	if code, out, _ := rein(t, "policy", "check", "--", "cat "+key); code != exitDeny || !strings.Contains(out, `protected by deny rule "**/*.key"`) {
+		t.Fatalf("policy check of reading the key: exit %d\n%s", code, out)
+	}
 	// (Refused by the policy here, the test's HOME being under /tmp; the
 	// sandbox refuses any read path overlapping its state directory too.)
 	if code, out, errOut := rein(t, "sandbox", "--read-path", filepath.Dir(key), "--", "cat", key); code == 0 || strings.Contains(out+errOut, strings.TrimSpace(string(secret))) {
