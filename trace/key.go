@@ -48,19 +48,17 @@ func LoadKey(path string) (*Key, error) {
 		return nil, fmt.Errorf("trace: the key path %q is not absolute", path)
 	}
 	k, err := readKey(path)
-	if !errors.Is(err, os.ErrNotExist) {
-		return k, err
-	}
-	if err := makeKey(path); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, fmt.Errorf("trace: making the key %s: %w", path, err)
-	}
-	// Made here, or by another process at the same time, which may not
-	// have removed the key's first name yet.
-	for range 100 {
-		if k, err = readKey(path); !errors.Is(err, errOtherNames) {
-			break
+	if errors.Is(err, os.ErrNotExist) {
+		if err := makeKey(path); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("trace: making the key %s: %w", path, err)
 		}
+		k, err = readKey(path)
+	}
+	// A key another process is making has two names until it removes the
+	// first.
+	for i := 0; errors.Is(err, errOtherNames) && i < 100; i++ {
 		time.Sleep(10 * time.Millisecond)
+		k, err = readKey(path)
 	}
 	return k, err
 }
