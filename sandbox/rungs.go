@@ -50,6 +50,10 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if err != nil {
 		return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
 	}
+	hidden, empty, err := r.hiddenView()
+	if err != nil {
+		return nil, err
+	}
 	dir := p.Dir
 	if dir == "" {
 		dir = p.Workspace
@@ -121,6 +125,8 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
 		Protected:      r.session.protected,
+		Masked:         hidden,
+		EmptyFile:      empty,
 		Home:           filepath.Join(r.scratch, "home"),
 		Caches:         mounts,
 		ReadOnlyCaches: hostCaches,
@@ -153,6 +159,21 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		return nil, err
 	}
 	return cmd, nil
+}
+
+// hiddenView lists the workspace paths the bwrap rung masks, and makes
+// the empty file bound over the masked files, in the run's scratch
+// directory, which no command sees.
+func (r *run) hiddenView() (masked []string, empty string, err error) {
+	masked, err = hiddenPaths(r.p)
+	if err != nil || len(masked) == 0 {
+		return nil, "", err
+	}
+	empty = filepath.Join(r.scratch, "empty")
+	if err := os.WriteFile(empty, nil, 0o444); err != nil {
+		return nil, "", refuse(Unavailable, "making the file that covers the hidden ones: %v", err)
+	}
+	return masked, empty, nil
 }
 
 // hostCommand builds the command of the landlock and none rungs: the init
@@ -195,8 +216,16 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 		} else {
 			rw = append(rw, p.Workspace)
 		}
+		hidden, err := hiddenPaths(p)
+		if err != nil {
+			return nil, err
+		}
+		var abs []string
+		for _, h := range hidden {
+			abs = append(abs, filepath.Join(p.Workspace, h))
+		}
 		req.Confine = &confine.Spec{
-			ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true,
+			ReadOnly: ro, ReadWrite: rw, Hidden: abs, ScopeSignals: true, ScopeAbstractUnix: true,
 			// No namespace hides the host's unix sockets and System V IPC.
 			NoUnixSockets: true, NoSysVIPC: true,
 			// A port of the host's, on every address, for a socket that

@@ -91,6 +91,14 @@ type Profile struct {
 	// toolchain caches' variables and the toolchain table's fixed ones
 	// are set by the sandbox when absent.
 	Env []string
+	// Hidden, when set, reports whether the workspace entry at an
+	// absolute path is one the command must not read (the caller's
+	// protected set): every run lists the workspace when it starts, and
+	// hides each such file, and each such directory whole, from the
+	// command. A symbolic link is never asked about: what it leads to is
+	// asked about on its own. It must be safe to call from several runs at
+	// once.
+	Hidden func(path string) bool
 	// HostCaches are the user's own toolchain caches exposed read-only
 	// and served to their toolchains (toolchain.HostCaches lists those of
 	// this host). The caller vets them, as it does HostReadPaths: never

@@ -321,6 +321,9 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	if prof.HostCaches == nil {
 		prof.HostCaches = HostCaches(os.Environ(), p)
 	}
+	if prof.Hidden == nil {
+		prof.Hidden = Hidden(p)
+	}
 	prof.HostReadPaths = append(slices.Clip(prof.HostReadPaths), p.Sandbox.ReadPaths...)
 	return prof
 }

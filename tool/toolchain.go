@@ -31,3 +31,13 @@ func HostCaches(env []string, p *policy.Policy) []toolchain.HostCache {
 }
 
 func overlaps(a, b string) bool { return workspace.Within(a, b) || workspace.Within(b, a) }
+
+// Hidden is the sandbox's Profile.Hidden for p: a workspace entry the
+// protected set forbids reading (the .env, key and certificate files of
+// the builtin set, and what [workspace] protected adds) is hidden from
+// the command, as the file tools refuse it.
+func Hidden(p *policy.Policy) func(path string) bool {
+	return func(path string) bool {
+		return p.Protection(policy.ActRead, path, path) != nil
+	}
+}

@@ -120,7 +120,7 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	prof := sandbox.Profile{
 		Workspace: p.Workspace, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
 		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p), Limits: limits,
-		HostReadPaths: p.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), p),
+		HostReadPaths: p.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), p), Hidden: tool.Hidden(p),
 	}
 	if rf.rung != "" {
 		prof.Rung = rf.rung

@@ -83,7 +83,7 @@ sandbox could not run it (the reason is printed).`,
 				return &exitError{exitUsage, err.Error()}
 			}
 			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits,
-				HostReadPaths: pol.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), pol)}
+				HostReadPaths: pol.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), pol), Hidden: tool.Hidden(pol)}
 			if nf.network != sandbox.NetworkOff || len(nf.allowHosts) > 0 {
 				nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			}

@@ -160,6 +160,43 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestArgsMaskedNested: the directories between the workspace and a
+// masked path are bound over themselves first, so that no command renames
+// the secret away from its mask, and every masked file is covered by the
+// one empty file.
+func TestArgsMaskedNested(t *testing.T) {
+	h := newFakeHost(t)
+	ws := h.ws
+	mustMkdir(t, filepath.Join(ws, "a", "b", "keys"))
+	mustWrite(t, filepath.Join(ws, "a", "b", "k.pem"), "pem", 0o600)
+	empty := filepath.Join(h.root, "empty")
+	mustWrite(t, empty, "", 0o444)
+	got, err := Args(View{Workspace: ws, Network: NetworkOff, Protected: []string{".git/config"},
+		Masked: []string{"a/b/k.pem", ".env", "a/b/keys"}, EmptyFile: empty}, []string{"true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(got, "--bind")
+	want := []string{
+		"--bind", ws, ws,
+		"--bind-fd", "3", ws + "/.git",
+		"--bind-fd", "4", ws + "/a",
+		"--bind-fd", "5", ws + "/a/b",
+		"--ro-bind-fd", "6", ws + "/.git/config",
+		"--ro-bind", empty, ws + "/a/b/k.pem",
+		"--ro-bind", empty, ws + "/.env",
+		"--tmpfs", ws + "/a/b/keys", "--remount-ro", ws + "/a/b/keys",
+		"--remount-ro", "/", "--chdir", ws, "--", "true",
+	}
+	if i < 0 || !slices.Equal(got[i:], want) {
+		t.Errorf("Args:\n got %q\nwant %q", got, want)
+	}
+	mustWrite(t, filepath.Join(h.root, "full"), "x", 0o444)
+	if _, err := Args(View{Workspace: ws, Network: NetworkOff, Masked: []string{".env"}, EmptyFile: filepath.Join(h.root, "full")}, []string{"true"}); err == nil {
+		t.Error("a non-empty EmptyFile was taken")
+	}
+}
+
 func TestArgsRefuses(t *testing.T) {
 	h := newFakeHost(t)
 	ok := View{Workspace: h.ws, Network: NetworkOff}

@@ -103,8 +103,17 @@ type View struct {
 	// is covered by an empty read-only file, a directory by an empty
 	// read-only directory (secrets kept in the workspace, such as .env).
 	// Paths that do not exist are skipped; symbolic links are refused as
-	// for Protected.
+	// for Protected. As for Protected, each directory between the
+	// workspace and a masked path is bound over itself, so that neither
+	// the mask nor a directory holding it can be renamed: a command of
+	// another run cannot move a secret to a name the next view does not
+	// mask between the listing that found it and the mount.
 	Masked []string
+
+	// EmptyFile is the host path of an empty regular file bound read-only
+	// over each masked file. Empty makes each mask from a descriptor of
+	// its own instead, which thousands of masks would run out of.
+	EmptyFile string
 
 	// Home is the host directory mounted read-write at SandboxHome as the
 	// command's private home; empty mounts nothing there.
@@ -251,13 +260,17 @@ func closeAll(files []*os.File) {
 	}
 }
 
-// mask hides path, which exists on the host with the given mode.
-func (b *builder) mask(path string, mode fs.FileMode) {
-	if mode.IsDir() {
+// mask hides path, which exists on the host with the given mode, with an
+// empty read-only directory or file (empty, when not "", on the host).
+func (b *builder) mask(path string, mode fs.FileMode, empty string) {
+	switch {
+	case mode.IsDir():
 		b.add("--tmpfs", path, "--remount-ro", path)
-		return
+	case empty != "":
+		b.add("--ro-bind", empty, path)
+	default:
+		b.emptyFile(path)
 	}
-	b.emptyFile(path)
 }
 
 func build(v View, argv []string) (args []string, files []*os.File, err error) {
@@ -403,17 +416,31 @@ func (b *builder) build(v View, argv []string) ([]string, error) {
 	} else {
 		b.add("--bind", ws, ws)
 	}
-	if err := protect(b, ws, v.Protected, v.ReadOnlyWorkspace); err != nil {
-		return nil, err
+	if v.EmptyFile != "" {
+		empty, err := absPath("EmptyFile", v.EmptyFile)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Lstat(empty); err != nil || !fi.Mode().IsRegular() || fi.Size() != 0 {
+			return nil, &ViewError{Field: "EmptyFile", Value: empty, Reason: "not an empty regular file"}
+		}
 	}
+	var masked []string
+	var modes []fs.FileMode
 	for _, rel := range v.Masked {
 		p, fi, err := inWorkspace("Masked", ws, rel)
 		if err != nil {
 			return nil, err
 		}
 		if fi != nil {
-			b.mask(p, fi.Mode())
+			masked, modes = append(masked, p), append(modes, fi.Mode())
 		}
+	}
+	if err := protect(b, ws, v.Protected, masked, v.ReadOnlyWorkspace); err != nil {
+		return nil, err
+	}
+	for i, p := range masked {
+		b.mask(p, modes[i], v.EmptyFile)
 	}
 
 	cmd := argv
@@ -478,15 +505,15 @@ func systemDirs(b *builder, dirs, masked []string) error {
 			// binding over the link would follow it.
 			continue
 		}
-		b.mask(p, fi.Mode())
+		b.mask(p, fi.Mode(), "")
 	}
 	return nil
 }
 
 // protect binds every existing protected path read-only over itself, after
-// binding the directories between it and the workspace over themselves so
-// that they cannot be renamed away.
-func protect(b *builder, ws string, protected []string, readOnly bool) error {
+// binding the directories between it, or a masked path, and the workspace
+// over themselves so that they cannot be renamed away.
+func protect(b *builder, ws string, protected, masked []string, readOnly bool) error {
 	guard := "--bind"
 	if readOnly {
 		guard = "--ro-bind"
@@ -519,6 +546,12 @@ func protect(b *builder, ws string, protected []string, readOnly bool) error {
 			guarded[dir] = true
 		}
 		ro = append(ro, p)
+	}
+	for _, p := range masked {
+		rel, _ := filepath.Rel(ws, p)
+		for dir := filepath.Dir(rel); dir != "."; dir = filepath.Dir(dir) {
+			guarded[dir] = true
+		}
 	}
 	dirs := make([]string, 0, len(guarded))
 	for d := range guarded {

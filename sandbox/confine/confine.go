@@ -53,6 +53,19 @@ type Spec struct {
 	// setuid and setgid files.
 	ReadWrite []string
 
+	// Hidden lists absolute paths beneath ReadOnly and ReadWrite entries
+	// the command may not reach at all (secrets kept in a workspace).
+	// Landlock cannot deny beneath a granted directory, so a granted
+	// directory that holds a hidden path is granted only the listing of
+	// its entries, and each entry but the hidden one is granted on its
+	// own, as deep as needed; links among those entries are not followed
+	// and not granted. Entries made in such a directory while the command
+	// runs get only what the directory has: they can be listed, never
+	// read, written or executed; the directory's entries cannot be made,
+	// removed or renamed either, so a hidden file cannot be given a name
+	// the next listing would grant.
+	Hidden []string
+
 	// NetworkTCP lists the TCP ports the command may connect to. Empty means
 	// no network at all: Landlock denies every TCP connect and bind, and the
 	// seccomp filter refuses AF_INET and AF_INET6 sockets, so UDP and raw

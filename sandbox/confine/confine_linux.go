@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -251,11 +253,12 @@ const (
 	deviceNodes = ll.AccessFSMakeChar | ll.AccessFSMakeBlock
 )
 
-// landlockRules grants ReadOnly and ReadWrite. A path that does not exist
-// is an error rather than skipped, so a Spec never silently grants less, or
-// later more, than its author read in it.
+// landlockRules grants ReadOnly and ReadWrite, around Hidden. A path that
+// does not exist is an error rather than skipped, so a Spec never silently
+// grants less, or later more, than its author read in it.
 func landlockRules(s Spec, cfg landlock.Config) ([]landlock.Rule, error) {
 	var rules []landlock.Rule
+	h := newHolders(s.Hidden)
 	add := func(paths []string, rights landlock.AccessFSSet) error {
 		for _, p := range paths {
 			fi, err := os.Stat(p)
@@ -265,6 +268,15 @@ func landlockRules(s Spec, cfg landlock.Config) ([]landlock.Rule, error) {
 			r := rights & cfg.HandledAccessFS
 			if !fi.IsDir() {
 				r &= fileRights
+			}
+			if h.hidden[p] {
+				continue
+			}
+			if fi.IsDir() && h.holds[p] {
+				if err := h.around(&rules, p, r); err != nil {
+					return &Error{Mechanism: MechanismSpec, Err: err}
+				}
+				continue
 			}
 			rules = append(rules, landlock.PathAccess(r, p))
 		}
@@ -280,6 +292,101 @@ func landlockRules(s Spec, cfg landlock.Config) ([]landlock.Rule, error) {
 		rules = append(rules, landlock.ConnectTCP(port))
 	}
 	return rules, nil
+}
+
+// maxAround bounds the rules granted entry by entry around hidden paths.
+const maxAround = 8192
+
+// holders are the directories that hold hidden paths, beneath which
+// nothing is granted whole.
+type holders struct {
+	hidden, holds map[string]bool
+	n             int
+}
+
+func newHolders(hidden []string) *holders {
+	h := &holders{hidden: map[string]bool{}, holds: map[string]bool{}}
+	for _, p := range hidden {
+		p = filepath.Clean(p)
+		h.hidden[p] = true
+		for d := filepath.Dir(p); d != "/" && !h.holds[d]; d = filepath.Dir(d) {
+			h.holds[d] = true
+		}
+	}
+	return h
+}
+
+// around grants the directory dir only the listing of its entries and
+// each entry but the hidden ones rights on its own: a directory holding a
+// hidden path in turn, anything else whole. Each entry is opened beneath
+// dir without following a link, and granted through its descriptor
+// (/proc/self/fd), so that an entry swapped for a link between the listing
+// and the grant is never granted where the link leads. The descriptors a
+// rule names stay open, close-on-exec, for the life of the process: the
+// ruleset opens each rule's path when it is made, and a closed number
+// could by then name another file.
+func (h *holders) around(rules *[]landlock.Rule, dir string, rights landlock.AccessFSSet) error {
+	dfd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot grant around %s: %w", dir, err)
+	}
+	return h.aroundFD(rules, dfd, dir, rights)
+}
+
+func (h *holders) aroundFD(rules *[]landlock.Rule, dfd int, dir string, rights landlock.AccessFSSet) error {
+	self := fmt.Sprintf("/proc/self/fd/%d", dfd)
+	*rules = append(*rules, landlock.PathAccess(rights&ll.AccessFSReadDir, self))
+	// The listing goes through a descriptor of its own: one opened O_PATH
+	// cannot be read.
+	lfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cannot list %s to grant around what it hides: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(lfd), dir)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("cannot list %s to grant around what it hides: %w", dir, err)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		if h.hidden[p] {
+			continue
+		}
+		if h.n++; h.n > maxAround {
+			return fmt.Errorf("the directories holding hidden paths have more than %d entries, each granted on its own: move the hidden paths into fewer directories", maxAround)
+		}
+		fd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		if errors.Is(err, unix.ENOENT) {
+			continue // gone since the listing: nothing to grant
+		}
+		if err != nil {
+			return fmt.Errorf("cannot open %s to grant it: %w", p, err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("cannot stat %s to grant it: %w", p, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			// What a link leads to is reachable where it is granted.
+			unix.Close(fd)
+		case unix.S_IFDIR:
+			if h.holds[p] {
+				if err := h.aroundFD(rules, fd, p, rights); err != nil {
+					return err
+				}
+				continue
+			}
+			*rules = append(*rules, landlock.PathAccess(rights, fmt.Sprintf("/proc/self/fd/%d", fd)))
+		default:
+			*rules = append(*rules, landlock.PathAccess(rights&fileRights, fmt.Sprintf("/proc/self/fd/%d", fd)))
+		}
+	}
+	return nil
 }
 
 // loadFilter installs a seccomp filter on every thread. The filter is

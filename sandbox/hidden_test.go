@@ -1,0 +1,136 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// secretsIn is a Hidden for ws hiding what the builtin protected set
+// hides by name (.env, *.pem) and the directory keys/ whole.
+func secretsIn(ws string) func(string) bool {
+	return func(p string) bool {
+		base := filepath.Base(p)
+		pem, _ := filepath.Match("*.pem", base)
+		return base == ".env" || pem || p == filepath.Join(ws, "keys")
+	}
+}
+
+func writeFiles(t *testing.T, ws string, files map[string]string) {
+	t.Helper()
+	for rel, data := range files {
+		p := filepath.Join(ws, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHiddenInWorkspace: the workspace's protected files cannot be read
+// from inside, by name, through a link or by renaming them, on either rung,
+// while everything else reads as before.
+func TestHiddenInWorkspace(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		writeFiles(t, ws, map[string]string{
+			".env":              "SECRET-ENV",
+			"sub/deep/k.pem":    "SECRET-PEM",
+			"sub/deep/ok.txt":   "visible-1",
+			"sub/other/ok.txt":  "visible-2",
+			"keys/a/b":          "SECRET-KEYS",
+			"README":            "visible-3",
+			".git/config":       "[core]\n",
+			"sub/deep/.env.txt": "visible-4",
+		})
+		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
+		lines := []string{
+			"cat .env",
+			"cat sub/deep/k.pem",
+			"cat keys/a/b",
+			"sh -c 'ln -s .env l1; cat l1'",
+			"sh -c 'ln -s ../../.env sub/other/l2; cat sub/other/l2'",
+			"sh -c 'mv .env x; cat x'",
+			"sh -c 'ln .env hard; cat hard'",
+			"sh -c 'mv sub/deep/k.pem sub/other/k; cat sub/other/k'",
+			"sh -c 'mv sub/deep sub/other/deep; cat sub/other/deep/k.pem'",
+			"sh -c 'mv sub moved; cat moved/deep/k.pem'",
+			"sh -c 'cp .env copy; cat copy'",
+			"sh -c 'ls -R keys; find . -name \"*.pem\" -exec cat {} +'",
+		}
+		if _, err := os.Stat("/usr/bin/strings"); err == nil {
+			lines = append(lines, "strings @.env")
+		}
+		for _, line := range lines {
+			res := runLine(t, ws, line, p)
+			if out := res.Stdout.Text + res.Stderr.Text; strings.Contains(out, "SECRET") {
+				t.Errorf("%s printed a hidden file: %q", line, out)
+			}
+		}
+		for _, rel := range []string{"x", "hard", "sub/other/k", "moved", "copy"} {
+			if data, err := os.ReadFile(filepath.Join(ws, rel)); err == nil && strings.Contains(string(data), "SECRET") {
+				t.Errorf("%s holds a hidden file's content", rel)
+			}
+		}
+		for rel, want := range map[string]string{".env": "SECRET-ENV", "sub/deep/k.pem": "SECRET-PEM", "keys/a/b": "SECRET-KEYS"} {
+			if data, _ := os.ReadFile(filepath.Join(ws, rel)); string(data) != want {
+				t.Errorf("%s on the host now holds %q", rel, data)
+			}
+		}
+		res := runLine(t, ws, "sh -c 'cat README sub/deep/ok.txt sub/other/ok.txt sub/deep/.env.txt; git --version >/dev/null; cat .git/config'", p)
+		if res.Status != OK || res.Stdout.Text != "visible-3visible-1visible-2visible-4[core]\n" {
+			t.Errorf("the files beside the hidden ones: %+v", res)
+		}
+		// Beneath a directory that holds nothing hidden, work goes on as
+		// ever.
+		res = runLine(t, ws, "sh -c 'mkdir -p sub/other/new && echo made > sub/other/new/f && cat sub/other/new/f && rm -r sub/other/new'", p)
+		if res.Status != OK || res.Stdout.Text != "made\n" {
+			t.Errorf("writing beside the hidden files: %+v", res)
+		}
+	})
+}
+
+// TestHiddenMadeDuringRun: a protected file a run makes is hidden from
+// the runs after it, whose views are listed afresh.
+func TestHiddenMadeDuringRun(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
+		if res := runLine(t, ws, "sh -c 'mkdir -p d && echo SECRET-NEW > d/new.pem && cat d/new.pem'", p); res.Status != OK || res.Stdout.Text != "SECRET-NEW\n" {
+			t.Fatalf("%+v", res)
+		}
+		res := runLine(t, ws, "cat d/new.pem", p)
+		if strings.Contains(res.Stdout.Text, "SECRET") {
+			t.Errorf("a protected file made by an earlier run was read: %+v", res)
+		}
+	})
+}
+
+// TestHiddenBounds: past the cap on hidden paths a run is refused, with
+// the cause named, rather than started with some left readable.
+func TestHiddenBounds(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		for i := 0; i <= maxHidden; i++ {
+			if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("k%d.pem", i)), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := shell.FromArgv([]string{"true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Run(t.Context(), l, Profile{Workspace: ws, Rung: rung, Hidden: secretsIn(ws)}, nil, nil)
+		var se *Error
+		if !errors.As(err, &se) || se.Status != Denied || !strings.Contains(se.Reason, "more than the 4096 a run can hide") {
+			t.Fatalf("Run = %v", err)
+		}
+	})
+}
