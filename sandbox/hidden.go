@@ -25,31 +25,52 @@ const (
 	maxHidden = 4096
 )
 
-// hiddenPaths lists, relative to the workspace, the entries that p.Hidden hides, as they
-// are now: each run lists them afresh, so a protected file that appeared
-// since (made by an earlier run, say) is hidden too. A hidden directory is
-// hidden whole and not listed further; symbolic links are neither hidden
-// nor followed, since what they lead to is hidden, or not, on its own
-// account (and outside the workspace is not in the view at all).
-func hiddenPaths(p Profile) ([]string, error) {
-	if p.Hidden == nil {
-		return nil, nil
+// hider collects, relative to the workspace, the entries Profile.Hidden
+// hides, as a listing visits them: each run lists the workspace afresh, so
+// a protected file that appeared since (made by an earlier run, say) is
+// hidden too. A hidden directory is hidden whole and not listed further;
+// symbolic links are neither hidden nor followed, since what they lead to
+// is hidden, or not, on its own account (and outside the workspace is not
+// in the view at all).
+type hider struct {
+	ws     string
+	hidden func(string) bool
+	paths  []string
+}
+
+func (h *hider) visit(rel string, d fs.DirEntry) bool {
+	if h.hidden == nil || d.Type()&fs.ModeSymlink != 0 || !h.hidden(filepath.Join(h.ws, rel)) {
+		return true
 	}
-	var out []string
-	err := scanWorkspace(p.Workspace, func(rel string, d fs.DirEntry) bool {
-		if d.Type()&fs.ModeSymlink != 0 || !p.Hidden(filepath.Join(p.Workspace, rel)) {
-			return true
-		}
-		out = append(out, rel)
-		return false
-	})
-	if err != nil {
-		return nil, err
+	h.paths = append(h.paths, rel)
+	return false
+}
+
+// check refuses more hidden paths than a run can hide.
+func (h *hider) check() error {
+	if len(h.paths) > maxHidden {
+		return refuse(Denied, "the workspace holds %d files the protected set hides from commands, more than the %d a run can hide: move them into fewer directories (a hidden directory counts once), or out of the workspace", len(h.paths), maxHidden)
 	}
-	if len(out) > maxHidden {
-		return nil, refuse(Denied, "the workspace holds %d files the protected set hides from commands, more than the %d a run can hide: move them into fewer directories (a hidden directory counts once), or out of the workspace", len(out), maxHidden)
+	return nil
+}
+
+// scanStart lists the workspace once as a run starts: the paths it hides
+// and, when the command may write, the repository metadata to compare
+// with after the run.
+func (r *run) scanStart() error {
+	h := &hider{ws: r.p.Workspace, hidden: r.p.Hidden}
+	var err error
+	switch {
+	case !r.p.ReadOnly:
+		r.repos, err = scanRepos(r.p.Workspace, nil, h.visit)
+	case h.hidden != nil:
+		err = scanWorkspace(r.p.Workspace, h.visit)
 	}
-	return out, nil
+	if err == nil {
+		err = h.check()
+	}
+	r.hidden = h.paths
+	return err
 }
 
 // scanWorkspace calls visit with every entry beneath ws (its path relative

@@ -52,6 +52,8 @@ type run struct {
 	slot       int    // the session's slot they are in, or -1
 	hostIO     string
 	guard      *guard
+	hidden     []string  // the workspace paths hidden from the command
+	repos      *repoMeta // the repository metadata below the workspace, as it was
 	session    *session
 	changesAt  int
 	unlock     func()
@@ -142,12 +144,18 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 			return nil, err
 		}
 	}
+	if err := r.scanStart(); err != nil {
+		return nil, err
+	}
 	if !p.ReadOnly {
 		// Kept on disk too: if rein is killed mid-run, the next run's
 		// sweep puts the protected files back from it.
 		r.guard = r.session.baseline
 		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
 			return nil, refuse(Unavailable, "saving the protected files: %v", err)
+		}
+		if err := r.repos.save(filepath.Join(r.scratch, "repos.json")); err != nil {
+			return nil, refuse(Unavailable, "saving the repository metadata: %v", err)
 		}
 	}
 	var cmd *exec.Cmd
@@ -407,7 +415,7 @@ func (r *run) finish(waitErr error) {
 	}
 	var planted []string
 	if r.guard != nil {
-		planted = r.session.restore(r.changesAt)
+		planted = append(r.session.restore(r.changesAt), r.repos.putBack()...)
 	}
 	if haveReport {
 		res.Stages, res.ExitCode = rep.Plan.Stages, rep.Plan.ExitCode
@@ -449,7 +457,7 @@ func (r *run) finish(waitErr error) {
 			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, errNoInit)
 		}
 	case len(planted) > 0:
-		res.Status = Failed
+		res.Status, res.PutBack = Failed, planted
 		res.Reason = "protected files were changed while the command ran, which the host would obey; rein put them back: " + strings.Join(planted, ", ")
 		if r.session.shared() {
 			res.Reason += " (other runs shared the workspace meanwhile, so the change may be theirs)"

@@ -165,15 +165,14 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 // the empty file bound over the masked files, in the run's scratch
 // directory, which no command sees.
 func (r *run) hiddenView() (masked []string, empty string, err error) {
-	masked, err = hiddenPaths(r.p)
-	if err != nil || len(masked) == 0 {
-		return nil, "", err
+	if len(r.hidden) == 0 {
+		return nil, "", nil
 	}
 	empty = filepath.Join(r.scratch, "empty")
 	if err := os.WriteFile(empty, nil, 0o444); err != nil {
 		return nil, "", refuse(Unavailable, "making the file that covers the hidden ones: %v", err)
 	}
-	return masked, empty, nil
+	return r.hidden, empty, nil
 }
 
 // hostCommand builds the command of the landlock and none rungs: the init
@@ -216,12 +215,8 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 		} else {
 			rw = append(rw, p.Workspace)
 		}
-		hidden, err := hiddenPaths(p)
-		if err != nil {
-			return nil, err
-		}
 		var abs []string
-		for _, h := range hidden {
+		for _, h := range r.hidden {
 			abs = append(abs, filepath.Join(p.Workspace, h))
 		}
 		req.Confine = &confine.Spec{

@@ -145,6 +145,11 @@ type Result struct {
 	Stderr   Output                `json:"stderr"`
 	// Reason says why a run was refused, failed to start or was killed.
 	Reason string `json:"reason,omitempty"`
+	// PutBack names what the command changed that the host would obey
+	// (git's hooks and config, rein's own files, repository metadata
+	// below the workspace that runs a program) and rein put back, each
+	// with how; the run then failed.
+	PutBack []string `json:"put_back,omitempty"`
 	// RungNote says why auto did not take a stronger rung.
 	RungNote string `json:"rung_note,omitempty"`
 	// Containment is how the tree was killed and its death confirmed:

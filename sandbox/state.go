@@ -549,6 +549,7 @@ func sweep() {
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
 			restoreSaved(filepath.Join(d, "guard.json"))
+			repoMetaSaved(filepath.Join(d, "repos.json"))
 			os.RemoveAll(d)
 		}
 	}

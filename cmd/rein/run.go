@@ -150,8 +150,8 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	} else if res.Reason != "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "rein: %s: %s\n", res.Status, res.Reason)
 	}
-	if res.ExitCode != 0 {
-		return &exitError{code: res.ExitCode}
+	if code := exitOf(res); code != 0 {
+		return &exitError{code: code}
 	}
 	return nil
 }

@@ -47,7 +47,8 @@ consulted: this confines any program, as one would wrap an MCP server.
 With --network proxy, only the hosts --allow-host names are reachable.
 
 The exit status is the program's; 124 after a timeout; 125 when the
-sandbox could not run it (the reason is printed).`,
+sandbox could not run it, or when the program succeeded but rein had to
+put back what it planted for the host to obey (the reason is printed).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if workspace == "" {
@@ -100,8 +101,8 @@ sandbox could not run it (the reason is printed).`,
 			} else if res.Reason != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "rein: %s: %s\n", res.Status, res.Reason)
 			}
-			if res.ExitCode != 0 {
-				return &exitError{code: res.ExitCode}
+			if code := exitOf(res); code != 0 {
+				return &exitError{code: code}
 			}
 			return nil
 		},
@@ -116,6 +117,16 @@ sandbox could not run it (the reason is printed).`,
 	lf.register(f)
 	nf.register(f, "off")
 	return cmd
+}
+
+// exitOf is a run's exit status: the program's, or exitSandbox when the
+// program succeeded but the run did not (rein put back what it planted
+// in the workspace for the host to obey, say).
+func exitOf(res *sandbox.Result) int {
+	if res.ExitCode == 0 && res.Status != sandbox.OK {
+		return exitSandbox
+	}
+	return res.ExitCode
 }
 
 // runSandboxed runs line under p, streaming its output live unless asJSON,
