@@ -66,13 +66,18 @@ type repoMeta struct {
 	// from the command, which it could not change), skipped again after
 	// the run.
 	Skip map[string]bool `json:"skip,omitempty"`
+	// listed is what the scan listed, for the scan after the run to
+	// reuse where nothing changed.
+	listed tree
 }
 
 // scanRepos finds the repository metadata below ws, skipping the
-// directories in skip. visit, when not nil, is called for every entry as
-// well, in the same listing, and the directories it does not descend into
-// are added to skip.
-func scanRepos(ws string, skip map[string]bool, visit func(rel string, d fs.DirEntry) bool) (*repoMeta, error) {
+// directories in skip, within scanWorkspace's bounds when bounded (after
+// a run it is not: a command must not hide a repository behind a million
+// files). visit, when not nil, is called for every entry as well, in the
+// same listing, and the directories it does not descend into are added
+// to skip.
+func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit func(rel string, d fs.DirEntry) bool) (*repoMeta, error) {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return nil, refuse(Unavailable, "opening the workspace: %v", err)
@@ -83,7 +88,7 @@ func scanRepos(ws string, skip map[string]bool, visit func(rel string, d fs.DirE
 	}
 	m := &repoMeta{Workspace: ws, Files: map[string]metaFile{}, Units: map[string]bool{}, Gitlinks: map[string]bool{}, Skip: skip}
 	var gitdirs []string // found in .git files, looked into after the listing
-	err = scanWorkspace(ws, func(rel string, d fs.DirEntry) bool {
+	m.listed, err = scanWorkspace(ws, bounded, prev, func(rel string, d fs.DirEntry) bool {
 		if skip[rel] {
 			return false
 		}
@@ -99,6 +104,11 @@ func scanRepos(ws string, skip map[string]bool, visit func(rel string, d fs.DirE
 				if d.IsDir() {
 					m.modules(root, ".git/modules")
 					m.index(root)
+					// Another worktree's config, which git run there reads.
+					for _, w := range names(root, ".git/worktrees") {
+						p := filepath.Join(".git", "worktrees", w, "config.worktree")
+						m.file(root, p, p, filepath.Dir(p))
+					}
 				}
 				return false
 			}
@@ -409,7 +419,7 @@ func (m *repoMeta) executes(rel string, was *metaFile) string {
 // index put back when it gained a gitlink to such a repository. It names
 // each, with why.
 func (m *repoMeta) putBack() []string {
-	now, err := scanRepos(m.Workspace, m.Skip, nil)
+	now, err := scanRepos(m.Workspace, false, m.listed, m.Skip, nil)
 	if err != nil {
 		return []string{"repository metadata below the workspace (it could not be listed after the run: " + err.Error() + ")"}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestExecutingKey(t *testing.T) {
@@ -195,6 +196,11 @@ func TestRepoMetadataPutBack(t *testing.T) {
 			{"a module's git directory",
 				`sh -c 'mkdir -p .git/modules/x/hooks && printf "[core]\n\thooksPath = /tmp\n" > .git/modules/x/config && echo "ref: refs/heads/main" > .git/modules/x/HEAD'`,
 				[]string{".git/modules/x"}, ".git/modules/x (made by the command; .git/modules/x/config sets core.hookspath): removed"},
+			{"another worktree's config",
+				`sh -c 'mkdir -p .git/worktrees/w && printf "[core]
+	pager = touch m
+" > .git/worktrees/w/config.worktree'`,
+				[]string{".git/worktrees/w/config.worktree"}, ".git/worktrees/w/config.worktree (made by the command; .git/worktrees/w/config.worktree sets core.pager): removed"},
 			{"a nested repository's hook",
 				`sh -c 'mkdir -p n/.git/hooks && echo "[core]" > n/.git/config && printf "#!/bin/sh\ntouch m\n" > n/.git/hooks/post-checkout'`,
 				[]string{"n/.git"}, "n/.git/hooks/post-checkout is a hook"},
@@ -271,4 +277,33 @@ func TestUsersOwnKeysKept(t *testing.T) {
 			t.Errorf("lib/.git/config holds %q", data)
 		}
 	})
+}
+
+// TestScanReusesUnchanged: the scan after a run reads again only the
+// directories whose change time moved (and those changed too recently to
+// tell), and so finds what was made in any of them.
+func TestScanReusesUnchanged(t *testing.T) {
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"a/b/c/f": "x", "d/f": "x", "e/f": "x"})
+	time.Sleep(trustAfter + 100*time.Millisecond)
+	pre, err := scanRepos(ws, true, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ws, map[string]string{"a/b/c/new/.git/config": "[core]\n\tfsmonitor = touch m\n", "e/g": "y"})
+	now, err := scanRepos(ws, false, pre.listed, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for dir, reused := range map[string]bool{"": true, "a": true, "a/b": true, "a/b/c": false, "d": true, "e": false} {
+		if got := &now.listed[dir].entries[0] == &pre.listed[dir].entries[0]; got != reused {
+			t.Errorf("%q: reused %v, want %v", dir, got, reused)
+		}
+	}
+	if !now.Units["a/b/c/new/.git"] {
+		t.Fatal("the new repository was not found")
+	}
+	if got := pre.putBack(); len(got) != 1 || !strings.Contains(got[0], "a/b/c/new/.git (made by the command") {
+		t.Fatalf("put back %q", got)
+	}
 }

@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Bounds of the listing of the workspace a run makes at its start to find
@@ -62,9 +63,9 @@ func (r *run) scanStart() error {
 	var err error
 	switch {
 	case !r.p.ReadOnly:
-		r.repos, err = scanRepos(r.p.Workspace, nil, h.visit)
+		r.repos, err = scanRepos(r.p.Workspace, true, nil, nil, h.visit)
 	case h.hidden != nil:
-		err = scanWorkspace(r.p.Workspace, h.visit)
+		_, err = scanWorkspace(r.p.Workspace, true, nil, h.visit)
 	}
 	if err == nil {
 		err = h.check()
@@ -73,45 +74,103 @@ func (r *run) scanStart() error {
 	return err
 }
 
+// listing is a directory's entries as read, with the inode and change
+// time it had then.
+type listing struct {
+	ino     uint64
+	ctime   unix.Timespec
+	entries []fs.DirEntry
+}
+
+// tree is the listings of a scan, by directory relative to the workspace
+// ("" for the workspace itself).
+type tree map[string]listing
+
+// trustAfter is how old a directory's change time must be for a later scan
+// to reuse its listing: inode times come from a coarse clock, so a change
+// made within a tick of the last one could leave the time as it was.
+const trustAfter = time.Second
+
 // scanWorkspace calls visit with every entry beneath ws (its path relative
 // to ws), parents before children, descending into the directories for
-// which visit returns true. Links are not followed. It is bounded by
-// maxScanEntries and maxScanTime, past which it refuses.
-func scanWorkspace(ws string, visit func(rel string, d fs.DirEntry) bool) error {
-	deadline := time.Now().Add(maxScanTime)
+// which visit returns true, and returns what it listed. Every directory is
+// opened beneath its parent's descriptor without following a link, so a
+// directory swapped for a link is never listed through it. A directory of
+// prev whose inode and change time are as they were, and were already a
+// second old when prev listed it, has the entries it had (an entry made,
+// removed or renamed in a directory changes its change time, which no
+// command can set back): it is not read again. When bounded, the scan
+// refuses past maxScanEntries and maxScanTime.
+func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d fs.DirEntry) bool) (tree, error) {
+	start := time.Now()
+	deadline := start.Add(maxScanTime)
+	trusted := unix.NsecToTimespec(start.Add(-trustAfter).UnixNano())
+	out := tree{}
 	n := 0
-	var walk func(rel string) error
-	walk = func(rel string) error {
-		f, err := os.OpenFile(filepath.Join(ws, rel), os.O_RDONLY|syscall.O_DIRECTORY|noFollow, 0)
-		if errors.Is(err, fs.ErrPermission) || errors.Is(err, fs.ErrNotExist) {
-			// Rein runs as the command's user: what it cannot list, the
-			// command cannot list either; and what is gone holds nothing.
-			return nil
-		}
-		var entries []fs.DirEntry
-		if err == nil {
-			entries, err = f.ReadDir(-1)
-			f.Close()
-		}
-		if err != nil {
+	var walk func(fd int, rel string) error
+	walk = func(fd int, rel string) error {
+		defer unix.Close(fd)
+		failed := func(err error) error {
 			return refuse(Unavailable, "listing %s to hide the protected files in it: %v", filepath.Join(ws, rel), err)
 		}
-		slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-		for _, e := range entries {
-			if n++; n > maxScanEntries {
-				return refuse(Denied, "the workspace holds more than %d entries, more than a run lists to hide the protected files in it: use a smaller directory as the workspace", maxScanEntries)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return failed(err)
+		}
+		l, ok := prev[rel]
+		if !ok || l.ino != st.Ino || l.ctime != st.Ctim || !timespecBefore(l.ctime, trusted) {
+			l = listing{ino: st.Ino, ctime: st.Ctim}
+			// Read through a descriptor of its own, closed with the
+			// *os.File; fd stays open to reach the entries by.
+			rd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return failed(err)
 			}
-			if n%1024 == 0 && time.Now().After(deadline) {
+			f := os.NewFile(uintptr(rd), filepath.Join(ws, rel))
+			l.entries, err = f.ReadDir(-1)
+			f.Close()
+			if err != nil {
+				return failed(err)
+			}
+			slices.SortFunc(l.entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+		}
+		out[rel] = l
+		for _, e := range l.entries {
+			n++
+			switch {
+			case !bounded:
+			case n > maxScanEntries:
+				return refuse(Denied, "the workspace holds more than %d entries, more than a run lists to hide the protected files in it: use a smaller directory as the workspace", maxScanEntries)
+			case n%1024 == 0 && time.Now().After(deadline):
 				return refuse(Denied, "listing the workspace to hide the protected files in it took longer than %s: use a smaller directory as the workspace", maxScanTime)
 			}
 			p := filepath.Join(rel, e.Name())
-			if visit(p, e) && e.IsDir() {
-				if err := walk(p); err != nil {
-					return err
-				}
+			if !visit(p, e) || !e.IsDir() {
+				continue
+			}
+			sub, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			switch {
+			case errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
+				// Rein runs as the command's user: what it cannot list,
+				// the command cannot list either; and what is gone, or
+				// now a link or a file, holds nothing to list.
+				continue
+			case err != nil:
+				return refuse(Unavailable, "listing %s to hide the protected files in it: %v", filepath.Join(ws, p), err)
+			}
+			if err := walk(sub, p); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	return walk("")
+	fd, err := unix.Open(ws, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return out, refuse(Unavailable, "opening the workspace to list it: %v", err)
+	}
+	return out, walk(fd, "")
+}
+
+func timespecBefore(a, b unix.Timespec) bool {
+	return a.Sec < b.Sec || a.Sec == b.Sec && a.Nsec < b.Nsec
 }
