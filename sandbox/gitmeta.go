@@ -92,7 +92,7 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 		if skip[rel] {
 			return false
 		}
-		if visit != nil && !visit(rel, d) {
+		if d.Name() != ".git" && visit != nil && !visit(rel, d) {
 			if d.IsDir() {
 				skip[rel] = true
 			}
@@ -413,12 +413,15 @@ func (m *repoMeta) executes(rel string, was *metaFile) string {
 	return ""
 }
 
-// putBack compares the metadata now with m, as it was before a run, and
-// puts back what the run made or changed that executes: a new nested
-// repository or module directory is removed, a changed file restored, the
-// index put back when it gained a gitlink to such a repository. It names
-// each, with why.
+// putBack compares the metadata now with m, as it was before a run (nil
+// when the run listed none), and puts back what the run made or changed
+// that executes: a new nested repository or module directory is removed,
+// a changed file restored, the index put back when it gained a gitlink to
+// such a repository. It names each, with why.
 func (m *repoMeta) putBack() []string {
+	if m == nil {
+		return nil
+	}
 	now, err := scanRepos(m.Workspace, false, m.listed, m.Skip, nil)
 	if err != nil {
 		return []string{"repository metadata below the workspace (it could not be listed after the run: " + err.Error() + ")"}
@@ -565,6 +568,9 @@ func metaEntry(f metaFile) entry {
 }
 
 func (m *repoMeta) save(path string) error {
+	if m == nil {
+		return nil
+	}
 	data, err := json.Marshal(m)
 	if err == nil {
 		err = os.WriteFile(path, data, 0o600)

@@ -32,7 +32,9 @@ const (
 // hidden too. A hidden directory is hidden whole and not listed further;
 // symbolic links are neither hidden nor followed, since what they lead to
 // is hidden, or not, on its own account (and outside the workspace is not
-// in the view at all).
+// in the view at all). Nothing in a .git directory is hidden: git names
+// its files (a ref is named for its branch), and hiding one would break
+// the repository, not keep a secret.
 type hider struct {
 	ws     string
 	hidden func(string) bool
@@ -40,6 +42,9 @@ type hider struct {
 }
 
 func (h *hider) visit(rel string, d fs.DirEntry) bool {
+	if d.Name() == ".git" && d.IsDir() {
+		return false
+	}
 	if h.hidden == nil || d.Type()&fs.ModeSymlink != 0 || !h.hidden(filepath.Join(h.ws, rel)) {
 		return true
 	}
@@ -57,11 +62,13 @@ func (h *hider) check() error {
 
 // scanStart lists the workspace once as a run starts: the paths it hides
 // and, when the command may write, the repository metadata to compare
-// with after the run.
+// with after the run. A preflight lists nothing: its command is rein's
+// own.
 func (r *run) scanStart() error {
 	h := &hider{ws: r.p.Workspace, hidden: r.p.Hidden}
 	var err error
 	switch {
+	case r.preflight:
 	case !r.p.ReadOnly:
 		r.repos, err = scanRepos(r.p.Workspace, true, nil, nil, h.visit)
 	case h.hidden != nil:
