@@ -87,7 +87,6 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 		skip = map[string]bool{}
 	}
 	m := &repoMeta{Workspace: ws, Files: map[string]metaFile{}, Units: map[string]bool{}, Gitlinks: map[string]bool{}, Skip: skip}
-	var gitdirs []string // found in .git files, looked into after the listing
 	m.listed, err = scanWorkspace(ws, bounded, prev, func(rel string, d fs.DirEntry) bool {
 		if skip[rel] {
 			return false
@@ -112,25 +111,7 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 				}
 				return false
 			}
-			m.Units[rel] = true
-			switch {
-			case d.IsDir():
-				m.gitdir(root, rel, rel)
-			case d.Type()&fs.ModeSymlink != 0:
-				m.file(root, rel, rel, "")
-				f := m.Files[rel]
-				f.Outside = true
-				m.Files[rel] = f
-			default:
-				m.file(root, rel, rel, "")
-				if dir, ok := gitdirOf(ws, rel, m.Files[rel].Data); ok {
-					gitdirs = append(gitdirs, rel, dir)
-				} else {
-					f := m.Files[rel]
-					f.Outside = true
-					m.Files[rel] = f
-				}
-			}
+			m.dotGit(root, rel, d.Type())
 			return false
 		case ".gitmodules":
 			if !d.IsDir() {
@@ -142,12 +123,30 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < len(gitdirs); i += 2 {
-		if !m.Units[gitdirs[i+1]] {
-			m.gitdir(root, gitdirs[i+1], gitdirs[i])
-		}
-	}
 	return m, nil
+}
+
+// dotGit records the nested .git at rel, of the given type: a git
+// directory, a link (which cannot be followed to check it), or a file
+// naming a git directory, which is recorded as part of it.
+func (m *repoMeta) dotGit(root *os.Root, rel string, mode fs.FileMode) {
+	m.Units[rel] = true
+	if mode.IsDir() {
+		m.gitdir(root, rel, rel)
+		return
+	}
+	m.file(root, rel, rel, "")
+	f := m.Files[rel]
+	dir, ok := gitdirOf(m.Workspace, rel, f.Data)
+	if mode&fs.ModeSymlink != 0 || !ok {
+		f.Outside = true
+		m.Files[rel] = f
+		return
+	}
+	if !m.Units[dir] {
+		m.Units[dir] = true
+		m.gitdir(root, dir, rel)
+	}
 }
 
 // gitdirOf resolves the "gitdir: <path>" of the .git file at rel to a
@@ -200,6 +199,12 @@ func (m *repoMeta) file(root *os.Root, rel, unit, gitdir string) {
 // gitdir records what git reads of the git directory dir, a part of unit:
 // its config files, commondir, hooks, worktrees and modules.
 func (m *repoMeta) gitdir(root *os.Root, dir, unit string) {
+	if _, err := root.Lstat(filepath.Join(dir, "config")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// A git directory rein cannot look into (made unsearchable) is
+		// one it cannot judge inert.
+		m.Files[filepath.Join(dir, "config")] = metaFile{Unit: unit, Gitdir: dir, Big: true, Stamp: err.Error()}
+		return
+	}
 	for _, name := range []string{"config", "config.worktree", "commondir"} {
 		m.file(root, filepath.Join(dir, name), unit, dir)
 	}
@@ -299,6 +304,16 @@ func (m *repoMeta) index(root *os.Root) {
 	}
 	for _, l := range links {
 		m.Gitlinks[l] = true
+		// Git enters a gitlink by its path, through directories rein's
+		// listing may not read (searchable, not readable): its
+		// repository is looked up by name too.
+		dot := filepath.Join(l, ".git")
+		if m.Units[dot] || !filepath.IsLocal(l) {
+			continue
+		}
+		if fi, err := root.Lstat(dot); err == nil {
+			m.dotGit(root, dot, fi.Mode().Type())
+		}
 	}
 }
 
