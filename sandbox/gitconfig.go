@@ -16,9 +16,6 @@ type configEntry struct {
 
 // Key is the variable as git names it: section[.subsection].name.
 func (e configEntry) Key() string {
-	if e.Name == "" {
-		return e.Section
-	}
 	if e.Subsection == "" {
 		return e.Section + "." + e.Name
 	}
@@ -245,23 +242,16 @@ var inertKeys = map[string]func(v, gitdir, ws string) bool{
 	"worktree.guessremote": nil,
 }
 
-// executingKey returns the first variable of a git config file that is
-// not known to be inert, or "" when every one is. A file that cannot be
-// read as git config counts as executing.
-func executingKey(data []byte, gitdir, ws string) string {
-	if all := executingEntries(data, gitdir, ws); len(all) > 0 {
-		return all[0].Key()
-	}
-	return ""
-}
+// unreadableConfig stands for a file that cannot be read as git config.
+var unreadableConfig = configEntry{Section: "(unreadable as git config)"}
 
 // executingEntries are the variables of a git config file that are not
 // known to be inert, in order; one that cannot be read as git config is
-// one such entry, named "(unreadable as git config)".
+// the one entry unreadableConfig.
 func executingEntries(data []byte, gitdir, ws string) []configEntry {
 	entries, err := parseGitConfig(data)
 	if err != nil {
-		return []configEntry{{Section: "(unreadable as git config)"}}
+		return []configEntry{unreadableConfig}
 	}
 	var out []configEntry
 	for _, e := range entries {

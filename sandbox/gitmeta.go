@@ -421,7 +421,11 @@ func (m *repoMeta) executes(rel string, was *metaFile) string {
 		before = executingEntries(was.Data, was.Gitdir, m.Workspace)
 	}
 	for _, e := range executingEntries(f.Data, f.Gitdir, m.Workspace) {
-		if !slices.Contains(before, e) {
+		switch {
+		case slices.Contains(before, e):
+		case e == unreadableConfig:
+			return rel + " cannot be read as git config"
+		default:
 			return rel + " sets " + e.Key()
 		}
 	}

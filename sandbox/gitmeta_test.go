@@ -10,6 +10,20 @@ import (
 	"time"
 )
 
+// executingKey returns the first variable of a git config file that is
+// not known to be inert, or "" when every one is. A file that cannot be
+// read as git config counts as executing.
+func executingKey(data []byte, gitdir, ws string) string {
+	switch all := executingEntries(data, gitdir, ws); {
+	case len(all) == 0:
+		return ""
+	case all[0] == unreadableConfig:
+		return unreadableConfig.Section
+	default:
+		return all[0].Key()
+	}
+}
+
 func TestExecutingKey(t *testing.T) {
 	ws := "/w"
 	for _, c := range []struct {
