@@ -77,7 +77,7 @@ type repoMeta struct {
 // files). visit, when not nil, is called for every entry as well, in the
 // same listing, and the directories it does not descend into are added
 // to skip.
-func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit func(rel string, d fs.DirEntry) bool) (*repoMeta, error) {
+func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit func(rel string, d dirent) bool) (*repoMeta, error) {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return nil, refuse(Unavailable, "opening the workspace: %v", err)
@@ -87,7 +87,7 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 		skip = map[string]bool{}
 	}
 	m := &repoMeta{Workspace: ws, Files: map[string]metaFile{}, Units: map[string]bool{}, Gitlinks: map[string]bool{}, Skip: skip}
-	m.listed, err = scanWorkspace(ws, bounded, prev, func(rel string, d fs.DirEntry) bool {
+	m.listed, err = scanWorkspace(ws, bounded, prev, func(rel string, d dirent) bool {
 		if skip[rel] {
 			return false
 		}

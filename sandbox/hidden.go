@@ -1,9 +1,10 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ type hider struct {
 	paths  []string
 }
 
-func (h *hider) visit(rel string, d fs.DirEntry) bool {
+func (h *hider) visit(rel string, d dirent) bool {
 	if d.Name() == ".git" && d.IsDir() {
 		return false
 	}
@@ -86,8 +87,19 @@ func (r *run) scanStart() error {
 type listing struct {
 	ino     uint64
 	ctime   unix.Timespec
-	entries []fs.DirEntry
+	entries []dirent
 }
+
+// dirent is a directory entry: its name and type (fs.ModeDir,
+// fs.ModeSymlink, 0 for a regular file, ...).
+type dirent struct {
+	name string
+	mode fs.FileMode
+}
+
+func (d dirent) Name() string      { return d.name }
+func (d dirent) IsDir() bool       { return d.mode.IsDir() }
+func (d dirent) Type() fs.FileMode { return d.mode }
 
 // tree is the listings of a scan, by directory relative to the workspace
 // ("" for the workspace itself).
@@ -108,12 +120,13 @@ const trustAfter = time.Second
 // removed or renamed in a directory changes its change time, which no
 // command can set back): it is not read again. When bounded, the scan
 // refuses past maxScanEntries and maxScanTime.
-func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d fs.DirEntry) bool) (tree, error) {
+func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d dirent) bool) (tree, error) {
 	start := time.Now()
 	deadline := start.Add(maxScanTime)
 	trusted := unix.NsecToTimespec(start.Add(-trustAfter).UnixNano())
 	out := tree{}
 	n := 0
+	buf := make([]byte, 64<<10)
 	var walk func(fd int, rel string) error
 	walk = func(fd int, rel string) error {
 		defer unix.Close(fd)
@@ -127,19 +140,11 @@ func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d 
 		l, ok := prev[rel]
 		if !ok || l.ino != st.Ino || l.ctime != st.Ctim || !timespecBefore(l.ctime, trusted) {
 			l = listing{ino: st.Ino, ctime: st.Ctim}
-			// Read through a descriptor of its own, closed with the
-			// *os.File; fd stays open to reach the entries by.
-			rd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			if err != nil {
+			var err error
+			if l.entries, err = readDirents(fd, buf); err != nil {
 				return failed(err)
 			}
-			f := os.NewFile(uintptr(rd), filepath.Join(ws, rel))
-			l.entries, err = f.ReadDir(-1)
-			f.Close()
-			if err != nil {
-				return failed(err)
-			}
-			slices.SortFunc(l.entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+			slices.SortFunc(l.entries, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 		}
 		out[rel] = l
 		for _, e := range l.entries {
@@ -151,11 +156,14 @@ func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d 
 			case n%1024 == 0 && time.Now().After(deadline):
 				return refuse(Denied, "listing the workspace to hide the protected files in it took longer than %s: use a smaller directory as the workspace", maxScanTime)
 			}
-			p := filepath.Join(rel, e.Name())
+			p := e.name
+			if rel != "" {
+				p = rel + "/" + e.name
+			}
 			if !visit(p, e) || !e.IsDir() {
 				continue
 			}
-			sub, err := unix.Openat(fd, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			sub, err := unix.Openat(fd, e.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			switch {
 			case errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP):
 				// Rein runs as the command's user: what it cannot list,
@@ -176,6 +184,63 @@ func scanWorkspace(ws string, bounded bool, prev tree, visit func(rel string, d 
 		return out, refuse(Unavailable, "opening the workspace to list it: %v", err)
 	}
 	return out, walk(fd, "")
+}
+
+// direntTypes are the file types of getdents' d_type.
+var direntTypes = map[uint8]fs.FileMode{
+	unix.DT_REG: 0, unix.DT_DIR: fs.ModeDir, unix.DT_LNK: fs.ModeSymlink, unix.DT_FIFO: fs.ModeNamedPipe,
+	unix.DT_SOCK: fs.ModeSocket, unix.DT_CHR: fs.ModeDevice | fs.ModeCharDevice, unix.DT_BLK: fs.ModeDevice,
+}
+
+// readDirents reads the entries of the directory open at fd (from its
+// current offset) with getdents64, whose records give each entry's type
+// without a stat of its own (a file system that gives none is asked with
+// one that follows no link).
+func readDirents(fd int, buf []byte) ([]dirent, error) {
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for off := 0; off+19 <= n; {
+			reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+			if reclen < 19 || off+reclen > n {
+				return nil, errors.New("a malformed getdents record")
+			}
+			name := buf[off+19 : off+reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			typ := buf[off+18]
+			off += reclen
+			if string(name) == "." || string(name) == ".." {
+				continue
+			}
+			d := dirent{name: string(name)}
+			mode, ok := direntTypes[typ]
+			if !ok {
+				var st unix.Stat_t
+				if err := unix.Fstatat(fd, d.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+					continue // gone since
+				}
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFDIR:
+					mode = fs.ModeDir
+				case unix.S_IFLNK:
+					mode = fs.ModeSymlink
+				case unix.S_IFREG:
+				default:
+					mode = fs.ModeIrregular
+				}
+			}
+			d.mode = mode
+			out = append(out, d)
+		}
+	}
 }
 
 func timespecBefore(a, b unix.Timespec) bool {

@@ -136,3 +136,44 @@ func TestHiddenBounds(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkRunListing runs true on each rung in an empty workspace and in
+// one of 10,000 files in 200 directories with a .env and a key to hide:
+// the difference is what listing the workspace costs a run, before it (to
+// hide the protected files and note the repository metadata) and after it
+// (to compare the metadata).
+func BenchmarkRunListing(b *testing.B) {
+	big := filepath.Join(b.TempDir(), "ws")
+	for d := range 200 {
+		dir := filepath.Join(big, "src", fmt.Sprintf("d%d", d))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 50 {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d.go", f)), []byte("x"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	os.WriteFile(filepath.Join(big, ".env"), []byte("SECRET"), 0o600)
+	os.WriteFile(filepath.Join(big, "src", "d7", "k.pem"), []byte("SECRET"), 0o600)
+	empty := filepath.Join(b.TempDir(), "ws")
+	os.Mkdir(empty, 0o755)
+	l, err := shell.FromArgv([]string{"true"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, rung := range rungs {
+		for _, ws := range []struct{ name, dir string }{{"empty", empty}, {"10k", big}} {
+			b.Run(rung+"/"+ws.name, func(b *testing.B) {
+				requireRung(b, rung)
+				p := Profile{Workspace: ws.dir, Rung: rung, Hidden: secretsIn(ws.dir)}
+				for b.Loop() {
+					if res, err := Run(b.Context(), l, p, nil, nil); err != nil || res.Status != OK {
+						b.Fatal(err, res)
+					}
+				}
+			})
+		}
+	}
+}

@@ -161,9 +161,9 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	return cmd, nil
 }
 
-// hiddenView lists the workspace paths the bwrap rung masks, and makes
-// the empty file bound over the masked files, in the run's scratch
-// directory, which no command sees.
+// hiddenView is what the bwrap rung masks: the workspace paths the run's
+// start found hidden, and the empty file bound over the masked files,
+// made in the run's scratch directory, which no command sees.
 func (r *run) hiddenView() (masked []string, empty string, err error) {
 	if len(r.hidden) == 0 {
 		return nil, "", nil

@@ -55,7 +55,7 @@ var rungs = []string{RungBwrap, RungLandlock}
 
 // missing fails the test where REIN_REQUIRE_SANDBOX=1 (CI, where every
 // mechanism and tool must be there), and skips it elsewhere.
-func missing(t *testing.T, format string, args ...any) {
+func missing(t testing.TB, format string, args ...any) {
 	t.Helper()
 	if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
 		t.Fatalf(format, args...)
@@ -65,7 +65,7 @@ func missing(t *testing.T, format string, args ...any) {
 
 // requireRung fails the test where REIN_REQUIRE_SANDBOX=1 and the rung
 // cannot run, and skips it elsewhere.
-func requireRung(t *testing.T, rung string) {
+func requireRung(t testing.TB, rung string) {
 	t.Helper()
 	if sup := confine.Probe(); sup.LandlockABI < minABI || !sup.Seccomp {
 		missing(t, "the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
