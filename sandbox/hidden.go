@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reinhq/rein/sandbox/confine"
 )
 
 // Bounds of the listing of the workspace a run makes at its start to find
@@ -53,10 +55,30 @@ func (h *hider) visit(rel string, d dirent) bool {
 	return false
 }
 
-// check refuses more hidden paths than a run can hide.
-func (h *hider) check() error {
+// check refuses more hidden paths than a run can hide and, for the
+// landlock rung, directories holding them with more entries than it
+// grants one by one (confine.MaxAround).
+func (h *hider) check(rung string, listed tree) error {
 	if len(h.paths) > maxHidden {
 		return refuse(Denied, "the workspace holds %d files the protected set hides from commands, more than the %d a run can hide: move them into fewer directories (a hidden directory counts once), or out of the workspace", len(h.paths), maxHidden)
+	}
+	if rung != RungLandlock {
+		return nil
+	}
+	holders := map[string]bool{}
+	n := 0
+	for _, p := range h.paths {
+		for d := filepath.Dir(p); !holders[d]; d = filepath.Dir(d) {
+			holders[d] = true
+			if d == "." {
+				n += len(listed[""].entries)
+				break
+			}
+			n += len(listed[d].entries)
+		}
+	}
+	if n > confine.MaxAround {
+		return refuse(Denied, "the directories holding the workspace's protected files have %d entries, more than the %d the landlock rung grants one by one to keep those files out of reach: move the protected files into a directory of their own, or use the bwrap rung", n, confine.MaxAround)
 	}
 	return nil
 }
@@ -68,15 +90,18 @@ func (h *hider) check() error {
 func (r *run) scanStart() error {
 	h := &hider{ws: r.p.Workspace, hidden: r.p.Hidden}
 	var err error
+	var listed tree
 	switch {
 	case r.preflight:
 	case !r.p.ReadOnly:
-		r.repos, err = scanRepos(r.p.Workspace, true, nil, nil, h.visit)
+		if r.repos, err = scanRepos(r.p.Workspace, true, nil, nil, h.visit); err == nil {
+			listed = r.repos.listed
+		}
 	case h.hidden != nil:
-		_, err = scanWorkspace(r.p.Workspace, true, nil, h.visit)
+		listed, err = scanWorkspace(r.p.Workspace, true, nil, h.visit)
 	}
 	if err == nil {
-		err = h.check()
+		err = h.check(r.rung, listed)
 	}
 	r.hidden = h.paths
 	return err

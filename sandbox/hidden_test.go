@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -111,6 +112,37 @@ func TestHiddenMadeDuringRun(t *testing.T) {
 		res := runLine(t, ws, "cat d/new.pem", p)
 		if strings.Contains(res.Stdout.Text, "SECRET") {
 			t.Errorf("a protected file made by an earlier run was read: %+v", res)
+		}
+	})
+}
+
+// TestHiddenAroundBound: on the landlock rung, directories holding hidden
+// files with more entries than it grants one by one refuse the run, with
+// the cause named; the bwrap rung hides them all the same.
+func TestHiddenAroundBound(t *testing.T) {
+	ws := workspaceDir(t)
+	dir := filepath.Join(ws, ".conf")
+	writeFiles(t, ws, map[string]string{".conf/.env": "SECRET"})
+	for i := range confine.MaxAround {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := shell.FromArgv([]string{"cat", ".conf/.env"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachRung(t, func(t *testing.T, rung string) {
+		res, err := Run(t.Context(), l, Profile{Workspace: ws, Rung: rung, Hidden: secretsIn(ws)}, nil, nil)
+		if rung == RungBwrap {
+			if err != nil || strings.Contains(res.Stdout.Text, "SECRET") {
+				t.Fatalf("%v %+v", err, res)
+			}
+			return
+		}
+		var se *Error
+		if !errors.As(err, &se) || se.Status != Denied || !strings.Contains(se.Reason, fmt.Sprintf("have %d entries, more than the %d", confine.MaxAround+3, confine.MaxAround)) {
+			t.Fatalf("Run = %v", err)
 		}
 	})
 }

@@ -155,6 +155,10 @@ type Spec struct {
 	Rlimits Rlimits
 }
 
+// MaxAround bounds the entries granted one by one around Spec.Hidden;
+// past it Apply refuses the Spec.
+const MaxAround = 8192
+
 // Rlimits are per-process resource limits, set as both soft and hard limit
 // so that the command cannot raise them again, but for CPU time, whose
 // hard limit is one second above the soft one: at the soft limit the

@@ -294,9 +294,6 @@ func landlockRules(s Spec, cfg landlock.Config) ([]landlock.Rule, error) {
 	return rules, nil
 }
 
-// maxAround bounds the rules granted entry by entry around hidden paths.
-const maxAround = 8192
-
 // holders are the directories that hold hidden paths, beneath which
 // nothing is granted whole.
 type holders struct {
@@ -354,8 +351,8 @@ func (h *holders) aroundFD(rules *[]landlock.Rule, dfd int, dir string, rights l
 		if h.hidden[p] {
 			continue
 		}
-		if h.n++; h.n > maxAround {
-			return fmt.Errorf("the directories holding hidden paths have more than %d entries, each granted on its own: move the hidden paths into fewer directories", maxAround)
+		if h.n++; h.n > MaxAround {
+			return fmt.Errorf("the directories holding hidden paths have more than %d entries, each granted on its own: move the hidden paths into fewer directories", MaxAround)
 		}
 		fd, err := unix.Openat2(dfd, name, &unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
