@@ -52,8 +52,16 @@ func TestHiddenInWorkspace(t *testing.T) {
 			".git/refs/heads/x.pem": "0123\n",
 			"sub/deep/.env.txt":     "visible-4",
 		})
+		// A link beside a hidden file, where Landlock grants entries one by
+		// one, is not followed to grant what it leads to.
+		outside := filepath.Join(filepath.Dir(ws), "outside")
+		writeFiles(t, outside, map[string]string{"f": "SECRET-OUTSIDE"})
+		if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
+			t.Fatal(err)
+		}
 		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
 		lines := []string{
+			"sh -c 'cat out/f; echo x > out/g'",
 			"cat .env",
 			"cat sub/deep/k.pem",
 			"cat keys/a/b",
@@ -80,6 +88,9 @@ func TestHiddenInWorkspace(t *testing.T) {
 			if data, err := os.ReadFile(filepath.Join(ws, rel)); err == nil && strings.Contains(string(data), "SECRET") {
 				t.Errorf("%s holds a hidden file's content", rel)
 			}
+		}
+		if _, err := os.Lstat(filepath.Join(outside, "g")); err == nil {
+			t.Error("a file was written outside the workspace through a link")
 		}
 		for rel, want := range map[string]string{".env": "SECRET-ENV", "sub/deep/k.pem": "SECRET-PEM", "keys/a/b": "SECRET-KEYS"} {
 			if data, _ := os.ReadFile(filepath.Join(ws, rel)); string(data) != want {
