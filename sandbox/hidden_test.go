@@ -97,6 +97,20 @@ func TestHiddenInWorkspace(t *testing.T) {
 				t.Errorf("%s on the host now holds %q", rel, data)
 			}
 		}
+		// A hidden file keeps its mode and times: on the landlock rung the
+		// supervisor that makes these changes beneath the workspace
+		// leaves the hidden ones alone.
+		before, err := os.Stat(filepath.Join(ws, ".env"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runLine(t, ws, "sh -c 'chmod 666 .env; chmod 777 keys; touch -d 2001-01-01 .env sub/deep/k.pem'", p)
+		for rel, mode := range map[string]os.FileMode{".env": before.Mode(), "keys": os.ModeDir | 0o755} {
+			after, err := os.Stat(filepath.Join(ws, rel))
+			if err != nil || after.Mode() != mode || rel == ".env" && !after.ModTime().Equal(before.ModTime()) {
+				t.Errorf("%s changed in the run: %v, %v (was %v)", rel, after.Mode(), after.ModTime(), mode)
+			}
+		}
 		// git's own files are not hidden, whatever their names.
 		res := runLine(t, ws, "sh -c 'cat README sub/deep/ok.txt sub/other/ok.txt sub/deep/.env.txt .git/config .git/refs/heads/x.pem'", p)
 		if res.Status != OK || res.Stdout.Text != "visible-3visible-1visible-2visible-4[core]\n0123\n" {

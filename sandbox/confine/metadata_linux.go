@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -180,7 +181,10 @@ type supervisor struct {
 	// kernel names it (symlinks resolved), without a trailing slash but
 	// for "/".
 	roots []string
-	calls map[uint32]metaCall
+	// hidden are the protected paths left out of the ruleset (Spec.Hidden):
+	// beneath a root, but not the command's to change.
+	hidden []string
+	calls  map[uint32]metaCall
 }
 
 // newSupervisor prepares a supervisor for s, before anything irreversible:
@@ -188,6 +192,9 @@ type supervisor struct {
 // kernel is checked for the calls the supervisor makes.
 func newSupervisor(s Spec, info *arch.Info) (*supervisor, error) {
 	sv := &supervisor{calls: metaCallsByNumber(info)}
+	for _, h := range s.Hidden {
+		sv.hidden = append(sv.hidden, filepath.Clean(h))
+	}
 	for _, p := range s.ReadWrite {
 		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
@@ -469,6 +476,11 @@ func (sv *supervisor) beneath(f int, st *unix.Stat_t, direct bool) bool {
 	name, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(f))
 	if err != nil || !strings.HasPrefix(name, "/") {
 		return false // a pipe, a socket, a name too long to check
+	}
+	for _, h := range sv.hidden {
+		if name == h || strings.HasPrefix(name, h+"/") {
+			return false // a protected file: hidden, and kept as it is
+		}
 	}
 	for _, r := range sv.roots {
 		if r == "/" || name == r || strings.HasPrefix(name, r+"/") {
