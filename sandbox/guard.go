@@ -20,6 +20,15 @@ import (
 // code.
 var gitControl = []string{".git", ".git/commondir", ".git/objects/info/alternates", ".git/config.worktree"}
 
+// agentConfig are the agents' and editors' own configuration in the
+// workspace: a command that writes one could switch a gate off, add a
+// server or a hook, or have a task run when the folder opens, on the
+// host. Every run on every rung keeps them as they were: what a command
+// made there is removed, what it changed put back, and the run fails
+// naming them.
+var agentConfig = []string{".claude", ".mcp.json", ".codex", ".cursor", ".gemini", ".windsurf", ".continue",
+	".aider.conf.yml", ".vscode", ".idea", ".husky"}
+
 // maxGuarded bounds what the guard copies of the protected set on the rungs
 // that cannot bind it read-only.
 const maxGuarded = 64 << 20
@@ -59,11 +68,12 @@ func newGuard(ws string, whole bool) (*guard, error) {
 	}
 	if whole {
 		g.Trees = protectedPaths(ws)
-		total := 0
-		for _, t := range g.Trees {
-			if err := g.walk(root, t, &total); err != nil {
-				return nil, err
-			}
+	}
+	g.Trees = append(g.Trees, agentConfig...)
+	total := 0
+	for _, t := range g.Trees {
+		if err := g.walk(root, t, &total); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil
@@ -74,7 +84,7 @@ func (g *guard) walk(root *os.Root, rel string, total *int) error {
 	g.Entries[rel] = e
 	*total += len(e.Data)
 	if *total > maxGuarded {
-		return refuse(Denied, "the protected paths (.git/hooks, .git/config, .rein) hold more than %d MiB, more than this rung can keep a copy of to put back: use the bwrap rung or a read-only workspace", maxGuarded>>20)
+		return refuse(Denied, "the protected paths (.git/hooks, .git/config, .rein, the agents' configuration such as .claude and .vscode) hold more than %d MiB, more than rein keeps a copy of to put back: use the bwrap rung, a read-only workspace, or make them smaller", maxGuarded>>20)
 	}
 	if e.Kind != "dir" {
 		return nil

@@ -546,6 +546,46 @@ func TestProtectedPaths(t *testing.T) {
 	})
 }
 
+// TestAgentConfigPutBack: a command the policy could not see into (a
+// script, an archive unpacked) that writes an agent's or editor's
+// configuration in the workspace, new or changed, has it put back on
+// every rung, and the run fails naming it.
+func TestAgentConfigPutBack(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		if err := os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte("{}\n"), 0o644)
+		res := runLine(t, ws, `sh -c 'mkdir -p .claude && echo "{\"disableAllHooks\": true}" > .claude/settings.local.json && `+
+			`echo "{\"chat.tools.autoApprove\": true}" > .vscode/settings.json && echo "{}" > .mcp.json && echo ok > kept.txt'`, Profile{Rung: rung})
+		if res.Status != Failed || len(res.PutBack) == 0 {
+			t.Fatalf("%+v", res)
+		}
+		for _, want := range []string{".claude", ".vscode/settings.json", ".mcp.json"} {
+			found := false
+			for _, p := range res.PutBack {
+				found = found || strings.HasPrefix(p, want)
+			}
+			if !found {
+				t.Errorf("the put-back %q does not name %s", res.PutBack, want)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".claude")); err == nil {
+			t.Error(".claude was left")
+		}
+		if _, err := os.Lstat(filepath.Join(ws, ".mcp.json")); err == nil {
+			t.Error(".mcp.json was left")
+		}
+		if data, _ := os.ReadFile(filepath.Join(ws, ".vscode", "settings.json")); string(data) != "{}\n" {
+			t.Errorf(".vscode/settings.json holds %q", data)
+		}
+		if data, _ := os.ReadFile(filepath.Join(ws, "kept.txt")); string(data) != "ok\n" {
+			t.Errorf("the run's other work was lost: %q", data)
+		}
+	})
+}
+
 // TestGitSwapped: a .git replaced by one the command controls (a file
 // pointing elsewhere, a link, a new directory) is moved aside and the run
 // fails.
