@@ -61,6 +61,9 @@ type Specific struct {
 	HookEventName            string `json:"hookEventName"`
 	PermissionDecision       string `json:"permissionDecision"`
 	PermissionDecisionReason string `json:"permissionDecisionReason"`
+	// UpdatedInput replaces the tool's input: a command allowed (or asked
+	// and approved) runs through rein's sandbox, not Claude Code's shell.
+	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
 }
 
 // Decision is the answer with what the trace keeps of it.
@@ -69,11 +72,52 @@ type Decision struct {
 	Reason string
 	// Verdict is the policy's, when the policy decided.
 	Verdict *policy.Verdict
+	// UpdatedInput, when set, is the tool input Claude Code runs instead.
+	UpdatedInput map[string]any
 }
 
 // Output is the decision as Claude Code reads it.
 func (d Decision) Output() Output {
-	return Output{HookSpecificOutput: Specific{HookEventName: "PreToolUse", PermissionDecision: d.Answer, PermissionDecisionReason: "rein: " + d.Reason}}
+	return Output{HookSpecificOutput: Specific{HookEventName: "PreToolUse", PermissionDecision: d.Answer,
+		PermissionDecisionReason: "rein: " + d.Reason, UpdatedInput: d.UpdatedInput}}
+}
+
+// CommandOf is the command line a tool's input carries (Bash's, or any
+// tool's whose input has a command), and whether it has one.
+func CommandOf(in *Input) (string, bool) {
+	var m map[string]any
+	if json.Unmarshal(in.ToolInput, &m) != nil {
+		return "", false
+	}
+	for _, k := range []string{"command", "cmd"} {
+		if s, ok := m[k].(string); ok {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// Confine rewrites an allowed or asked command so that Claude Code runs it
+// through rein: the same line, decided again by the same policy, run in
+// rein's sandbox. wrap returns the command line that runs line confined;
+// the rest of the tool's input is kept. A denial is left as it is.
+func Confine(in *Input, d Decision, wrap func(line string, asked bool) string) Decision {
+	if d.Answer == Deny {
+		return d
+	}
+	var m map[string]any
+	if json.Unmarshal(in.ToolInput, &m) != nil {
+		return Denied("the tool input is not a JSON object")
+	}
+	for _, k := range []string{"command", "cmd"} {
+		if line, ok := m[k].(string); ok {
+			m[k] = wrap(line, d.Answer == Ask)
+			d.UpdatedInput = m
+			d.Reason += "; runs in rein's sandbox"
+			return d
+		}
+	}
+	return d
 }
 
 // Denied is the answer to input that cannot be decided.

@@ -32,6 +32,7 @@ func newHookCmd(sf *scopeFlags) *cobra.Command {
 		Short: "Decide another agent's own tool calls with rein's policy",
 	}
 	var workspaceFlag string
+	var noConfine bool
 	var tf traceFlag
 	cc := &cobra.Command{
 		Use:   "claude-code",
@@ -61,7 +62,7 @@ timeout answers deny. Every decision is recorded in the trace.`,
 						done <- hook.Denied(fmt.Sprintf("internal error: %v", p))
 					}
 				}()
-				done <- decideHook(cmd, sf, workspaceFlag, &tf)
+				done <- decideHook(cmd, sf, workspaceFlag, &tf, !noConfine)
 			}()
 			select {
 			case d := <-done:
@@ -73,6 +74,7 @@ timeout answers deny. Every decision is recorded in the trace.`,
 		},
 	}
 	cc.Flags().StringVar(&workspaceFlag, "workspace", "", "the project (default: $CLAUDE_PROJECT_DIR, else the input's cwd)")
+	cc.Flags().BoolVar(&noConfine, "no-confine", false, "decide Bash only, and let Claude Code run an allowed command unconfined in its own shell (by default it runs through rein shell, in rein's sandbox)")
 	tf.register(cc)
 	var settings string
 	install := &cobra.Command{
@@ -99,7 +101,7 @@ timeout answers deny. Every decision is recorded in the trace.`,
 
 // decideHook reads the input, loads the project's policy, decides and
 // records the decision.
-func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag) hook.Decision {
+func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag, confine bool) hook.Decision {
 	data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
 	if err != nil {
 		return hook.Denied("reading the hook input: " + err.Error())
@@ -145,10 +147,43 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 		// file writable and readable: nothing is allowed without asking.
 		d = hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("the project %s is (or holds) your home directory, so rein asks for everything: %s", p.Workspace, d.Reason), Verdict: d.Verdict}
 	}
+	if confine {
+		exe, err := os.Executable()
+		if err != nil {
+			return hook.Denied("rein cannot name its own binary to confine the command: " + err.Error())
+		}
+		d = hook.Confine(in, d, func(line string, asked bool) string {
+			return confinedLine(exe, sf, p, line, asked)
+		})
+	}
 	if err := recordHook(p, tf, in, d); err != nil {
 		return hook.Denied("the trace could not record the decision: " + err.Error())
 	}
 	return d
+}
+
+// confinedLine is the command Claude Code's shell runs in place of line:
+// rein shell, with the same policy files and mode the hook decided with,
+// runs line in rein's sandbox from the shell's directory. A line the hook
+// allowed refuses anything it would now ask about; one asked and approved
+// in Claude Code lets those asks through (a deny still holds).
+func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line string, asked bool) string {
+	approve := "none"
+	if asked {
+		approve = "all"
+	}
+	words := []string{exe, "shell", "--workspace", p.Workspace, "--mode", p.Mode.String(), "--approve", approve}
+	for _, f := range [][2]string{{"--org-policy", sf.org}, {"--user-policy", sf.user}, {"--project-policy", sf.project}} {
+		if f[1] != "" {
+			words = append(words, f[0], f[1])
+		}
+	}
+	words = append(words, "--", line)
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shell.Quote(w)
+	}
+	return strings.Join(quoted, " ")
 }
 
 var sessionChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// hookAnswer runs the hook on one input and returns its decision and the
+// command Claude Code would run instead, if any.
+func hookAnswer(t *testing.T, input string, flags ...string) (decision, reason string, updated map[string]any) {
+	t.Helper()
+	var out, errOut strings.Builder
+	if code := runIn(append([]string{"hook", "claude-code"}, flags...), strings.NewReader(input), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	var o struct {
+		HookSpecificOutput struct {
+			PermissionDecision, PermissionDecisionReason string
+			UpdatedInput                                 map[string]any
+		}
+	}
+	if err := json.Unmarshal([]byte(out.String()), &o); err != nil {
+		t.Fatalf("not hook output: %v %q", err, out.String())
+	}
+	h := o.HookSpecificOutput
+	return h.PermissionDecision, h.PermissionDecisionReason, h.UpdatedInput
+}
+
+// runAsClaudeCode runs a command line as Claude Code's Bash tool does: with
+// bash, from dir, the test binary standing in for rein.
+func runAsClaudeCode(t *testing.T, dir, line string) (string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), code
+}
+
+// TestHookConfines: an allowed Bash command comes back rewritten so that
+// Claude Code runs it through rein shell, in rein's sandbox: the same line
+// and output, and a policy miss (a script a rule allows that writes
+// outside the workspace) contained. The rest of the tool's input is kept;
+// a denial and --no-confine are left as they are; a tool whose input is a
+// command is confined too; an ask approved in Claude Code runs confined.
+func TestHookConfines(t *testing.T) {
+	requireBwrap(t)
+	home, ws := docFixture(t)
+	marker := filepath.Join(home, "escaped")
+	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building\necho x > "+marker+"\necho built > out.txt\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"echo *\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	t.Setenv("CLAUDE_PROJECT_DIR", ws)
+	in := func(tool, input string) string {
+		return `{"session_id":"s1","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"` + tool + `","tool_input":` + input + `}`
+	}
+
+	d, reason, up := hookAnswer(t, in("Bash", `{"command":"echo hello && ./build.sh","description":"build","timeout":60000}`))
+	if d != "allow" || up == nil || !strings.Contains(reason, "runs in rein's sandbox") || up["description"] != "build" || up["timeout"] != float64(60000) {
+		t.Fatalf("%s %q %v", d, reason, up)
+	}
+	line, _ := up["command"].(string)
+	if !strings.Contains(line, " shell --workspace ") || !strings.Contains(line, "--approve none") || !strings.HasSuffix(line, "-- 'echo hello && ./build.sh'") {
+		t.Fatalf("the rewritten command: %s", line)
+	}
+	out, code := runAsClaudeCode(t, ws, line)
+	if code != 0 || !strings.Contains(out, "hello\nbuilding\n") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(data) != "built\n" {
+		t.Errorf("the workspace write did not land: %q", data)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the allowed script wrote outside the workspace: the command ran unconfined")
+	}
+
+	// Denied: as it was, nothing to run.
+	if d, _, up := hookAnswer(t, in("Bash", `{"command":"cat ~/.ssh/id_rsa"}`)); d != "deny" || up != nil {
+		t.Fatalf("a denial: %s %v", d, up)
+	}
+	// --no-confine: decided only.
+	if d, _, up := hookAnswer(t, in("Bash", `{"command":"echo hi"}`), "--no-confine"); d != "allow" || up != nil {
+		t.Fatalf("--no-confine: %s %v", d, up)
+	}
+	// A tool whose input is a command.
+	if d, _, up := hookAnswer(t, in("Monitor", `{"command":"echo watching"}`)); up == nil || !strings.Contains(up["command"].(string), "-- 'echo watching'") {
+		t.Fatalf("Monitor: %s %v", d, up)
+	}
+	// Asked: Claude Code asks its user; approved, the line runs confined,
+	// its asks answered yes, its denials still denials.
+	d, _, up = hookAnswer(t, in("Bash", `{"command":"touch new.txt"}`))
+	if d != "ask" || up == nil || !strings.Contains(up["command"].(string), "--approve all") {
+		t.Fatalf("an ask: %s %v", d, up)
+	}
+	if out, code := runAsClaudeCode(t, ws, up["command"].(string)); code != 0 {
+		t.Fatalf("the approved ask: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new.txt")); err != nil {
+		t.Fatalf("the approved ask did not run: %v", err)
+	}
+}
