@@ -152,9 +152,12 @@ func (m *repoMeta) dotGit(root *os.Root, rel string, mode fs.FileMode) {
 // gitdirOf resolves the "gitdir: <path>" of the .git file at rel to a
 // directory inside ws, or reports that it names none there.
 func gitdirOf(ws, rel string, data []byte) (string, bool) {
-	p, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir:")
-	p = strings.TrimSpace(p)
-	if !ok || p == "" {
+	// Read as git's read_gitfile does, byte for byte: the file begins with
+	// "gitdir: " exactly, and only the CRs and LFs at its end are cut, so
+	// "gitdir: ../g " names "../g " (with its blank), as it does to git.
+	p, ok := strings.CutPrefix(string(data), "gitdir: ")
+	p = strings.TrimRight(p, "\r\n")
+	if !ok || p == "" || strings.IndexByte(p, 0) >= 0 {
 		return "", false
 	}
 	if !filepath.IsAbs(p) {
