@@ -349,3 +349,19 @@ func TestGitOptionDrift(t *testing.T) {
 	}
 	check("log", revs)
 }
+
+// TestProtectedNotUTF8: a protected file whose name is not UTF-8 is
+// protected as any other (the sandbox hides what the listing finds on
+// disk by this test).
+func TestProtectedNotUTF8(t *testing.T) {
+	f := newFixture(t)
+	p := f.load(ModeAsk)
+	for _, rel := range []string{"d\xff/id_rsa", "x\xfe.key", "d\xff/.env", "\xff/\xfe/a.pem"} {
+		if p.Protection(ActRead, filepath.Join(f.ws, rel), filepath.Join(f.ws, rel)) == nil {
+			t.Errorf("%q is not protected", rel)
+		}
+	}
+	if p.Protection(ActRead, filepath.Join(f.ws, "d\xff/ok.txt"), filepath.Join(f.ws, "d\xff/ok.txt")) != nil {
+		t.Error("an ordinary file is protected")
+	}
+}

@@ -103,7 +103,11 @@ func (s *ruleSet) matchPath(paths ...string) *Rule {
 // pattern. A pattern naming a directory's contents (dir/**) also matches
 // the directory itself, which is what a user protecting dir means.
 func globPathMatch(g, p string) bool {
-	ok, _ := doublestar.Match(g, p)
+	// A name that is not UTF-8 (a file's, on disk) is matched with each
+	// invalid byte as U+FFFD, which * and ? match: doublestar would
+	// otherwise match none of it, and a protected file named so would not
+	// be protected.
+	ok, _ := doublestar.Match(g, strings.ToValidUTF8(p, "\uFFFD"))
 	return ok
 }
 

@@ -125,6 +125,21 @@ func TestHiddenInWorkspace(t *testing.T) {
 	})
 }
 
+// TestHiddenNotUTF8: a protected file whose name, or a directory's on the
+// way to it, is not UTF-8 is hidden as any other: the names reach the init
+// byte for byte.
+func TestHiddenNotUTF8(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		writeFiles(t, ws, map[string]string{"d\xff/.env": "SECRET-1", "d\xff/k.pem": "SECRET-2", "x\xfe.pem": "SECRET-3", "d\xff/ok.txt": "visible"})
+		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
+		res := runLine(t, ws, "sh -c 'cat d*/.env d*/k.pem x*.pem; cat d*/ok.txt'", p)
+		if out := res.Stdout.Text + res.Stderr.Text; strings.Contains(out, "SECRET") || !strings.Contains(out, "visible") {
+			t.Errorf("%q", out)
+		}
+	})
+}
+
 // TestHiddenMadeDuringRun: a protected file a run makes is hidden from
 // the runs after it, whose views are listed afresh.
 func TestHiddenMadeDuringRun(t *testing.T) {

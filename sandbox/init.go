@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ func Main() {
 }
 
 // request is what the outer process hands the init.
+// requestFile holds the init's request, gob-encoded (every string kept
+// byte for byte).
+const requestFile = "request.gob"
+
 type request struct {
 	Line *shell.Line `json:"line"`
 	// NotFound are the stages whose program the sandbox's PATH does not
@@ -125,12 +130,12 @@ func initMain(dir string) int {
 		for range sigs {
 		}
 	}()
-	data, err := os.ReadFile(filepath.Join(dir, "request.json"))
+	data, err := os.ReadFile(filepath.Join(dir, requestFile))
 	if err != nil {
 		return fail(err)
 	}
 	var req request
-	if err := json.Unmarshal(data, &req); err != nil {
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&req); err != nil {
 		return fail(err)
 	}
 	if req.Subreaper {

@@ -1,7 +1,8 @@
 package sandbox
 
 import (
-	"encoding/json"
+	"bytes"
+	"encoding/gob"
 	"io"
 	"os"
 	"os/exec"
@@ -285,9 +286,13 @@ func (r *run) reportPipe(cmd *exec.Cmd, req *request) error {
 }
 
 func writeRequest(dir string, req request) error {
-	data, err := json.Marshal(req)
+	// gob, not JSON: a path, an argument or a variable need not be UTF-8,
+	// and JSON would carry such bytes as U+FFFD, so that the init would
+	// hide, grant or run other names than the ones decided.
+	var buf bytes.Buffer
+	err := gob.NewEncoder(&buf).Encode(req)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "request.json"), data, 0o600)
+		err = os.WriteFile(filepath.Join(dir, requestFile), buf.Bytes(), 0o600)
 	}
 	if err != nil {
 		return refuse(Unavailable, "writing the init's request: %v", err)
