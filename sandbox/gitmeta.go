@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +38,10 @@ type metaFile struct {
 	// Outside is set for a .git file or link, or a commondir, naming a
 	// git directory outside the workspace, which cannot be checked.
 	Outside bool `json:"outside,omitempty"`
+	// Agent marks a file of an agent's or editor's configuration below
+	// the workspace's top (sub/.claude/settings.json): any change to it
+	// is put back.
+	Agent bool `json:"agent,omitempty"`
 }
 
 // repoMeta is what git would read and obey of the repositories below the
@@ -118,6 +123,13 @@ func scanRepos(ws string, bounded bool, prev tree, skip map[string]bool, visit f
 				m.file(root, rel, rel, "")
 			}
 		}
+		// An agent's or editor's configuration below the top (the guard
+		// keeps the top's): a package of a monorepo opened as a project
+		// reads its own.
+		if strings.Contains(rel, "/") && slices.Contains(agentConfig, d.Name()) {
+			m.agent(root, rel, rel, 0)
+			return false
+		}
 		return true
 	})
 	if err != nil {
@@ -169,6 +181,30 @@ func gitdirOf(ws, rel string, data []byte) (string, bool) {
 	}
 	r, _ := filepath.Rel(ws, p)
 	return r, true
+}
+
+// maxAgentDepth bounds how deep an agent's configuration directory is
+// recorded; what lies deeper counts as one unreadable file.
+const maxAgentDepth = 8
+
+// agent records the agent configuration at rel, of unit: a file, or a
+// directory with everything beneath it.
+func (m *repoMeta) agent(root *os.Root, rel, unit string, depth int) {
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return
+	}
+	if !fi.IsDir() || depth > maxAgentDepth {
+		m.file(root, rel, unit, "")
+		f := m.Files[rel]
+		f.Agent = true
+		m.Files[rel] = f
+		return
+	}
+	m.Units[rel] = m.Units[rel] || rel == unit
+	for _, n := range names(root, rel) {
+		m.agent(root, filepath.Join(rel, n), unit, depth+1)
+	}
 }
 
 // file records the file at rel, of unit and git directory gitdir.
@@ -403,6 +439,8 @@ func (m *repoMeta) executes(rel string, was *metaFile) string {
 	f := m.Files[rel]
 	base := filepath.Base(rel)
 	switch {
+	case f.Agent:
+		return rel + " is an agent's or editor's configuration"
 	case f.Outside:
 		return rel + " names a git directory outside the workspace"
 	case base == ".git":
@@ -491,6 +529,20 @@ func (m *repoMeta) putBack() []string {
 			} else {
 				fixed = append(fixed, why+": could not be removed")
 			}
+		}
+	}
+	// An agent's configuration file the run removed is put back too: a
+	// file of settings the user relies on (a hook, a deny rule) is part
+	// of what keeps the next session in check.
+	for _, rel := range slices.Sorted(maps.Keys(m.Files)) {
+		was := m.Files[rel]
+		if _, ok := now.Files[rel]; ok || !was.Agent || was.Big {
+			continue
+		}
+		if root.MkdirAll(filepath.Dir(rel), 0o755) == nil && putBack(root, rel, metaEntry(was)) {
+			fixed = append(fixed, rel+" is an agent's or editor's configuration, removed by the command: put back")
+		} else {
+			fixed = append(fixed, rel+" is an agent's or editor's configuration, removed by the command: could not be put back")
 		}
 	}
 	var units []string

@@ -583,6 +583,28 @@ func TestAgentConfigPutBack(t *testing.T) {
 		if data, _ := os.ReadFile(filepath.Join(ws, "kept.txt")); string(data) != "ok\n" {
 			t.Errorf("the run's other work was lost: %q", data)
 		}
+
+		// Below the top too: a package opened as a project of its own
+		// reads its own.
+		os.MkdirAll(filepath.Join(ws, "sub", ".claude"), 0o755)
+		os.WriteFile(filepath.Join(ws, "sub", ".claude", "settings.json"), []byte(`{"orig":1}`), 0o644)
+		os.MkdirAll(filepath.Join(ws, "gone", ".claude"), 0o755)
+		os.WriteFile(filepath.Join(ws, "gone", ".claude", "settings.json"), []byte(`{"hooks":"mine"}`), 0o644)
+		res = runLine(t, ws, `sh -c 'echo "{\"hooks\":\"evil\"}" > sub/.claude/settings.json; mkdir -p deep/.vscode; echo "{}" > deep/.vscode/tasks.json; `+
+			`echo "{}" > sub/.mcp.json; rm -rf gone/.claude; echo ok > sub/kept.txt'`, Profile{Rung: rung})
+		if res.Status != Failed {
+			t.Fatalf("nested: %+v", res)
+		}
+		for rel, want := range map[string]string{"sub/.claude/settings.json": `{"orig":1}`, "gone/.claude/settings.json": `{"hooks":"mine"}`, "sub/kept.txt": "ok\n"} {
+			if data, _ := os.ReadFile(filepath.Join(ws, rel)); string(data) != want {
+				t.Errorf("%s holds %q, want %q (put back: %q)", rel, data, want, res.PutBack)
+			}
+		}
+		for _, rel := range []string{"deep/.vscode", "sub/.mcp.json"} {
+			if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
+				t.Errorf("%s was left (put back: %q)", rel, res.PutBack)
+			}
+		}
 	})
 }
 
