@@ -112,6 +112,9 @@ func TestRedactWords(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"psql --password hunter2 -h db", "psql --password [redacted] -h db"},
 		{"tool --password=hunter2 x", "tool --password=[redacted] x"},
+		// The name as the program gets it, after quote removal.
+		{`echo --pass""word=S3cretPwQQ1 --pass''word X2 --pass\word X3 --api\-key=k4`, `echo --pass""word=[redacted] --pass''word [redacted] --pass\word [redacted] --api\-key=[redacted]`},
+		{`env DB_PA""SS=x1 tool`, `env DB_PA""SS=[redacted] tool`},
 		{`tool --password "hunter 2" x`, "tool --password [redacted] x"},
 		{`tool --password="hunter 2" x`, "tool --password=[redacted] x"},
 		{"tool --db-passwd s3 --api-key k3 --client-secret c --auth-token a --access_key b", "tool --db-passwd [redacted] --api-key [redacted] --client-secret [redacted] --auth-token [redacted] --access_key [redacted]"},

@@ -217,6 +217,9 @@ func (a *argv) word(w string) (keep int, secret bool) {
 	if strings.HasPrefix(w, "-") && len(w) > 1 {
 		name := strings.TrimPrefix(strings.TrimPrefix(w, "-"), "-")
 		name, val, eq := strings.Cut(name, "=")
+		// The option's name as the program gets it, after the shell's
+		// quote removal: --pass""word and --pass\word are --password.
+		name = unquoted(name)
 		for _, prog := range a.programs {
 			for _, o := range prog.opts {
 				from := o.from
@@ -249,7 +252,7 @@ func (a *argv) word(w string) (keep int, secret bool) {
 	}
 	// NAME=value and NAME: value, NAME a plain name: a URL's query is the
 	// patterns', and so is quoted JSON, whose quotes are no part of a value.
-	if name, val, ok := strings.Cut(w, "="); ok && plainName(name) && secretOption(name) {
+	if name, val, ok := strings.Cut(w, "="); ok && plainName(unquoted(name)) && secretOption(unquoted(name)) {
 		return off + len(name) + 1, val != ""
 	}
 	if name, ok := strings.CutSuffix(w, ":"); ok && plainName(name) && secretOption(name) {
@@ -263,6 +266,29 @@ func (a *argv) word(w string) (keep int, secret bool) {
 		a.programs = append(a.programs, p)
 	}
 	return 0, false
+}
+
+// unquoted is s with the shell's quotes and backslashes removed, as a
+// program receives the word: pass""word, pass”word and pass\word are
+// password.
+func unquoted(s string) string {
+	if !strings.ContainsAny(s, `"'\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\'':
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i])
+			}
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // plainName reports whether name is letters, digits and _ . - only.
@@ -282,7 +308,7 @@ func plainName(name string) bool {
 // at newlines, ;, |, &, ( and ), and each command's words at blanks (a
 // quote at the start of a word, or after its =, holds blanks in it).
 func redactWords(s string) string {
-	if !containsAny(strings.ToLower(s), wordLiterals()) {
+	if !containsAny(strings.ToLower(s), wordLiterals()) && !containsAny(strings.ToLower(unquoted(s)), wordLiterals()) {
 		return s
 	}
 	var (
