@@ -92,6 +92,12 @@ func (s *Server) run(ss *mcp.ServerSession) (*tool.Router, error) {
 		return nil, err
 	}
 	cfg.Surface, cfg.Source, cfg.Approver = s.cfg.Surface, "mcp", s.cfg.Approver
+	if cfg.PreviewChars <= 0 {
+		// What a client shows inline: Claude Code keeps a result past
+		// about 50 KB in a file and shows the model its first 2 KB, and
+		// the structured content, which it shows, escapes the text again.
+		cfg.PreviewChars = PreviewChars
+	}
 	if cfg.Approver == nil {
 		cfg.Approver = &clientApprover{ss: ss}
 	}
@@ -171,6 +177,11 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		}, nil
 	}
 }
+
+// PreviewChars is how much of a result an MCP client's model sees inline
+// (head and tail), unless the configuration says otherwise; the rest is
+// read with read_result.
+const PreviewChars = 16_000
 
 // outputSchema declares the structured content of every tool's result.
 // text is what the model reads: the result as the text content has it.

@@ -98,10 +98,13 @@ func (e *Envelope) Text() string {
 		fmt.Fprintf(&b, ": %s", e.Reason)
 	}
 	b.WriteString("\n")
-	b.WriteString(e.Preview)
+	// The note on what is left out comes first: a client that shows only
+	// the start of a long result (Claude Code saves one past its limit and
+	// shows its first 2 KB) still shows how to read the rest.
 	if e.ElidedChars > 0 {
-		fmt.Fprintf(&b, "\n[%d of %d characters elided; read_result {\"id\": %q, \"offset\": 0} reads the whole result]\n", e.ElidedChars, e.Chars, e.ResultID)
+		fmt.Fprintf(&b, "[%d of %d characters elided; read_result {\"id\": %q, \"offset\": 0} reads the whole result]\n", e.ElidedChars, e.Chars, e.ResultID)
 	}
+	b.WriteString(e.Preview)
 	return b.String()
 }
 

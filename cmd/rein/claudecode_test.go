@@ -1,0 +1,354 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// The real Claude Code CLI (npm @anthropic-ai/claude-code, pinned in
+// testdata/claudecode; .ci/run installs it with npm ci) driven with -p
+// against a scripted Messages API on 127.0.0.1.
+
+// ccReply is one scripted model response: a tool call, or text that ends
+// the turn.
+type ccReply struct {
+	tool  string
+	input any
+	text  string
+	// again keeps the same turn for the next request.
+	again bool
+}
+
+// ccTurn answers a request from the tool result the model last saw.
+type ccTurn func(last string) ccReply
+
+func ccTool(name string, input any) ccTurn {
+	return func(string) ccReply { return ccReply{tool: name, input: input} }
+}
+
+// ccServer speaks Anthropic's Messages streaming wire format as the vendor
+// does (server-sent events, the tool input as input_json_delta chunks) and
+// plays a script. Requests without tools (Claude Code's own side queries)
+// get a short text and do not advance the script.
+type ccServer struct {
+	t       *testing.T
+	srv     *httptest.Server
+	mu      sync.Mutex
+	turns   []ccTurn
+	next    int
+	results []string // the tool results the model was sent, in order
+	count   int      // responses sent, for their ids
+}
+
+func newCCServer(t *testing.T, turns ...ccTurn) *ccServer {
+	s := &ccServer{t: t, turns: turns}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *ccServer) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.Contains(r.URL.Path, "count_tokens") {
+		w.Header().Set("content-type", "application/json")
+		fmt.Fprint(w, `{"input_tokens": 10}`)
+		return
+	}
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	reply := ccReply{text: "none"}
+	if len(req.Tools) > 0 {
+		// The results of the last response's calls: in the user messages
+		// after the last assistant one (Claude Code may add a reminder of
+		// its own after them).
+		last := ""
+		from := 0
+		for i, m := range req.Messages {
+			if m.Role == "assistant" {
+				from = i + 1
+			}
+		}
+		for _, m := range req.Messages[from:] {
+			var blocks []struct {
+				Type    string          `json:"type"`
+				Content json.RawMessage `json:"content"`
+			}
+			if json.Unmarshal(m.Content, &blocks) == nil {
+				for _, b := range blocks {
+					if b.Type == "tool_result" {
+						last += resultText(b.Content)
+					}
+				}
+			}
+		}
+		s.mu.Lock()
+		if last != "" {
+			s.results = append(s.results, last)
+		}
+		reply = ccReply{text: "done"}
+		if s.next < len(s.turns) {
+			reply = s.turns[s.next](last)
+			if !reply.again {
+				s.next++
+			}
+		}
+		s.mu.Unlock()
+	}
+	w.Header().Set("content-type", "text/event-stream")
+	ev := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+	}
+	s.mu.Lock()
+	s.count++
+	id := fmt.Sprintf("msg_%04d", s.count)
+	s.mu.Unlock()
+	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message", "role": "assistant",
+		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
+	stop := "end_turn"
+	if reply.tool != "" {
+		in, _ := json.Marshal(reply.input)
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", s.next), "name": reply.tool, "input": map[string]any{}}})
+		half := len(in) / 2
+		for _, part := range []string{string(in[:half]), string(in[half:])} {
+			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+		}
+		stop = "tool_use"
+	} else {
+		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
+		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": reply.text}})
+	}
+	ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
+	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
+	ev("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// resultText is a tool result's content as the model reads it: a string,
+// or the text of its blocks.
+func resultText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Type, Text string
+	}
+	if json.Unmarshal(raw, &blocks) == nil {
+		var b strings.Builder
+		for _, x := range blocks {
+			b.WriteString(x.Text)
+		}
+		return b.String()
+	}
+	return string(raw)
+}
+
+func (s *ccServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.results...)
+}
+
+// claudePath is where npm ci installs Claude Code, found before a test
+// moves to its workspace.
+var claudePath, _ = filepath.Abs("testdata/claudecode/node_modules/.bin/claude")
+
+// claudeBin is the installed Claude Code CLI, or the test fails (skips
+// outside CI).
+func claudeBin(t *testing.T) string {
+	t.Helper()
+	bin := claudePath
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("Claude Code is not installed: npm ci --prefix testdata/claudecode (%v)", err)
+		}
+		t.Skipf("Claude Code is not installed: npm ci --prefix testdata/claudecode")
+	}
+	return bin
+}
+
+// runClaude runs claude -p in ws against the server, with a private HOME
+// and TMPDIR, the test binary standing in for rein, and returns its JSON
+// result.
+func runClaude(t *testing.T, s *ccServer, ws, home string, args ...string) map[string]any {
+	t.Helper()
+	tmp := t.TempDir()
+	cmd := exec.Command(claudeBin(t), append([]string{"-p", "do the task", "--output-format", "json"}, args...)...)
+	cmd.Dir = ws
+	cmd.Env = []string{"HOME=" + home, "TMPDIR=" + tmp, "PATH=" + os.Getenv("PATH"), "ANTHROPIC_BASE_URL=" + s.srv.URL,
+		"ANTHROPIC_API_KEY=sk-ant-test-key", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1", "REIN_TEST_MAIN=1"}
+	for _, k := range []string{"REIN_ORG_POLICY", "REIN_USER_POLICY", "REIN_PROJECT_POLICY", "REIN_CACHE_DIR", "XDG_CONFIG_HOME", "IS_SANDBOX"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	out, err := cmd.Output()
+	var res map[string]any
+	if jerr := json.Unmarshal(out, &res); jerr != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("claude: %v %v\n%s\n%s", err, jerr, out, stderr)
+	}
+	return res
+}
+
+// TestClaudeCodeHookConfines: with rein's hook installed, in every
+// permission mode that runs tools, Claude Code's Bash runs an allowed
+// command through rein, in rein's sandbox (a script an allow rule names
+// cannot write outside the workspace, its output reaches the model), and
+// a denied one not at all, the model seeing rein's reason and never the
+// secret.
+func TestClaudeCodeHookConfines(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("SECRET-KEY-MATERIAL\n"), 0o600)
+	marker := filepath.Join(home, "escaped")
+	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building in $(pwd)\necho x > "+marker+"\necho built > out.txt\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
+		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}}
+	data, _ := json.Marshal(settings)
+	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), data, 0o644)
+
+	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions", "dontAsk"} {
+		t.Run(mode, func(t *testing.T) {
+			os.Remove(marker)
+			os.Remove(filepath.Join(ws, "out.txt"))
+			s := newCCServer(t,
+				ccTool("Bash", map[string]any{"command": "./build.sh", "description": "build"}),
+				ccTool("Bash", map[string]any{"command": "cat ~/.ssh/id_rsa", "description": "read the key"}),
+			)
+			args := []string{"--permission-mode", mode}
+			if mode == "bypassPermissions" && os.Geteuid() == 0 {
+				// Claude Code refuses to bypass permissions as root outside
+				// a sandbox it is told of.
+				t.Setenv("IS_SANDBOX", "1")
+			}
+			res := runClaude(t, s, ws, home, args...)
+			seen := s.seen()
+			if len(seen) != 2 {
+				t.Fatalf("the model saw %d tool results: %q (%v)", len(seen), seen, res["result"])
+			}
+			if !strings.Contains(seen[0], "building in "+ws) {
+				t.Errorf("the allowed command's output did not reach the model: %q", seen[0])
+			}
+			if data, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(data) != "built\n" {
+				t.Errorf("the allowed command's workspace write: %q", data)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Errorf("the allowed script wrote outside the workspace: Bash ran unconfined")
+			}
+			if !strings.Contains(seen[1], "rein: ") || !strings.Contains(seen[1], "protected") || strings.Contains(strings.Join(seen, " "), "SECRET-KEY-MATERIAL") {
+				t.Errorf("the denied command: %q", seen[1])
+			}
+		})
+	}
+}
+
+// TestClaudeCodeMCPResults: rein mcp as Claude Code's MCP server gives the
+// model what it needs in what Claude Code shows it: a command's output, a
+// handle it then polls to the background line's output, the head of a long
+// result with the id to page through, and the page with its end.
+func TestClaudeCodeMCPResults(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	var long strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&long, "line %d of a long file\n", i)
+	}
+	long.WriteString("the very last line\n")
+	os.WriteFile(filepath.Join(ws, "long.txt"), []byte(long.String()), 0o644)
+	handleRe := regexp.MustCompile(`shell_poll \{\\*"handle\\*": \\*"([^"\\]+)`)
+	idRe := regexp.MustCompile(`"result_id\\*":\s*\\*"([^"\\]+)`)
+	handle, polls := "", 0
+	s := newCCServer(t,
+		ccTool("mcp__rein__shell", map[string]any{"line": "echo hello from mcp"}),
+		ccTool("mcp__rein__shell_start", map[string]any{"line": "echo from the background"}),
+		func(last string) ccReply {
+			m := handleRe.FindStringSubmatch(last)
+			if m == nil {
+				return ccReply{text: "no handle in: " + last}
+			}
+			handle = m[1]
+			return ccReply{tool: "mcp__rein__shell_poll", input: map[string]any{"handle": handle}}
+		},
+		func(last string) ccReply {
+			// Poll again until the line's output is in, a few times at most.
+			if !strings.Contains(last, "from the background") && polls < 20 {
+				polls++
+				return ccReply{tool: "mcp__rein__shell_poll", input: map[string]any{"handle": handle}, again: true}
+			}
+			return ccReply{tool: "mcp__rein__read_file", input: map[string]any{"path": "long.txt"}}
+		},
+		func(last string) ccReply {
+			m := idRe.FindStringSubmatch(last)
+			if m == nil {
+				return ccReply{text: "no result id in: " + last}
+			}
+			return ccReply{tool: "mcp__rein__read_result", input: map[string]any{"id": m[1], "offset": long.Len() - 60}}
+		},
+	)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"rein": map[string]any{
+		"command": os.Args[0], "args": []string{"mcp", "--approve", "all"}, "env": map[string]string{"REIN_TEST_MAIN": "1"}}}})
+	res := runClaude(t, s, ws, home, "--mcp-config", string(cfg), "--strict-mcp-config", "--allowedTools", "mcp__rein")
+	seen := s.seen()
+	if len(seen) < 5 {
+		t.Fatalf("the model saw %d tool results: %q (%v)", len(seen), seen, res["result"])
+	}
+	if !strings.Contains(seen[0], "hello from mcp") {
+		t.Errorf("a command's output: %q", seen[0])
+	}
+	if !handleRe.MatchString(seen[1]) {
+		t.Errorf("no handle to poll: %q", seen[1])
+	}
+	find := func(prefix string) string {
+		for _, x := range seen {
+			if strings.Contains(x, prefix) {
+				return x
+			}
+		}
+		return ""
+	}
+	if !strings.Contains(find(`"text":"shell_poll: ok`), "from the background") && !strings.Contains(strings.Join(seen, "\n"), `shell_poll: ok (exit 0)\nfrom the background`) {
+		t.Errorf("the handle's output never reached the model: %q", seen)
+	}
+	long2 := find(`"text":"read_file: ok`)
+	if !strings.Contains(long2, "line 0 of a long file") || !idRe.MatchString(long2) || !strings.Contains(long2, "elided; read_result") {
+		t.Errorf("a long result's head and id: %.400q", long2)
+	}
+	if page := find(`"text":"read_result: ok`); !strings.Contains(page, "the very last line") {
+		t.Errorf("the page: %q", page)
+	}
+}
