@@ -101,7 +101,7 @@ func CommandOf(in *Input) (string, bool) {
 // through rein: the same line, decided again by the same policy, run in
 // rein's sandbox. wrap returns the command line that runs line confined;
 // the rest of the tool's input is kept. A denial is left as it is.
-func Confine(in *Input, d Decision, wrap func(line string, asked bool) string) Decision {
+func Confine(in *Input, d Decision, wrap func(line string, asked bool, input map[string]any) string) Decision {
 	if d.Answer == Deny {
 		return d
 	}
@@ -111,7 +111,7 @@ func Confine(in *Input, d Decision, wrap func(line string, asked bool) string) D
 	}
 	for _, k := range []string{"command", "cmd"} {
 		if line, ok := m[k].(string); ok {
-			m[k] = wrap(line, d.Answer == Ask)
+			m[k] = wrap(line, d.Answer == Ask, m)
 			d.UpdatedInput = m
 			d.Reason += "; runs in rein's sandbox"
 			return d

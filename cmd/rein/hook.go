@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/workspace"
@@ -152,8 +153,8 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 		if err != nil {
 			return hook.Denied("rein cannot name its own binary to confine the command: " + err.Error())
 		}
-		d = hook.Confine(in, d, func(line string, asked bool) string {
-			return confinedLine(exe, sf, p, line, asked)
+		d = hook.Confine(in, d, func(line string, asked bool, input map[string]any) string {
+			return confinedLine(exe, sf, p, line, asked, confinedTimeout(input))
 		})
 	}
 	if err := recordHook(p, tf, in, d); err != nil {
@@ -162,17 +163,35 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 	return d
 }
 
+// confinedTimeout is how long rein lets a confined command run: Claude
+// Code's own timeout for the call (milliseconds), or for a command it runs
+// in the background, which it does not time, rein's ceiling; both at most
+// the ceiling. Zero leaves the policy's default.
+func confinedTimeout(input map[string]any) time.Duration {
+	if bg, _ := input["run_in_background"].(bool); bg {
+		return sandbox.MaxTimeout
+	}
+	ms, ok := input["timeout"].(float64)
+	if !ok || ms <= 0 {
+		return 0
+	}
+	return min(time.Duration(ms)*time.Millisecond, sandbox.MaxTimeout)
+}
+
 // confinedLine is the command Claude Code's shell runs in place of line:
 // rein shell, with the same policy files and mode the hook decided with,
 // runs line in rein's sandbox from the shell's directory. A line the hook
 // allowed refuses anything it would now ask about; one asked and approved
 // in Claude Code lets those asks through (a deny still holds).
-func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line string, asked bool) string {
+func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line string, asked bool, timeout time.Duration) string {
 	approve := "none"
 	if asked {
 		approve = "all"
 	}
 	words := []string{exe, "shell", "--workspace", p.Workspace, "--mode", p.Mode.String(), "--approve", approve}
+	if timeout > 0 {
+		words = append(words, "--timeout", timeout.String())
+	}
 	for _, f := range [][2]string{{"--org-policy", sf.org}, {"--user-policy", sf.user}, {"--project-policy", sf.project}} {
 		if f[1] != "" {
 			words = append(words, f[0], f[1])

@@ -72,7 +72,8 @@ func TestHookConfines(t *testing.T) {
 		t.Fatalf("%s %q %v", d, reason, up)
 	}
 	line, _ := up["command"].(string)
-	if !strings.Contains(line, " shell --workspace ") || !strings.Contains(line, "--approve none") || !strings.HasSuffix(line, "-- 'echo hello && ./build.sh'") {
+	if !strings.Contains(line, " shell --workspace ") || !strings.Contains(line, "--approve none") || !strings.Contains(line, "--timeout 1m0s") ||
+		!strings.HasSuffix(line, "-- 'echo hello && ./build.sh'") {
 		t.Fatalf("the rewritten command: %s", line)
 	}
 	out, code := runAsClaudeCode(t, ws, line)
@@ -86,6 +87,14 @@ func TestHookConfines(t *testing.T) {
 		t.Fatal("the allowed script wrote outside the workspace: the command ran unconfined")
 	}
 
+	// A background command, which Claude Code does not time, gets rein's
+	// ceiling; a timeout past it, the ceiling.
+	if _, _, up := hookAnswer(t, in("Bash", `{"command":"echo bg","run_in_background":true}`)); up == nil || !strings.Contains(up["command"].(string), "--timeout 10m0s") {
+		t.Fatalf("background: %v", up)
+	}
+	if _, _, up := hookAnswer(t, in("Bash", `{"command":"echo long","timeout":3600000}`)); up == nil || !strings.Contains(up["command"].(string), "--timeout 10m0s") {
+		t.Fatalf("a long timeout: %v", up)
+	}
 	// Denied: as it was, nothing to run.
 	if d, _, up := hookAnswer(t, in("Bash", `{"command":"cat ~/.ssh/id_rsa"}`)); d != "deny" || up != nil {
 		t.Fatalf("a denial: %s %v", d, up)
