@@ -154,6 +154,15 @@ func checkGit(line *shell.Line, cwd, workspace string) string {
 const maxGitDepth = 4
 
 func checkGitDepth(line *shell.Line, cwd, workspace string, depth int) string {
+	return eachCommand(line, cwd, func(argv []string, dir string) string {
+		return checkGitStage(argv, dir, workspace, depth)
+	})
+}
+
+// eachCommand calls check with each command stage of line and the
+// directory it runs in (the cds before it followed, as the policy resolves
+// them), and returns the first reason check gives.
+func eachCommand(line *shell.Line, cwd string, check func(argv []string, dir string) string) string {
 	dir := cwd
 	for _, st := range stages(line) {
 		if st.Kind == shell.Cd {
@@ -164,7 +173,7 @@ func checkGitDepth(line *shell.Line, cwd, workspace string, depth int) string {
 			dir = filepath.Clean(t)
 			continue
 		}
-		if why := checkGitStage(st.Argv, dir, workspace, depth); why != "" {
+		if why := check(st.Argv, dir); why != "" {
 			return why
 		}
 	}
@@ -269,22 +278,13 @@ func foreignRepo(dir, workspace string) string {
 // outside the workspace, none of which rein decides one by one. It is the
 // Bash form of the Grep tool's rule.
 func checkRecursive(line *shell.Line, cwd string) string {
-	dir := cwd
-	for _, st := range stages(line) {
-		if st.Kind == shell.Cd {
-			t := st.Dir
-			if !filepath.IsAbs(t) {
-				t = filepath.Join(dir, t)
-			}
-			dir = filepath.Clean(t)
-			continue
-		}
-		for i, w := range st.Argv {
+	return eachCommand(line, cwd, func(argv []string, dir string) string {
+		for i, w := range argv {
 			name := filepath.Base(w)
 			if name != "grep" && name != "egrep" && name != "fgrep" && name != "rg" {
 				continue
 			}
-			args := st.Argv[i+1:]
+			args := argv[i+1:]
 			if name != "rg" && !grepRecurses(args) {
 				continue
 			}
@@ -308,8 +308,8 @@ func checkRecursive(line *shell.Line, cwd string) string {
 				return fmt.Sprintf("%s with no file named searches the working directory, the protected files (.env, keys) too, which rein cannot decide one by one", name)
 			}
 		}
-	}
-	return ""
+		return ""
+	})
 }
 
 // grepRecurses reports whether grep's words make it read directories:
