@@ -17,10 +17,10 @@ import (
 // DeleteFileArgs are the arguments of delete_file.
 type DeleteFileArgs struct {
 	// Path of the file (or, with recursive, directory) to delete.
-	Path string `json:"path"`
+	Path string `json:"path" jsonschema:"the file (or, with recursive, directory) to delete, relative to the workspace root or absolute inside it"`
 	// Recursive deletes a directory and everything in it. The policy
 	// treats a recursive delete as dangerous.
-	Recursive bool `json:"recursive,omitempty"`
+	Recursive bool `json:"recursive,omitempty" jsonschema:"delete a directory and everything in it (the policy treats this as dangerous)"`
 }
 
 // maxDeleteDiffBytes bounds the diff a recursive delete returns; the paths

@@ -9,14 +9,14 @@ import (
 // EditFileArgs are the arguments of edit_file.
 type EditFileArgs struct {
 	// Path of the file to edit.
-	Path string `json:"path"`
+	Path string `json:"path" jsonschema:"the file to edit, relative to the workspace root or absolute inside it"`
 	// Old is the exact text to replace, whitespace and newlines included.
-	Old string `json:"old"`
+	Old string `json:"old" jsonschema:"the exact text to replace, whitespace and newlines included; it must occur exactly once unless replace_all"`
 	// New is the text to put in its place.
-	New string `json:"new"`
+	New string `json:"new" jsonschema:"the text to put in its place"`
 	// ReplaceAll replaces every occurrence of Old; without it, Old must
 	// occur exactly once.
-	ReplaceAll bool `json:"replace_all,omitempty"`
+	ReplaceAll bool `json:"replace_all,omitempty" jsonschema:"replace every occurrence of old instead of requiring exactly one"`
 }
 
 // EditFile replaces Old by New in a file, atomically. Old must occur

@@ -21,11 +21,11 @@ type FindFilesArgs struct {
 	// Pattern is a glob matched against each file's path relative to Path:
 	// * and ? within one path component, ** across any number of them,
 	// [abc] and {a,b} alternatives. Example: "**/*_test.go".
-	Pattern string `json:"pattern"`
+	Pattern string `json:"pattern" jsonschema:"a glob matched against each file's path relative to path: * and ? within one path component, ** across any number of them, such as **/*_test.go"`
 	// Path is the directory to search under, relative to the first
 	// workspace root or absolute inside a root; the default is the first
 	// root.
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" jsonschema:"the directory to search under, relative to the first workspace root or absolute inside a root; absent means the first root"`
 }
 
 // FindFilesResult is what find_files found.

@@ -15,7 +15,7 @@ import (
 type ListDirArgs struct {
 	// Path is the directory to list, relative to the first workspace root
 	// or absolute inside a root; the default is the first root.
-	Path string `json:"path"`
+	Path string `json:"path" jsonschema:"the directory to list, relative to the first workspace root or absolute inside a root; empty means the first root"`
 }
 
 // Entry is one entry of a directory.

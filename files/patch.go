@@ -16,7 +16,7 @@ import (
 type ApplyPatchArgs struct {
 	// Patch is a unified diff (git's or the traditional --- +++ form) of
 	// one or more files: changes, new files, deletions and renames.
-	Patch string `json:"patch"`
+	Patch string `json:"patch" jsonschema:"a unified diff (git's or the --- +++ form) of one or more files: changes, new files, deletions and renames, applied all or nothing"`
 }
 
 // step is one file's part of a patch, computed before anything is written.

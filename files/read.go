@@ -17,13 +17,13 @@ import (
 // ReadFileArgs are the arguments of read_file.
 type ReadFileArgs struct {
 	// Path of the file, relative to the workspace root or absolute inside it.
-	Path string `json:"path"`
+	Path string `json:"path" jsonschema:"the file to read, relative to the workspace root or absolute inside it"`
 	// Offset is the first line to return, counting from 1; 0 means 1.
-	Offset int `json:"offset,omitempty"`
+	Offset int `json:"offset,omitempty" jsonschema:"the first line to return, counting from 1; 0 or absent means 1"`
 	// Limit is how many lines to return; 0 means to the end of the file.
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"how many lines to return; 0 or absent means to the end of the file"`
 	// LineNumbers prefixes each line with its number and a tab.
-	LineNumbers bool `json:"line_numbers,omitempty"`
+	LineNumbers bool `json:"line_numbers,omitempty" jsonschema:"prefix each line with its number and a tab"`
 }
 
 // ReadFileResult is what read_file returns.

@@ -30,18 +30,18 @@ type SearchFilesArgs struct {
 	// against each line on its own: ^ and $ are the start and end of the
 	// line and nothing matches across a line break. Prefix it with (?i) to
 	// ignore case. Example: `func \w+Handler\(`.
-	Pattern string `json:"pattern"`
+	Pattern string `json:"pattern" jsonschema:"a regular expression in RE2 syntax matched against each line on its own (^ and $ are the line's start and end); prefix (?i) to ignore case"`
 	// Path is the directory to search under, or a single file to search,
 	// relative to the first workspace root or absolute inside a root; the
 	// default is the first root.
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" jsonschema:"the directory to search under, or one file to search, relative to the first workspace root or absolute inside a root; absent means the first root"`
 	// Glob keeps only the files it matches: without a slash it is matched
 	// against the file's name ("*.go"), with one against its path relative
 	// to Path ("cmd/**/*_test.go"). It is not applied when Path is a file.
-	Glob string `json:"glob,omitempty"`
+	Glob string `json:"glob,omitempty" jsonschema:"keep only the files it matches: without a slash against the file's name (*.go), with one against its path relative to path (cmd/**/*_test.go)"`
 	// Context is how many lines before and after each matching line to
 	// return with it, from 0 (the default) to 20.
-	Context int `json:"context,omitempty"`
+	Context int `json:"context,omitempty" jsonschema:"how many lines before and after each match to return with it, from 0 (the default) to 20"`
 }
 
 // Match is one matching line.

@@ -20,9 +20,9 @@ import (
 type WriteFileArgs struct {
 	// Path of the file to create or replace; missing parent directories
 	// inside the workspace are created.
-	Path string `json:"path"`
+	Path string `json:"path" jsonschema:"the file to create or replace, relative to the workspace root or absolute inside it; missing parent directories are created"`
 	// Content is the whole new content of the file.
-	Content string `json:"content"`
+	Content string `json:"content" jsonschema:"the whole new content of the file"`
 }
 
 // WriteFile creates or replaces a file atomically: the content goes to a

@@ -77,7 +77,7 @@ func TestHookConfines(t *testing.T) {
 		t.Fatalf("the rewritten command: %s", line)
 	}
 	out, code := runAsClaudeCode(t, ws, line)
-	if code != 0 || !strings.Contains(out, "hello\nbuilding\n") {
+	if code != 0 || !strings.Contains(out, "hello\n") || !strings.Contains(out, "building\n") {
 		t.Fatalf("exit %d: %s", code, out)
 	}
 	if data, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(data) != "built\n" {
