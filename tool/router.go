@@ -24,22 +24,32 @@ import (
 
 // Config is what a router runs with.
 type Config struct {
-	Policy   *policy.Policy
+	// Policy decides every call; it is required.
+	Policy *policy.Policy
+	// Approver answers what the policy asks; nil denies every ask, naming
+	// that no approver is configured.
 	Approver policy.Approver
-	// Surface is the tool set this run sees.
+	// Surface is the tool set this run sees; "" is "coding".
 	Surface string
-	// Store records the run; Results keeps whole results.
+	// Store records the run; nil records nothing. Results keeps whole
+	// results for read_result; nil is a store of the run's own under
+	// rein's state directory, removed when the run closes.
 	Store   trace.Store
 	Results *Results
-	// Redactor is the chokepoint for everything printed and stored.
+	// Redactor is the chokepoint for everything printed and stored. Nil
+	// is a redactor of the policy's declared secrets ([env] secrets) and
+	// the environment's secret-named variables, as rein's commands build.
 	Redactor *trace.Redactor
 	// Profile is the template of every command's execution profile: the
-	// router sets the workspace, read-only and the timeout per call.
+	// router sets the workspace, read-only and the timeout per call. Its
+	// Limits are bounded by the policy's [limits]: a limit the profile
+	// leaves zero, or sets higher than the policy, is the policy's.
 	Profile sandbox.Profile
 	// PreviewChars bounds what the model sees of a result; zero is
 	// DefaultPreviewChars.
 	PreviewChars int
-	// Source says what runs the router: "cli", "mcp".
+	// Source says what runs the router ("cli", "mcp", "agent"), for the
+	// trace; "" records none.
 	Source string
 }
 
@@ -138,6 +148,9 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	if cfg.Policy == nil {
 		return nil, fmt.Errorf("tool: a router needs a policy")
 	}
+	if cfg.Surface == "" {
+		cfg.Surface = "coding"
+	}
 	if _, err := reg.Surface(cfg.Surface); err != nil {
 		return nil, err
 	}
@@ -145,8 +158,9 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		cfg.PreviewChars = DefaultPreviewChars
 	}
 	if cfg.Redactor == nil {
-		cfg.Redactor = trace.NewRedactor()
+		cfg.Redactor = trace.NewRedactor(trace.SecretValues(os.Environ(), cfg.Policy.EnvSecrets...)...)
 	}
+	cfg.Profile.Limits = boundLimits(cfg.Profile.Limits, cfg.Policy.Limits)
 	ws, err := workspace.Open(cfg.Policy.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("tool: opening the workspace: %w", err)
@@ -176,6 +190,21 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 			Meta: mustJSON(map[string]any{"pid": os.Getpid(), "uid": os.Getuid(), "host": host, "surface": cfg.Surface, "mode": cfg.Policy.Mode.String(), "source": cfg.Source})})
 	}
 	return r, nil
+}
+
+// boundLimits is l with the policy's limits as ceilings: each limit the
+// policy sets holds unless l sets a lower one.
+func boundLimits(l sandbox.Limits, p policy.Limits) sandbox.Limits {
+	for _, f := range []struct {
+		dst *int64
+		max int64
+	}{{&l.MemoryBytes, p.MemoryBytes}, {&l.Processes, p.Processes}, {&l.CPUSeconds, p.CPUSeconds},
+		{&l.OpenFiles, p.OpenFiles}, {&l.FileSizeBytes, p.FileSizeBytes}, {&l.TmpBytes, p.TmpBytes}} {
+		if f.max > 0 && (*f.dst == 0 || *f.dst > f.max) {
+			*f.dst = f.max
+		}
+	}
+	return l
 }
 
 // RunID is the run's id in the trace.
