@@ -31,16 +31,17 @@ import (
 // main; rein's own binary does.
 func Main() {
 	if len(os.Args) < 3 || os.Args[1] != initFlag {
+		mainCalled.Store(true)
 		return
 	}
 	os.Exit(initMain(os.Args[2]))
 }
 
-// request is what the outer process hands the init.
 // requestFile holds the init's request, gob-encoded (every string kept
 // byte for byte).
 const requestFile = "request.gob"
 
+// request is what the outer process hands the init.
 type request struct {
 	Line *shell.Line `json:"line"`
 	// NotFound are the stages whose program the sandbox's PATH does not

@@ -80,6 +80,10 @@ func preflight(ctx context.Context, rung, network, workspace string, fresh bool)
 	if rung == RungNone {
 		return PreflightResult{Rung: rung, OK: true, At: time.Now()}
 	}
+	if err := checkInit(); err != nil {
+		// Not remembered: the program, not the host, is what is missing.
+		return PreflightResult{Rung: rung, Problem: ErrNoInit.Error(), Fix: "add sandbox.Main() as the first statement of main", At: time.Now()}
+	}
 	name := rung
 	if network == NetworkFull {
 		name += "-full"

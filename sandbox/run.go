@@ -454,7 +454,7 @@ func (r *run) finish(waitErr error) {
 			}
 		}
 		if strings.TrimSpace(res.Stderr.Text) == "" && res.Status == Unavailable {
-			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, errNoInit)
+			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, ErrNoInit)
 		}
 	case len(planted) > 0:
 		res.Status, res.PutBack = Failed, planted

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinhq/rein/sandbox/netproxy"
@@ -190,9 +191,14 @@ type Output struct {
 type Error struct {
 	Status Status
 	Reason string
+	// Err is the cause, when there is one to test for (ErrNoInit).
+	Err error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("sandbox: %s: %s", e.Status, e.Reason) }
+
+// Unwrap is the cause.
+func (e *Error) Unwrap() error { return e.Err }
 
 func refuse(s Status, format string, args ...any) error {
 	return &Error{Status: s, Reason: fmt.Sprintf(format, args...)}
@@ -221,6 +227,9 @@ type Handle struct {
 // calling process dies. While a handle runs, other runs in the same
 // workspace wait for it.
 func Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Writer) (*Handle, error) {
+	if err := checkInit(); err != nil {
+		return nil, err
+	}
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
@@ -416,4 +425,20 @@ func poison(rung, workspace, reason string) {
 	poisoned.LoadOrStore(rung+"\x00"+workspace, reason)
 }
 
-var errNoInit = errors.New("this program cannot serve as rein's sandbox init: call sandbox.Main() first thing in its main function")
+// ErrNoInit is the cause of every refusal to run in a program that has not
+// called Main: the sandbox's init is this program started again, and
+// without Main it would run the program's own main instead (which may
+// start a sandbox again, and again).
+var ErrNoInit = errors.New("this program cannot serve as rein's sandbox init: call sandbox.Main() first thing in its main function, before flags are parsed or anything else runs")
+
+// mainCalled is set by Main in a program that is not an init.
+var mainCalled atomic.Bool
+
+// checkInit refuses, before anything is started again, in a program that
+// has not called Main.
+func checkInit() error {
+	if !mainCalled.Load() {
+		return &Error{Status: Unavailable, Reason: ErrNoInit.Error(), Err: ErrNoInit}
+	}
+	return nil
+}
