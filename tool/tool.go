@@ -95,6 +95,26 @@ type Spec struct {
 	run      func(ctx context.Context, c *Call, args json.RawMessage) *Result
 }
 
+// portable keeps a schema within what every major provider's function
+// calling takes: one type per property (Go's slices come out as
+// ["null", "array"], which Gemini refuses), so null is dropped.
+func portable(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && slices.Contains(s.Types, "null") {
+		for _, t := range s.Types {
+			if t != "null" {
+				s.Type, s.Types = t, nil
+			}
+		}
+	}
+	for _, p := range s.Properties {
+		portable(p)
+	}
+	portable(s.Items)
+}
+
 // Define makes the spec of a tool whose arguments are an A, with the
 // schema derived from A.
 func Define[A any](name, description string, readOnly bool, modes []policy.Mode, run func(ctx context.Context, c *Call, a A) *Result) (*Spec, error) {
@@ -102,6 +122,7 @@ func Define[A any](name, description string, readOnly bool, modes []policy.Mode,
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: deriving the schema: %w", name, err)
 	}
+	portable(schema)
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
 		return nil, fmt.Errorf("tool %s: %w", name, err)
