@@ -217,6 +217,9 @@ func initMain(dir string) int {
 	if req.Check != nil {
 		rep.Problems = req.Check.run(req)
 	}
+	if req.Home != bwrap.SandboxHome {
+		homeAt(req.Line, req.Home)
+	}
 	res, err := runplan.Run(context.Background(), req.Line, runplan.Options{
 		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdout: os.Stdout, Stderr: os.Stderr, NotFound: req.NotFound,
 	})
@@ -425,4 +428,31 @@ func envValue(env []string, k string) string {
 		}
 	}
 	return ""
+}
+
+// homeAt moves the sandbox's HOME in a plan to home. A line's ~ is the
+// sandbox's HOME, which the policy decided as bwrap.SandboxHome; on the
+// rungs that cannot mount it there (landlock, none), HOME is a private
+// directory of rein's instead, and the words, redirects and cds that name
+// the one name the other.
+func homeAt(line *shell.Line, home string) {
+	at := func(p string) string {
+		if p == bwrap.SandboxHome || strings.HasPrefix(p, bwrap.SandboxHome+"/") {
+			return home + strings.TrimPrefix(p, bwrap.SandboxHome)
+		}
+		return p
+	}
+	for _, pl := range line.Pipelines {
+		for _, st := range pl.Stages {
+			for i, w := range st.Argv {
+				if i > 0 || !strings.Contains(w, "/") || st.Program == "" {
+					st.Argv[i] = at(w)
+				}
+			}
+			st.Dir = at(st.Dir)
+			for i := range st.Redirects {
+				st.Redirects[i].Path = at(st.Redirects[i].Path)
+			}
+		}
+	}
 }

@@ -919,3 +919,16 @@ func TestSessionPinsProtected(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestTildeIsHome: ~ in a line is the sandbox's HOME on every rung: the
+// directory HOME names, there for the command to use, in words, redirects
+// and cds alike.
+func TestTildeIsHome(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, `touch ~/made && echo hi > ~/out && ls ~ && cat ~/out && cd ~ && sh -c 'test "$(pwd)" = "$HOME" && test -f "$HOME/made" && echo same'`, Profile{Rung: rung})
+		if res.Status != OK || res.Stdout.Text != "made\nout\nhi\nsame\n" {
+			t.Fatalf("%s: %+v", rung, res)
+		}
+	})
+}
