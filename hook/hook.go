@@ -82,20 +82,8 @@ func (d Decision) Output() Output {
 		PermissionDecisionReason: "rein: " + d.Reason, UpdatedInput: d.UpdatedInput}}
 }
 
-// CommandOf is the command line a tool's input carries (Bash's, or any
-// tool's whose input has a command), and whether it has one.
-func CommandOf(in *Input) (string, bool) {
-	var m map[string]any
-	if json.Unmarshal(in.ToolInput, &m) != nil {
-		return "", false
-	}
-	for _, k := range []string{"command", "cmd"} {
-		if s, ok := m[k].(string); ok {
-			return s, true
-		}
-	}
-	return "", false
-}
+// commandKeys are the input fields by which a tool takes a command line.
+var commandKeys = []string{"command", "cmd"}
 
 // Confine rewrites an allowed or asked command so that Claude Code runs it
 // through rein: the same line, decided again by the same policy, run in
@@ -109,13 +97,18 @@ func Confine(in *Input, d Decision, wrap func(line string, asked bool, input map
 	if json.Unmarshal(in.ToolInput, &m) != nil {
 		return Denied("the tool input is not a JSON object")
 	}
-	for _, k := range []string{"command", "cmd"} {
+	// Every command field is rewritten, not the first: a tool that took
+	// both would otherwise run the other unconfined.
+	rewritten := false
+	for _, k := range commandKeys {
 		if line, ok := m[k].(string); ok {
 			m[k] = wrap(line, d.Answer == Ask, m)
-			d.UpdatedInput = m
-			d.Reason += "; runs in rein's sandbox"
-			return d
+			rewritten = true
 		}
+	}
+	if rewritten {
+		d.UpdatedInput = m
+		d.Reason += "; runs in rein's sandbox"
 	}
 	return d
 }
@@ -228,8 +221,17 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 	// A tool whose input carries a command (Monitor, a plugin's runner)
 	// runs it as Bash would: it is decided as a Bash command too, and a
 	// [tool] allow rule for the tool does not let the command through.
-	if cmd, ok := field("command", "cmd"); ok {
-		return stricter(decideBash(p, in, cmd), d)
+	var m map[string]any
+	json.Unmarshal(in.ToolInput, &m)
+	for _, k := range commandKeys {
+		v, present := m[k]
+		switch cmd, ok := v.(string); {
+		case ok:
+			// Every command field, each decided: the stricter answer wins.
+			d = stricter(decideBash(p, in, cmd), d)
+		case present && v != nil:
+			d = stricter(Decision{Answer: Ask, Reason: fmt.Sprintf("%s's %s is not a command line rein can decide (%T)", in.ToolName, k, v)}, d)
+		}
 	}
 	return d
 }

@@ -169,6 +169,8 @@ func TestBashMeaningInAShell(t *testing.T) {
 		// A tool whose input is a command is decided as Bash.
 		{"Monitor", `{"command":"cat ~/.ssh/id_rsa","description":"x"}`, Deny, "protected"},
 		{"Monitor", `{"command":"cd sub && timeout 5 git status"}`, Ask, "not the workspace's own repository"},
+		{"Runner", `{"command":"echo safe","cmd":"cat ~/.ssh/id_rsa"}`, Deny, "protected"},
+		{"Runner", `{"cmd":["sh","-c","id"]}`, Ask, "not a command line rein can decide"},
 		{"Write", `{"file_path":"` + ws + `/Lx/../.bashrc","content":"x"}`, Deny, ""},
 		{"NotebookEdit", `{"notebook_path":"` + home + `/x.ipynb","file_path":"` + ws + `/ok.ipynb","new_source":"x"}`, Deny, ""},
 		{"Grep", `{"pattern":"SECRET","path":"` + ws + `","glob":".env"}`, Ask, "Grep over a directory"},

@@ -107,6 +107,11 @@ func TestHookConfines(t *testing.T) {
 	if d, _, up := hookAnswer(t, in("Monitor", `{"command":"echo watching"}`)); up == nil || !strings.Contains(up["command"].(string), "-- 'echo watching'") {
 		t.Fatalf("Monitor: %s %v", d, up)
 	}
+	// Both command fields of a tool are rewritten, not the first only.
+	if _, _, up := hookAnswer(t, in("Runner", `{"command":"echo one","cmd":"echo two"}`)); up == nil ||
+		!strings.Contains(up["command"].(string), "-- 'echo one'") || !strings.Contains(up["cmd"].(string), "-- 'echo two'") {
+		t.Fatalf("two command fields: %v", up)
+	}
 	// Asked: Claude Code asks its user; approved, the line runs confined,
 	// its asks answered yes, its denials still denials.
 	d, _, up = hookAnswer(t, in("Bash", `{"command":"touch new.txt"}`))
