@@ -99,16 +99,23 @@ func Confine(in *Input, d Decision, wrap func(line string, asked bool, input map
 	}
 	// Every command field is rewritten, not the first: a tool that took
 	// both would otherwise run the other unconfined.
-	rewritten := false
+	rewritten, other := false, false
 	for _, k := range commandKeys {
-		if line, ok := m[k].(string); ok {
+		switch v, present := m[k]; line := v.(type) {
+		case string:
 			m[k] = wrap(line, d.Answer == Ask, m)
 			rewritten = true
+		default:
+			other = other || present && v != nil
 		}
 	}
 	if rewritten {
 		d.UpdatedInput = m
-		d.Reason += "; runs in rein's sandbox"
+		if other {
+			d.Reason += "; its string command runs in rein's sandbox, the other is not rein's to run"
+		} else {
+			d.Reason += "; runs in rein's sandbox"
+		}
 	}
 	return d
 }

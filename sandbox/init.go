@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -437,10 +438,18 @@ func envValue(env []string, k string) string {
 // the one name the other.
 func homeAt(line *shell.Line, home string) {
 	at := func(p string) string {
-		if p == bwrap.SandboxHome || strings.HasPrefix(p, bwrap.SandboxHome+"/") {
-			return home + strings.TrimPrefix(p, bwrap.SandboxHome)
+		if p != bwrap.SandboxHome && !strings.HasPrefix(p, bwrap.SandboxHome+"/") {
+			return p
 		}
-		return p
+		// The policy decided the path as written, its .. taken lexically
+		// from /run/rein/home: the path is cleaned first, so that a .. climbs
+		// out of the same place here (~/../../x is /x, as decided, not a
+		// path beside the private HOME).
+		c := path.Clean(p)
+		if c == bwrap.SandboxHome || strings.HasPrefix(c, bwrap.SandboxHome+"/") {
+			return home + strings.TrimPrefix(c, bwrap.SandboxHome)
+		}
+		return c
 	}
 	for _, pl := range line.Pipelines {
 		for _, st := range pl.Stages {

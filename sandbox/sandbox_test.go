@@ -930,5 +930,12 @@ func TestTildeIsHome(t *testing.T) {
 		if res.Status != OK || res.Stdout.Text != "made\nout\nhi\nsame\n" {
 			t.Fatalf("%s: %+v", rung, res)
 		}
+		// A .. after ~ climbs from the sandbox's HOME as the policy read
+		// it: ~/../../../WS/f is WS/f, not a path beside the private HOME.
+		up := strings.Repeat("../", strings.Count(bwrap.SandboxHome, "/"))
+		res = runLine(t, ws, "touch ~/"+up+strings.TrimPrefix(ws, "/")+"/climbed", Profile{Rung: rung})
+		if _, err := os.Stat(filepath.Join(ws, "climbed")); res.Status != OK || err != nil {
+			t.Fatalf("%s: ~/..: %+v (%v)", rung, res, err)
+		}
 	})
 }

@@ -153,8 +153,12 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 		if err != nil {
 			return hook.Denied("rein cannot name its own binary to confine the command: " + err.Error())
 		}
+		dir := in.Cwd
+		if dir == "" || !filepath.IsAbs(dir) {
+			dir = p.Workspace
+		}
 		d = hook.Confine(in, d, func(line string, asked bool, input map[string]any) string {
-			return confinedLine(exe, sf, p, line, asked, confinedTimeout(input))
+			return confinedLine(exe, sf, p, line, dir, asked, confinedTimeout(input))
 		})
 	}
 	if err := recordHook(p, tf, in, d); err != nil {
@@ -180,15 +184,17 @@ func confinedTimeout(input map[string]any) time.Duration {
 
 // confinedLine is the command Claude Code's shell runs in place of line:
 // rein shell, with the same policy files and mode the hook decided with,
-// runs line in rein's sandbox from the shell's directory. A line the hook
+// runs line in rein's sandbox from the directory it was decided from. A line the hook
 // allowed refuses anything it would now ask about; one asked and approved
 // in Claude Code lets those asks through (a deny still holds).
-func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line string, asked bool, timeout time.Duration) string {
+func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string, asked bool, timeout time.Duration) string {
 	approve := "none"
 	if asked {
 		approve = "all"
 	}
-	words := []string{exe, "shell", "--workspace", p.Workspace, "--mode", p.Mode.String(), "--approve", approve}
+	// The directory the hook decided the line from, where Claude Code runs
+	// it: a line approved for one directory must not run in another.
+	words := []string{exe, "shell", "--workspace", p.Workspace, "--dir", dir, "--mode", p.Mode.String(), "--approve", approve}
 	if timeout > 0 {
 		words = append(words, "--timeout", timeout.String())
 	}

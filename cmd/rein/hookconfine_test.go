@@ -125,3 +125,32 @@ func TestHookConfines(t *testing.T) {
 		t.Fatalf("the approved ask did not run: %v", err)
 	}
 }
+
+// TestHookConfinesFromItsDirectory: the rewritten command runs the line
+// from the directory the hook decided it from (the call's cwd), so a line
+// approved for one directory does not run in another.
+func TestHookConfinesFromItsDirectory(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	for _, d := range []string{"build", "sub/build"} {
+		os.MkdirAll(filepath.Join(ws, d), 0o755)
+		os.WriteFile(filepath.Join(ws, d, "f"), []byte("x"), 0o644)
+	}
+	sub := filepath.Join(ws, "sub")
+	input := `{"session_id":"s2","cwd":"` + sub + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf build; pwd"}}`
+	t.Setenv("CLAUDE_PROJECT_DIR", ws)
+	d, _, up := hookAnswer(t, input)
+	if d != "ask" || up == nil || !strings.Contains(up["command"].(string), "--dir "+sub) {
+		t.Fatalf("%s %v", d, up)
+	}
+	out, code := runAsClaudeCode(t, sub, up["command"].(string))
+	if code != 0 || strings.TrimSpace(out) != sub {
+		t.Fatalf("exit %d: %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "build", "f")); err != nil {
+		t.Error("the workspace's top build was removed: the line ran from another directory than the one decided")
+	}
+	if _, err := os.Stat(filepath.Join(sub, "build")); err == nil {
+		t.Error("sub/build is still there")
+	}
+}

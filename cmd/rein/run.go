@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +26,7 @@ import (
 // runFlags are the flags of rein exec and rein shell.
 type runFlags struct {
 	commonFlags
+	dir     string
 	approve string
 	timeout time.Duration
 	rung    string
@@ -83,12 +85,42 @@ line's.`,
 func (rf *runFlags) register(cmd *cobra.Command) {
 	rf.commonFlags.register(cmd)
 	f := cmd.Flags()
+	f.StringVar(&rf.dir, "dir", "", "the directory the line is decided from and starts in, inside the workspace (default: the current directory when it is inside the workspace, else the workspace)")
 	f.StringVar(&rf.approve, "approve", "", "answer for asked actions without a terminal: all or none (default: ask the terminal, or deny without one)")
 	f.DurationVar(&rf.timeout, "timeout", 0, "kill the whole process tree after this long (default: the policy's sandbox.timeout)")
 	f.StringVar(&rf.rung, "rung", "", "the sandbox rung: auto, bwrap, landlock or none (default: the policy's sandbox.rung)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
 	rf.limits.register(f)
 	rf.net.register(f, "")
+}
+
+// startDir is where a line is decided from and starts, an absolute path
+// inside the workspace ("" for its root): flag when given (it must lie inside the
+// workspace), else the current directory when it does, else the root.
+func startDir(flag, ws string) (string, error) {
+	d := flag
+	if d == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", nil
+		}
+		d = wd
+	}
+	abs, err := filepath.Abs(d)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	rel, rerr := filepath.Rel(ws, abs)
+	inside := err == nil && rerr == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	switch {
+	case inside && rel == ".":
+		return "", nil
+	case inside:
+		return abs, nil
+	case flag != "":
+		return "", &exitError{exitUsage, fmt.Sprintf("--dir %s is not a directory inside the workspace %s", flag, ws)}
+	}
+	return "", nil
 }
 
 // runDecided is the life of a line from the command line: policy, approver,
@@ -117,8 +149,12 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if err != nil {
 		return err
 	}
+	dir, err := startDir(rf.dir, p.Workspace)
+	if err != nil {
+		return err
+	}
 	prof := sandbox.Profile{
-		Workspace: p.Workspace, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
+		Workspace: p.Workspace, Dir: dir, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
 		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p), Limits: limits,
 		HostReadPaths: p.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), p), Hidden: tool.Hidden(p),
 	}
@@ -129,7 +165,12 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	// The policy decides the programs the sandbox's PATH finds, which are
 	// the ones that run.
 	sandbox.ResolvePrograms(line, prof)
-	v := policy.Resolve(ctx, approver, p.Check(line), func() *policy.Verdict { return p.Check(line) })
+	from := p.Workspace
+	if dir != "" {
+		from = dir
+	}
+	check := func() *policy.Verdict { return p.CheckIn(line, from) }
+	v := policy.Resolve(ctx, approver, check(), check)
 	if v.Decision != policy.Allow {
 		if rf.asJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{"decision": v.Decision.String(), "reason": v.Reason, "stages": v.Stages}, exitDeny)
