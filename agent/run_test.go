@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
@@ -43,10 +44,7 @@ var (
 func fixture(t *testing.T, extra map[string]string) string {
 	t.Helper()
 	if _, err := bwrap.Find(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("the agent's tests run commands in the sandbox: %v", err)
-		}
-		t.Skipf("the agent's tests run commands in the sandbox: %v", err)
+		testenv.Missing(t, "the agent's tests run commands in the sandbox: %v", err)
 	}
 	fixtureOnce.Do(func() {
 		d, err := os.MkdirTemp("", "rein-agent-test-")

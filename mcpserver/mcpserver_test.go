@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
@@ -31,10 +32,7 @@ type fixture struct {
 func newFixture(t *testing.T, mode policy.Mode, approver policy.Approver) *fixture {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("bubblewrap is missing")
-		}
-		t.Skip("bubblewrap is missing")
+		testenv.Missing(t, "bubblewrap is missing")
 	}
 	root, _ := filepath.EvalSymlinks(t.TempDir())
 	ws := filepath.Join(root, "ws")

@@ -1,13 +1,14 @@
 package policy
 
 import (
-	"os"
 	oexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // customOptions are the read-only rows whose refinement parses their words
@@ -237,7 +238,7 @@ func TestOptionDrift(t *testing.T) {
 	for _, d := range driftPrograms {
 		bin, err := oexec.LookPath(d.name)
 		if err != nil {
-			if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
+			if testenv.Required() {
 				t.Errorf("%s is not installed; the drift test needs it", d.name)
 			}
 			continue

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // executingKey returns the first variable of a git config file that is
@@ -78,7 +80,7 @@ func TestExecutingKey(t *testing.T) {
 // gitlinks git itself lists.
 func TestGitlinks(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		missing(t, "git is not installed")
+		testenv.Missing(t, "git is not installed")
 	}
 	dir := t.TempDir()
 	git := func(args ...string) string {
@@ -144,7 +146,7 @@ git -C sub config core.fsmonitor "touch ` + marker + `" && git add sub'`
 // The same layout made on the host shows that git status would.
 func TestNestedRepoPutBack(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		missing(t, "git is not installed")
+		testenv.Missing(t, "git is not installed")
 	}
 	// The cross-check: on the host, git status runs the nested fsmonitor.
 	control := filepath.Join(t.TempDir(), "control")
@@ -258,7 +260,7 @@ func TestRepoMetadataPutBack(t *testing.T) {
 		})
 		t.Run("inert metadata", func(t *testing.T) {
 			if _, err := exec.LookPath("git"); err != nil {
-				missing(t, "git is not installed")
+				testenv.Missing(t, "git is not installed")
 			}
 			ws := workspaceDir(t)
 			res := runLine(t, ws, `sh -c 'GIT_CONFIG_GLOBAL=/dev/null git init -q inert && git -C inert config user.name x && git -C inert remote add origin https://example.com/x.git && printf "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n" > .gitmodules'`, Profile{Rung: rung})

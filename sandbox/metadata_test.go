@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // hostHome is a home directory outside the workspace with the files an
@@ -112,7 +114,7 @@ func TestLandlockMetadataInside(t *testing.T) {
 	ws := workspaceDir(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		missing(t, "no go command: %v", err)
+		testenv.Missing(t, "no go command: %v", err)
 	}
 	p := Profile{Rung: RungLandlock, Timeout: 2 * time.Minute, Env: []string{"PATH=" + filepath.Dir(goTool) + ":/usr/bin:/bin"}}
 	os.WriteFile(filepath.Join(ws, "run.sh"), []byte("#!/bin/sh\necho ran\n"), 0o644)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/shell"
 )
@@ -94,7 +95,7 @@ func needTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		missing(t, "%s is needed: %v", name, err)
+		testenv.Missing(t, "%s is needed: %v", name, err)
 	}
 	return p
 }
@@ -418,7 +419,7 @@ func TestNetworkOffBattery(t *testing.T) {
 func TestNetworkFull(t *testing.T) {
 	requireRung(t, RungBwrap)
 	if _, err := SlirpPath(); err != nil {
-		missing(t, "network full: %v", err)
+		testenv.Missing(t, "network full: %v", err)
 	}
 	needTool(t, "curl")
 	// A server on every address of the host: reachable through slirp4netns

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
@@ -53,31 +54,21 @@ func TestMain(m *testing.M) {
 
 var rungs = []string{RungBwrap, RungLandlock}
 
-// missing fails the test where REIN_REQUIRE_SANDBOX=1 (CI, where every
-// mechanism and tool must be there), and skips it elsewhere.
-func missing(t testing.TB, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format, args...)
-}
-
 // requireRung fails the test where REIN_REQUIRE_SANDBOX=1 and the rung
 // cannot run, and skips it elsewhere.
 func requireRung(t testing.TB, rung string) {
 	t.Helper()
 	if sup := confine.Probe(); sup.LandlockABI < minABI || !sup.Seccomp {
-		missing(t, "the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
+		testenv.Missing(t, "the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
 	}
 	if rung != RungBwrap {
 		return
 	}
 	if _, err := bwrap.Find(); err != nil {
-		missing(t, "the bwrap rung needs bubblewrap: %v", err)
+		testenv.Missing(t, "the bwrap rung needs bubblewrap: %v", err)
 	}
 	if out, err := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
-		missing(t, "user namespaces are refused here: %v %s", err, out)
+		testenv.Missing(t, "user namespaces are refused here: %v %s", err, out)
 	}
 }
 

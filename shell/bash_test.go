@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/internal/bashstub"
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // The cross-check runs every corpus line twice under real bash: once as
@@ -115,10 +116,7 @@ func requireBash(t *testing.T) string {
 	if _, err := os.Stat(bash); err != nil {
 		p, lerr := exec.LookPath("bash")
 		if lerr != nil {
-			if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-				t.Fatalf("bash is required (REIN_REQUIRE_SANDBOX=1) but missing: %v", lerr)
-			}
-			t.Skipf("bash not found, cross-check skipped: %v", lerr)
+			testenv.Missing(t, "bash is required (REIN_REQUIRE_SANDBOX=1) but missing: %v", lerr)
 		}
 		bash = p
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
@@ -43,10 +44,7 @@ func helperRouter(ws string, p *policy.Policy) (*Router, error) {
 func requireSandbox(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("bubblewrap is missing")
-		}
-		t.Skip("bubblewrap is missing")
+		testenv.Missing(t, "bubblewrap is missing")
 	}
 }
 

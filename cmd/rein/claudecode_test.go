@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -182,10 +183,7 @@ func claudeBin(t *testing.T) string {
 	t.Helper()
 	bin := claudePath
 	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("Claude Code is not installed: npm ci --prefix testdata/claudecode (%v)", err)
-		}
-		t.Skipf("Claude Code is not installed: npm ci --prefix testdata/claudecode")
+		testenv.Missing(t, "Claude Code is not installed: npm ci --prefix testdata/claudecode (%v)", err)
 	}
 	return bin
 }

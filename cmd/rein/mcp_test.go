@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/mcpserver"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -115,10 +116,7 @@ func TestMCPTypeScriptClient(t *testing.T) {
 	requireBwrap(t)
 	dir, _ := filepath.Abs("testdata/tsclient")
 	missing := func(why string) {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(why)
-		}
-		t.Skip(why)
+		testenv.Missing(t, "%v", why)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("node is not installed")

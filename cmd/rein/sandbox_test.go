@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
 )
@@ -139,10 +140,7 @@ func TestDoctor(t *testing.T) {
 func requireBwrap(t *testing.T) {
 	t.Helper()
 	if _, err := bwrap.Find(); err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("the sandbox tests need bubblewrap: %v", err)
-		}
-		t.Skipf("the sandbox tests need bubblewrap (apt-get install bubblewrap): %v", err)
+		testenv.Missing(t, "the sandbox tests need bubblewrap: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox"
 )
 
@@ -20,10 +21,7 @@ func requireProgram(t *testing.T, name string) {
 		_, err = sandbox.LookPath(sandbox.Profile{Workspace: ws, Env: []string{"PATH=" + os.Getenv("PATH")}}, name)
 	}
 	if err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("this test needs %s: %v", name, err)
-		}
-		t.Skipf("this test needs %s: %v", name, err)
+		testenv.Missing(t, "this test needs %s: %v", name, err)
 	}
 }
 
@@ -92,7 +90,7 @@ func TestToolchainGoOffline(t *testing.T) {
 		}
 		writeFiles(t, ws, map[string]string{f: string(data)})
 	}
-	for _, d := range []string{"shell", "internal/bashstub"} {
+	for _, d := range []string{"shell", "internal/bashstub", "internal/testenv"} {
 		copyTree(t, filepath.Join(module, d), filepath.Join(ws, d))
 	}
 	code, out, errOut := rein(t, "shell", "--approve", "all", "go test ./shell/")
@@ -258,10 +256,7 @@ func TestProgramOutsideView(t *testing.T) {
 		}
 	}
 	if tools == "" {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
-		}
-		t.Skip("no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
+		testenv.Missing(t, "no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
 	}
 	writeFiles(t, tools, map[string]string{"rein-fixture-tool": "#!/bin/sh\necho tool ran\n"})
 	if err := os.Chmod(filepath.Join(tools, "rein-fixture-tool"), 0o755); err != nil {

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // The test binary doubles as the sandbox's init: a View with InitPath set to
@@ -77,10 +79,7 @@ func bwrapPath(t testing.TB) string {
 		}
 	})
 	if s.err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("REIN_REQUIRE_SANDBOX=1 and %s is unavailable: %v", s.what, s.err)
-		}
-		t.Skipf("%s unavailable: %v; install bubblewrap (Debian: apt-get install bubblewrap) and allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 24.04 also kernel.apparmor_restrict_unprivileged_userns=0); set REIN_REQUIRE_SANDBOX=1 to fail instead", s.what, s.err)
+		testenv.Missing(t, "REIN_REQUIRE_SANDBOX=1 and %s is unavailable: %v", s.what, s.err)
 	}
 	return s.path
 }

@@ -9,16 +9,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 func hierarchy(t *testing.T) *Hierarchy {
 	t.Helper()
 	h, err := Find()
 	if err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testenv.Missing(t, "%v", err)
 	}
 	return h
 }

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // hostDirs are the system directories every test Spec grants read-only, so
@@ -95,7 +97,7 @@ func requireSandbox(t *testing.T, abi int) {
 	if missing == "" {
 		return
 	}
-	if os.Getenv(requireEnv) == "1" {
+	if testenv.Required() {
 		t.Fatalf("%s=1 but this host lacks %s", requireEnv, missing)
 	}
 	t.Skipf("this host lacks %s", missing)

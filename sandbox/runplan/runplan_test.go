@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/internal/bashstub"
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -32,10 +33,7 @@ func bashPath(t *testing.T) string {
 	t.Helper()
 	p, err := exec.LookPath("bash")
 	if err != nil {
-		if os.Getenv("REIN_REQUIRE_SANDBOX") == "1" {
-			t.Fatal("bash is required for the cross-check and is not installed")
-		}
-		t.Skip("bash is not installed; the cross-check needs it")
+		testenv.Missing(t, "bash is required for the cross-check and is not installed")
 	}
 	return p
 }
