@@ -350,3 +350,38 @@ func TestClaudeCodeMCPResults(t *testing.T) {
 		t.Errorf("the page: %q", page)
 	}
 }
+
+// TestClaudeCodeMCPWithHook: with rein's hook installed too, the hook
+// decides mcp__rein__* calls by the [tool] rules: with no rule naming them
+// the call is asked, which under -p is a refusal; with an allow rule it
+// reaches rein mcp, which decides the call again.
+func TestClaudeCodeMCPWithHook(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	settings, _ := json.Marshal(map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
+		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}})
+	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), settings, 0o644)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"rein": map[string]any{
+		"command": os.Args[0], "args": []string{"mcp", "--approve", "all"}, "env": map[string]string{"REIN_TEST_MAIN": "1"}}}})
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	t.Setenv("REIN_USER_POLICY", user)
+	for _, c := range []struct {
+		name, policy, want string
+	}{
+		{"no rule", "", "no tool rule names mcp__rein__shell"},
+		{"an allow rule", "[tool]\nallow = [\"mcp__rein__*\"]\n", "hello through both"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.WriteFile(user, []byte(c.policy), 0o644)
+			s := newCCServer(t, ccTool("mcp__rein__shell", map[string]any{"line": "echo hello through both"}))
+			res := runClaude(t, s, ws, home, "--mcp-config", string(cfg), "--strict-mcp-config", "--allowedTools", "mcp__rein")
+			seen := s.seen()
+			if len(seen) != 1 || !strings.Contains(seen[0], c.want) {
+				t.Fatalf("the model saw %q (%v)", seen, res["result"])
+			}
+		})
+	}
+}
