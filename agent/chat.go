@@ -32,30 +32,35 @@ type ChatConfig struct {
 // chatProvider is the OpenAI Chat Completions wire family, through the
 // vendor's SDK, which serves every compatible server by base URL.
 type chatProvider struct {
-	cfg    ChatConfig
+	configured
 	client openai.Client
 }
+
+// configured is what every provider knows of itself: its configuration,
+// whose name and model it reports.
+type configured struct{ cfg ChatConfig }
+
+func (c configured) Name() string  { return c.cfg.Name }
+func (c configured) Model() string { return c.cfg.Model }
 
 // NewChat makes a Chat Completions provider. The SDK's own retries are
 // off: the loop retries, so that the budget and the trace see every
 // attempt.
 func NewChat(cfg ChatConfig) Provider {
-	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0)}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	} else {
-		// The SDK would read OPENAI_API_KEY from the environment: a
-		// provider without a key sends none, not another provider's.
-		opts = append(opts, option.WithAPIKey(""))
-	}
+	return &chatProvider{configured{cfg}, openAIClient(cfg)}
+}
+
+// openAIClient is OpenAI's SDK client for both of its families: the base
+// URL and key the configuration's, never the environment's (the SDK would
+// read OPENAI_API_KEY, and a provider without a key sends none, not
+// another provider's), and the SDK's own retries off.
+func openAIClient(cfg ChatConfig) openai.Client {
+	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0), option.WithAPIKey(cfg.APIKey)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &chatProvider{cfg: cfg, client: openai.NewClient(opts...)}
+	return openai.NewClient(opts...)
 }
-
-func (c *chatProvider) Name() string  { return c.cfg.Name }
-func (c *chatProvider) Model() string { return c.cfg.Model }
 
 func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, error) {
 	params, err := c.params(req)

@@ -15,7 +15,7 @@ import (
 // messagesProvider is Anthropic's Messages wire family, through the
 // vendor's SDK.
 type messagesProvider struct {
-	cfg    ChatConfig
+	configured
 	client anthropic.Client
 }
 
@@ -27,11 +27,8 @@ func NewMessages(cfg ChatConfig) Provider {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &messagesProvider{cfg: cfg, client: anthropic.NewClient(opts...)}
+	return &messagesProvider{configured{cfg}, anthropic.NewClient(opts...)}
 }
-
-func (m *messagesProvider) Name() string  { return m.cfg.Name }
-func (m *messagesProvider) Model() string { return m.cfg.Model }
 
 func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, error) {
 	params, err := m.params(req)

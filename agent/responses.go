@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -16,22 +15,15 @@ import (
 // vendor's SDK: stateless (store off, the whole transcript sent each
 // step), as the other families are.
 type responsesProvider struct {
-	cfg    ChatConfig
+	configured
 	client openai.Client
 }
 
 // NewResponses makes an OpenAI Responses provider, the SDK's own retries
 // off and its key the configuration's, never the environment's.
 func NewResponses(cfg ChatConfig) Provider {
-	opts := []option.RequestOption{option.WithBaseURL(cfg.BaseURL), option.WithMaxRetries(0), option.WithAPIKey(cfg.APIKey)}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
-	}
-	return &responsesProvider{cfg: cfg, client: openai.NewClient(opts...)}
+	return &responsesProvider{configured{cfg}, openAIClient(cfg)}
 }
-
-func (r *responsesProvider) Name() string  { return r.cfg.Name }
-func (r *responsesProvider) Model() string { return r.cfg.Model }
 
 func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response, error) {
 	params, err := r.params(req)

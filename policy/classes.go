@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -45,6 +44,29 @@ type classCall struct {
 	depth int      // how many wrappers, shell strings or find actions deep
 	// perFile is set inside a find action, whose {} stands for each file.
 	perFile bool
+	// recorded are the paths recorded so far, by the list they are in, so
+	// that a path named twice (by a row's refinement and its allowlist)
+	// is recorded once, at the cost of a lookup, not a scan.
+	recorded map[*[]string]map[string]bool
+}
+
+// record appends p to list unless it is there already.
+func (c *classCall) record(list *[]string, p string) {
+	if c.recorded == nil {
+		c.recorded = map[*[]string]map[string]bool{}
+	}
+	seen := c.recorded[list]
+	if seen == nil {
+		seen = map[string]bool{}
+		for _, x := range *list {
+			seen[x] = true
+		}
+		c.recorded[list] = seen
+	}
+	if !seen[p] {
+		seen[p] = true
+		*list = append(*list, p)
+	}
 }
 
 // set gives the stage a class, whatever it had.
@@ -63,16 +85,16 @@ func (c *classCall) raise(class Class, reason string) {
 // reads records paths the program reads; "-" is standard input.
 func (c *classCall) reads(paths ...string) {
 	for _, p := range paths {
-		if p != "" && p != "-" && !slices.Contains(c.f.Reads, p) {
-			c.f.Reads = append(c.f.Reads, p)
+		if p != "" && p != "-" {
+			c.record(&c.f.Reads, p)
 		}
 	}
 }
 
 func (c *classCall) writes(paths ...string) {
 	for _, p := range paths {
-		if p != "" && !slices.Contains(c.f.Writes, p) {
-			c.f.Writes = append(c.f.Writes, p)
+		if p != "" {
+			c.record(&c.f.Writes, p)
 		}
 	}
 }

@@ -182,7 +182,12 @@ func FuzzRedactEncoded(f *testing.F) {
 	f.Fuzz(func(t *testing.T, secret, before, after string) {
 		r := NewRedactor(secret)
 		if len(r.values) == 0 {
-			t.Skip("not a value redacted by value")
+			// Declined only for the reasons NewRedactor states: too short
+			// to redact by value, or a part of the marker itself.
+			if len(secret) >= minSecretLen && !strings.Contains(Redacted, secret) {
+				t.Fatalf("the value %q was declined", secret)
+			}
+			return
 		}
 		text := before + secret + after
 		doc := func(v any) string {
