@@ -74,6 +74,12 @@ type request struct {
 	// NetUpFD, in network full, is a pipe on which the init says it has
 	// started: the namespace is set up, and the network can be attached.
 	NetUpFD int `json:"net_up_fd,omitempty"`
+	// Session gives the plan the init's own stdin (the caller's, passed
+	// through) instead of the null device.
+	Session bool `json:"session,omitempty"`
+	// SignalFD, in a session, is a pipe on which each byte is a signal
+	// the init sends to every other process of its namespace.
+	SignalFD int `json:"signal_fd,omitempty"`
 }
 
 // check is what a preflight asserts from inside the confinement.
@@ -214,6 +220,14 @@ func initMain(dir string) int {
 		}()
 	}
 	<-caught
+	if req.SignalFD >= 3 {
+		sigPipe := os.NewFile(uintptr(req.SignalFD), "signals")
+		go passOn(sigPipe)
+	}
+	var stdin *os.File
+	if req.Session {
+		stdin = os.Stdin
+	}
 	rep := report{}
 	if req.Check != nil {
 		rep.Problems = req.Check.run(req)
@@ -222,7 +236,7 @@ func initMain(dir string) int {
 		homeAt(req.Line, req.Home)
 	}
 	res, err := runplan.Run(context.Background(), req.Line, runplan.Options{
-		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdout: os.Stdout, Stderr: os.Stderr, NotFound: req.NotFound,
+		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdin: stdin, Stdout: os.Stdout, Stderr: os.Stderr, NotFound: req.NotFound,
 	})
 	if err != nil {
 		return fail(err)
@@ -238,6 +252,20 @@ func initMain(dir string) int {
 		return fail(err)
 	}
 	return res.ExitCode
+}
+
+// passOn sends each signal read from the session's pipe to every other
+// process of the sandbox: the init is pid 1 of its namespace, where
+// kill(-1) reaches all of them but itself. It ends with the pipe.
+func passOn(f *os.File) {
+	defer f.Close()
+	var b [1]byte
+	for {
+		if n, err := f.Read(b[:]); n != 1 || err != nil {
+			return
+		}
+		unix.Kill(-1, syscall.Signal(b[0]))
+	}
 }
 
 // killTree kills every descendant of the init and reaps them, until none

@@ -45,6 +45,7 @@ type run struct {
 	applied    []Applied
 	limits     Limits        // in force: p.Limits with the defaults applied
 	lifeline   *os.File      // write end; closing it tells the init to end
+	signals    *os.File      // a session's: write end of the init's signal pipe
 	reportDone chan struct{} // closed when the init's report is read
 	reportData []byte
 	scratch    string
@@ -173,9 +174,10 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		closeExtra(cmd)
 		return nil, err
 	}
+	ours := r.ownStreams()
 	if r.groups, r.applied, r.limits, err = newGroups(p.Limits, initReserve(line), rung != RungNone); err != nil {
 		closeExtra(cmd)
-		for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
+		for _, f := range ours {
 			f.Close()
 		}
 		r.lifelineClose()
@@ -188,7 +190,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	}
 	err = r.groups.start(cmd, r.done)
 	closeExtra(cmd)
-	for _, f := range []*os.File{cmd.Stdout.(*os.File), cmd.Stderr.(*os.File)} {
+	for _, f := range ours {
 		f.Close()
 	}
 	if err != nil {
@@ -198,6 +200,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if r.full != nil {
 		r.full.attaching = true
 		go r.full.attach()
+	}
+	if r.signals != nil {
+		go r.passSignals()
 	}
 	r.copies.Add(len(r.readers))
 	for i, f := range r.readers {
@@ -235,13 +240,19 @@ func (r *run) handle() *Handle {
 }
 
 // pipes connects the init's stdout and stderr to pipes rein reads itself,
-// so that waiting for the init never waits for a survivor holding them.
+// so that waiting for the init never waits for a survivor holding them. A
+// session's streams are its caller's own, passed straight through: its
+// pid namespace, not a pipe's end, says that its tree is gone.
 func (r *run) pipes() error {
 	limit := r.p.OutputBytes
 	if limit <= 0 {
 		limit = DefaultOutputBytes
 	}
 	r.outBuf, r.errBuf = newHeadTail(limit), newHeadTail(limit)
+	if s := r.p.Session; s != nil {
+		r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = orNil(s.Stdin), orNil(s.Stdout), orNil(s.Stderr)
+		return nil
+	}
 	var writers [2]*os.File
 	for i, name := range []string{"stdout", "stderr"} {
 		rd, wr, err := os.Pipe()
@@ -261,6 +272,42 @@ func (r *run) pipes() error {
 	}
 	r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
 	return nil
+}
+
+// orNil is f as a command's stream, nil (the null device) when f is.
+func orNil(f *os.File) io.ReadWriter {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// ownStreams are the write ends of the output pipes, which the init holds
+// once started: rein closes its own copies. A session's are its caller's.
+func (r *run) ownStreams() []*os.File {
+	if r.p.Session != nil {
+		return nil
+	}
+	return []*os.File{r.cmd.Stdout.(*os.File), r.cmd.Stderr.(*os.File)}
+}
+
+// passSignals passes each signal of the session on to the init, which
+// sends it to every process of the sandbox, until the run ends.
+func (r *run) passSignals() {
+	defer r.signals.Close()
+	for {
+		select {
+		case <-r.done:
+			return
+		case sig, ok := <-r.p.Session.Signals:
+			if !ok {
+				return
+			}
+			if n, ok := sig.(syscall.Signal); ok && n > 0 && n < 256 {
+				r.signals.Write([]byte{byte(n)})
+			}
+		}
+	}
 }
 
 // spoolBytes is the bound of each spool file.

@@ -141,6 +141,10 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		InitPath:       exe,
 		Tmp:            p.Limits.tmpBytes(),
 	}
+	if p.Session != nil {
+		view.HomeFiles = p.Session.HomeFiles
+		req.Session = true
+	}
 	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir})
 	if err != nil {
 		return nil, refuse(Denied, "%v", err)
@@ -154,6 +158,16 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if err := r.reportPipe(cmd, &req); err != nil {
 		closeExtra(cmd)
 		return nil, err
+	}
+	if p.Session != nil {
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			closeExtra(cmd)
+			return nil, refuse(Unavailable, "making the session's signal pipe: %v", err)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, rd)
+		req.SignalFD = 2 + len(cmd.ExtraFiles)
+		r.signals = wr
 	}
 	if err := writeRequest(r.hostIO, req); err != nil {
 		closeExtra(cmd)

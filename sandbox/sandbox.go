@@ -134,6 +134,33 @@ type Profile struct {
 	// is required: the sandbox asks it about each target and never learns
 	// why one was allowed.
 	Egress netproxy.Policy
+	// Session, when set, makes the run an interactive session of one
+	// program (an agent's CLI): its streams are the caller's own, signals
+	// are passed on, and it may run up to MaxSessionTimeout. Only the
+	// bwrap rung runs one: a session needs a pid namespace of its own, so
+	// that its whole tree ends with it.
+	Session *Session
+}
+
+// MaxSessionTimeout is the ceiling of a session's timeout.
+const MaxSessionTimeout = 24 * time.Hour
+
+// Session is what a session run takes from its caller.
+type Session struct {
+	// Stdin, Stdout and Stderr are the program's streams, passed straight
+	// through (a terminal stays a terminal): nothing is captured, so the
+	// result's Stdout and Stderr are empty. Nil is the null device.
+	Stdin, Stdout, Stderr *os.File
+	// Signals passes each signal sent on it to every process of the
+	// sandbox (SIGINT, SIGTERM, SIGHUP, SIGWINCH, ...). Ending the session
+	// for good is Kill's.
+	Signals <-chan os.Signal
+	// HomeFiles maps paths relative to the private HOME to host files or
+	// directories bound there read-only, with each directory between
+	// bound over itself so that none can be renamed and replaced: the
+	// session's settings, a bundle, a socket's directory. The caller vets
+	// them, as it does HostReadPaths.
+	HomeFiles map[string]string
 }
 
 // Result is how a run ended.
@@ -268,13 +295,42 @@ func (h *Handle) Wait() *Result {
 func (h *Handle) Kill() { h.kill(Cancelled) }
 
 func (p *Profile) validate() error {
+	ceiling := MaxTimeout
+	if p.Session != nil {
+		ceiling = MaxSessionTimeout
+	}
 	switch {
 	case p.Timeout == 0:
 		p.Timeout = DefaultTimeout
 	case p.Timeout < 0:
 		return refuse(Denied, "timeout %s is negative", p.Timeout)
-	case p.Timeout > MaxTimeout:
-		return refuse(Denied, "timeout %s is above the %s ceiling", p.Timeout, MaxTimeout)
+	case p.Timeout > ceiling:
+		return refuse(Denied, "timeout %s is above the %s ceiling", p.Timeout, ceiling)
+	}
+	if s := p.Session; s != nil {
+		if p.Rung == "" || p.Rung == RungAuto {
+			p.Rung = RungBwrap
+		}
+		if p.Rung != RungBwrap {
+			return refuse(Unavailable, "a session runs only on the bwrap rung (its own pid namespace ends its whole tree), not on %q", p.Rung)
+		}
+		if p.SpoolDir != "" {
+			return refuse(Denied, "a session's streams are its caller's: it has no spool")
+		}
+		for rel, host := range s.HomeFiles {
+			if !filepath.IsAbs(host) || filepath.Clean(host) != host {
+				return refuse(InvalidPath, "home file %s: %q is not a clean absolute path", rel, host)
+			}
+			if rel == "" || filepath.IsAbs(rel) || filepath.Clean(rel) != rel || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+				return refuse(InvalidPath, "home file %q is not a clean path inside the home directory", rel)
+			}
+			if within(host, p.Workspace) || within(p.Workspace, host) {
+				return refuse(InvalidPath, "home file %s overlaps the workspace", host)
+			}
+			if _, err := os.Stat(host); err != nil {
+				return refuse(NotFound, "home file %s: %v", rel, err)
+			}
+		}
 	}
 	if err := p.Limits.validate(); err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -118,6 +119,13 @@ type View struct {
 	// Home is the host directory mounted read-write at SandboxHome as the
 	// command's private home; empty mounts nothing there.
 	Home string
+
+	// HomeFiles maps paths relative to SandboxHome to host files or
+	// directories bound read-only there (a session's settings, say). Each
+	// directory between SandboxHome and such a path is made in Home and
+	// bound over itself, so that neither the file nor a directory holding
+	// it can be renamed away and replaced. It needs Home.
+	HomeFiles map[string]string
 
 	// Tmp is the size in bytes of the private tmpfs mounted at /tmp;
 	// 0 means DefaultTmpSize.
@@ -386,6 +394,11 @@ func (b *builder) build(v View, argv []string) ([]string, error) {
 			return nil, err
 		}
 		b.add("--bind", home, SandboxHome)
+		if err := bindHomeFiles(b, home, v.HomeFiles); err != nil {
+			return nil, err
+		}
+	} else if len(v.HomeFiles) > 0 {
+		return nil, &ViewError{Field: "HomeFiles", Reason: "needs Home"}
 	}
 
 	for _, m := range []struct {
@@ -738,6 +751,52 @@ func bindCaches(b *builder, op string, caches map[string]string) error {
 	slices.Sort(dests)
 	for _, d := range dests {
 		b.add(op, byDest[d], d)
+	}
+	return nil
+}
+
+// bindHomeFiles binds each of files read-only at its path below
+// SandboxHome, after binding each directory between over itself (made in
+// home, the host directory mounted there, when missing).
+func bindHomeFiles(b *builder, home string, files map[string]string) error {
+	rels := make([]string, 0, len(files))
+	for rel := range files {
+		rels = append(rels, rel)
+	}
+	sort.Strings(rels)
+	bound := map[string]bool{}
+	for _, rel := range rels {
+		clean := filepath.Clean(rel)
+		if rel == "" || filepath.IsAbs(rel) || clean != rel || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			return &ViewError{Field: "HomeFiles", Value: rel, Reason: "is not a clean path inside the home directory"}
+		}
+		host, err := absPath("HomeFiles", files[rel])
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(host); err != nil {
+			return &ViewError{Field: "HomeFiles", Value: host, Reason: err.Error()}
+		}
+		parts := strings.Split(rel, "/")
+		for i := 1; i < len(parts); i++ {
+			dir := strings.Join(parts[:i], "/")
+			if _, ok := files[dir]; ok {
+				return &ViewError{Field: "HomeFiles", Value: rel, Reason: "lies inside another of the home files"}
+			}
+			if bound[dir] {
+				continue
+			}
+			hostDir := filepath.Join(home, dir)
+			if fi, err := os.Lstat(hostDir); err == nil && !fi.IsDir() {
+				return &ViewError{Field: "HomeFiles", Value: rel, Reason: dir + " is not a directory"}
+			}
+			if err := os.Mkdir(hostDir, 0o700); err != nil && !os.IsExist(err) {
+				return &ViewError{Field: "HomeFiles", Value: rel, Reason: err.Error()}
+			}
+			b.add("--bind", hostDir, SandboxHome+"/"+dir)
+			bound[dir] = true
+		}
+		b.add("--ro-bind", host, SandboxHome+"/"+rel)
 	}
 	return nil
 }
