@@ -81,18 +81,26 @@ func (l *egressLog) take(runID string) []trace.Record {
 	l.mu.Unlock()
 	var out []trace.Record
 	for _, ev := range events {
-		decision, reason := "allow", ev.Verdict.Reason
-		if ev.Refused != "" {
-			decision, reason = "deny", ev.Refused
-		}
-		out = append(out,
-			trace.PolicyEvent{RunID: runID, Kind: "net", Decision: decision, Rule: ev.Verdict.Rule, Layer: ev.Verdict.Layer,
-				File: ev.Verdict.File, Reason: fmt.Sprintf("%s %s: %s", ev.Proto, ev.Target, reason), At: ev.Time},
-			trace.SandboxEvent{RunID: runID, Kind: "egress", Detail: mustJSON(ev), At: ev.Time})
+		out = append(out, EgressRecords(runID, ev)...)
 	}
 	if dropped > 0 {
 		out = append(out, trace.SandboxEvent{RunID: runID, Kind: "egress_dropped",
 			Detail: mustJSON(map[string]int{"connections": dropped}), At: time.Now()})
 	}
 	return out
+}
+
+// EgressRecords are the trace records of one connection through the
+// egress proxy: a policy event (kind "net") with its decision, rule and
+// reason, and a sandbox event (kind "egress") with its addresses and bytes.
+func EgressRecords(runID string, ev netproxy.Event) []trace.Record {
+	decision, reason := "allow", ev.Verdict.Reason
+	if ev.Refused != "" {
+		decision, reason = "deny", ev.Refused
+	}
+	return []trace.Record{
+		trace.PolicyEvent{RunID: runID, Kind: "net", Decision: decision, Rule: ev.Verdict.Rule, Layer: ev.Verdict.Layer,
+			File: ev.Verdict.File, Reason: fmt.Sprintf("%s %s: %s", ev.Proto, ev.Target, reason), At: ev.Time},
+		trace.SandboxEvent{RunID: runID, Kind: "egress", Detail: mustJSON(ev), At: ev.Time},
+	}
 }

@@ -51,6 +51,11 @@ type Config struct {
 	// Source says what runs the router ("cli", "mcp", "agent"), for the
 	// trace; "" records none.
 	Source string
+	// RunID, when set, records the router's calls under a run that
+	// already exists in Store and that its owner ends (a launched
+	// session, whose hook decisions and MCP calls are one run); empty
+	// starts a run of the router's own, ended by Close.
+	RunID string
 }
 
 // Envelope is what the model is shown of a result: a bounded preview with
@@ -168,6 +173,10 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	r := &Router{reg: reg, cfg: cfg, ws: ws, runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:4])}
+	resultsDir := r.runID
+	if cfg.RunID != "" {
+		r.runID, resultsDir = cfg.RunID, cfg.RunID+"-"+hex.EncodeToString(b[4:])
+	}
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
 	r.files = &files.Tools{WS: ws}
 	r.handles = newHandleTable(r)
@@ -176,11 +185,11 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Results = &Results{Dir: filepath.Join(dir, r.runID)}
+		cfg.Results = &Results{Dir: filepath.Join(dir, resultsDir)}
 		r.cfg.Results = cfg.Results
 		r.ownResults = true
 	}
-	if cfg.Store != nil {
+	if cfg.Store != nil && cfg.RunID == "" {
 		if _, err := cfg.Store.Append(context.Background(), trace.Run{ID: r.runID, StartedAt: time.Now(), Workspace: cfg.Policy.Workspace,
 			Surface: cfg.Surface, Mode: cfg.Policy.Mode.String(), Source: cfg.Source, PID: os.Getpid()}); err != nil {
 			return nil, fmt.Errorf("tool: recording the run: %w", err)
@@ -261,8 +270,11 @@ func (r *Router) Close(status string) {
 		os.RemoveAll(r.cfg.Results.Dir)
 	}
 	if r.cfg.Store != nil {
-		recs := append(left, trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
-			trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
+		recs := left
+		if r.cfg.RunID == "" {
+			recs = append(recs, trace.RunEnd{RunID: r.runID, EndedAt: time.Now(), Status: status},
+				trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
+		}
 		r.cfg.Store.AppendAll(context.Background(), recs...)
 	}
 }

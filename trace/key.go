@@ -32,6 +32,17 @@ const keyBytes = 32
 // keyed with another key is told apart from an edited one.
 func (k *Key) ID() string { return k.id }
 
+// Sum is the HMAC-SHA256, in hex, of data under the key, for the purpose
+// label names (a launch bundle's manifest, say): what carries it was
+// written by someone holding the key, and a sum for one purpose is never
+// valid for another.
+func (k *Key) Sum(label string, data []byte) string {
+	m := hmac.New(sha256.New, k.secret)
+	io.WriteString(m, "rein "+label+"\x00")
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 func newKey(secret []byte) *Key {
 	m := hmac.New(sha256.New, secret)
 	io.WriteString(m, "rein trace key id")

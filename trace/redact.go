@@ -87,6 +87,10 @@ func SecretValues(env []string, extra ...string) []string {
 	return out
 }
 
+// SecretName reports whether a variable's name looks like it holds a
+// credential (a token, a password, a key), as SecretValues decides.
+func SecretName(name string) bool { return secretKey().MatchString(name) }
+
 // secretKey matches names that look like they hold a credential.
 var secretKey = lazyRegexp(`(?i)(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential|session_?key|signing_?key|client_?key|(^|_)auth(_|$))`)
 

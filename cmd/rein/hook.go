@@ -103,13 +103,33 @@ timeout answers deny. Every decision is recorded in the trace.`,
 // decideHook reads the input, loads the project's policy, decides and
 // records the decision.
 func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag, confine bool) hook.Decision {
-	data, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), maxHookInput+1))
+	data, err := readHookInput(cmd.InOrStdin())
 	if err != nil {
-		return hook.Denied("reading the hook input: " + err.Error())
+		return hook.Denied(err.Error())
+	}
+	return decideHookInput(data, sf, wsFlag, confine, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
+		return recordHook(p, tf, in, d)
+	}, nil)
+}
+
+// readHookInput reads a hook's input, at most 8 MiB.
+func readHookInput(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the hook input: %w", err)
 	}
 	if len(data) > maxHookInput {
-		return hook.Denied("the hook input is larger than 8 MiB")
+		return nil, fmt.Errorf("the hook input is larger than 8 MiB")
 	}
+	return data, nil
+}
+
+// decideHookInput decides one hook input under the project's policy, as
+// it is when asked (an edit to a policy file holds from the next call),
+// and records the decision with record; a decision that cannot be
+// recorded is a denial. pre, when set, may decide a call first.
+func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, record func(*policy.Policy, *hook.Input, hook.Decision) error,
+	pre func(*hook.Input) (hook.Decision, bool)) hook.Decision {
 	in, err := hook.Parse(data)
 	if err != nil {
 		return hook.Denied(err.Error())
@@ -142,7 +162,13 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 	if err != nil {
 		return hook.Denied("the workspace: " + err.Error())
 	}
-	d := hook.Decide(p, w, in)
+	d, done := hook.Decision{}, false
+	if pre != nil {
+		d, done = pre(in)
+	}
+	if !done {
+		d = hook.Decide(p, w, in)
+	}
 	if home := p.Home; d.Answer == hook.Allow && (p.Workspace == "/" || home == p.Workspace || strings.HasPrefix(home, p.Workspace+"/")) {
 		// The whole home directory as a workspace would make every dot
 		// file writable and readable: nothing is allowed without asking.
@@ -161,7 +187,7 @@ func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag
 			return confinedLine(exe, sf, p, line, dir, asked, confinedTimeout(input))
 		})
 	}
-	if err := recordHook(p, tf, in, d); err != nil {
+	if err := record(p, in, d); err != nil {
 		return hook.Denied("the trace could not record the decision: " + err.Error())
 	}
 	return d
@@ -228,8 +254,15 @@ func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision
 		// racing this one fails on the unique id, which is fine.
 		store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: p.Workspace, Surface: "claude-code", Mode: p.Mode.String(), Source: "hook", PID: os.Getppid()})
 	}
-	recs := []trace.Record{trace.Step{RunID: run, Tool: in.ToolName, Args: string(in.ToolInput), Status: d.Answer, Reason: d.Reason,
-		Observation: d.Reason, StartedAt: time.Now()}}
+	_, err = store.AppendAll(ctx, hookRecords(run, in, d)...)
+	return err
+}
+
+// hookRecords are the trace records of one hook decision: a step and its
+// policy event.
+func hookRecords(run string, in *hook.Input, d hook.Decision) []trace.Record {
+	step := trace.Step{RunID: run, Tool: in.ToolName, Args: string(in.ToolInput), Status: d.Answer, Reason: d.Reason,
+		Observation: d.Reason, StartedAt: time.Now()}
 	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: d.Answer, Reason: d.Reason, At: time.Now()}
 	if d.Answer != hook.Deny {
 		ev.Kind = "decision"
@@ -237,8 +270,7 @@ func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision
 	if d.Verdict != nil && d.Verdict.Rule != nil {
 		ev.Rule, ev.Layer, ev.File = d.Verdict.Rule.Rule, d.Verdict.Rule.Layer.String(), d.Verdict.Rule.File
 	}
-	_, err = store.AppendAll(ctx, append(recs, ev)...)
-	return err
+	return []trace.Record{step, ev}
 }
 
 // mergeHook adds entry to the PreToolUse hooks of a settings file,

@@ -1,0 +1,863 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/mcpserver"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/netproxy"
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// The exit statuses of rein launch that are rein's own; any other is the
+// program's.
+const (
+	exitLaunchBundle  = 121 // the launch bundle failed its verification
+	exitLaunchCreds   = 122 // the environment holds credentials
+	exitLaunchRefused = 123 // an argument that would skip rein's hook, or a program rein cannot confine
+	exitLaunchTimeout = 124 // the session's timeout ended it
+)
+
+// Where the session finds rein's files, below its private HOME.
+const (
+	launchBundleAt = ".rein/launch"
+	launchSocketAt = ".rein/socket"
+	launchSocket   = "rein.sock"
+	// launchStopGrace is how long a stopped session's program has, after
+	// the signal is passed on, before its whole tree is killed.
+	launchStopGrace = 10 * time.Second
+	// DefaultLaunchTimeout bounds a session unless --timeout says otherwise.
+	defaultLaunchTimeout = 12 * time.Hour
+)
+
+// claudeKeyVars are the variables that carry Claude Code's model
+// credential: the one credential a session is given.
+var claudeKeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
+
+// claudeConfigVars are the variables of Claude Code's own configuration a
+// session passes on: where the model is, and which.
+var claudeConfigVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+	"ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
+
+// hookSkippingVars are variables that would make Claude Code skip hooks
+// or read its settings from elsewhere: never passed by --env.
+var hookSkippingVars = []string{"CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE", "CLAUDE_CONFIG_DIR"}
+
+func newLaunchCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		lo  launchOptions
+		tf  traceFlag
+		cfg string
+	)
+	cmd := &cobra.Command{
+		Use:   "launch [flags] claude-code [-- CLAUDE_ARGS...] | launch [flags] -- PROGRAM ARGS...",
+		Short: "Run Claude Code (or any agent CLI) whole inside rein's sandbox, as a managed session",
+		Long: `Run an agent's CLI inside rein's bwrap sandbox for a whole session: its own
+pid namespace, the workspace writable (rein's protected paths read-only or
+hidden), a private HOME holding only rein's launch bundle, and an egress
+proxy that reaches only the model API's host; every other connection is
+refused and recorded. The session is refused when the environment holds
+credentials (naming them); only the model's key goes in.
+
+For claude-code, rein writes a launch bundle (prompt.md, settings.json with
+rein's hook, mcp.json with rein mcp, policy.json, manifest.json with the
+sha256 of each file and of rein's binary, keyed with rein's trace key),
+verifies it, and starts Claude Code with it. Every tool call is decided by
+rein's hook on the host; a hook that crashes, hangs or is missing blocks
+the call. Flags that skip hooks are refused. The session is one run in the
+trace: every hook decision, MCP call and connection under it.
+
+Exit status: the program's own; 121 the bundle failed its verification;
+122 credentials in the environment; 123 a refused argument; 124 the
+session's timeout; 125 the sandbox could not run; 127 the program was not
+found; 128+N stopped by signal N (SIGINT and SIGTERM are passed on, and
+the whole tree is gone after).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			switch {
+			case len(args) > 0 && args[0] == "claude-code" && (dash == 1 || (dash == -1 && len(args) == 1)):
+				lo.claude, lo.args = true, args[1:]
+			case dash == 0 && len(args) > 0:
+				lo.args = args
+			default:
+				return &exitError{exitUsage, "usage: rein launch [flags] claude-code [-- CLAUDE_ARGS...], or rein launch [flags] -- PROGRAM ARGS..."}
+			}
+			lo.sf, lo.tf, lo.writeOnly = sf, &tf, cfg
+			return launch(cmd, &lo)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&lo.workspace, "workspace", "", "the project, writable in the session (default: the current directory)")
+	f.DurationVar(&lo.timeout, "timeout", defaultLaunchTimeout, "end the session, its whole tree, after this long (at most 24h)")
+	f.StringVar(&lo.claudePath, "claude", "", "the Claude Code binary (default: claude on PATH)")
+	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the program's model credential, passed into its environment only (repeatable; claude-code: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN)")
+	f.StringArrayVar(&lo.env, "env", nil, "pass this variable of the environment into the session (repeatable; never a credential)")
+	f.StringArrayVar(&lo.allowHosts, "allow-host", nil, "let the session reach this host (host or host:port; repeatable) besides the model API's")
+	f.StringVar(&lo.bundle, "bundle", "", "launch from this bundle, written earlier with --write-bundle, after verifying it")
+	f.StringVar(&cfg, "write-bundle", "", "write the launch bundle into this new directory and stop (claude-code)")
+	tf.register(cmd)
+	return cmd
+}
+
+// launchOptions are a launch's flags and arguments.
+type launchOptions struct {
+	sf         *scopeFlags
+	tf         *traceFlag
+	claude     bool
+	args       []string
+	workspace  string
+	timeout    time.Duration
+	claudePath string
+	keyEnv     []string
+	env        []string
+	allowHosts []string
+	bundle     string
+	writeOnly  string
+}
+
+// launchHost is a host the session may reach: a name and a port.
+type launchHost struct {
+	host string
+	port uint16
+}
+
+func (h launchHost) String() string {
+	return net.JoinHostPort(h.host, strconv.Itoa(int(h.port)))
+}
+
+func launch(cmd *cobra.Command, lo *launchOptions) error {
+	stderr := cmd.ErrOrStderr()
+	ws := lo.workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return &exitError{exitUsage, "cannot find the current directory; pass --workspace"}
+		}
+		ws = wd
+	}
+	ws, err := filepath.Abs(ws)
+	if err == nil {
+		ws, err = filepath.EvalSymlinks(ws)
+	}
+	if err != nil {
+		return &exitError{exitUsage, fmt.Sprintf("--workspace %s: %v", lo.workspace, err)}
+	}
+	if lo.timeout <= 0 || lo.timeout > sandbox.MaxSessionTimeout {
+		return &exitError{exitUsage, fmt.Sprintf("--timeout %s: give a duration above zero, at most %s", lo.timeout, sandbox.MaxSessionTimeout)}
+	}
+	pol, err := policy.Load(policy.Options{Workspace: ws, OrgFile: lo.sf.org, UserFile: lo.sf.user, ProjectFile: lo.sf.project})
+	if err != nil {
+		return &exitError{exitUsage, "the policy: " + err.Error()}
+	}
+	keys := lo.keyEnv
+	if lo.claude && len(keys) == 0 {
+		keys = claudeKeyVars
+	}
+	for _, k := range keys {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return &exitError{exitUsage, fmt.Sprintf("--key-env %q is not a variable name", k)}
+		}
+	}
+	if creds := credentialVars(os.Environ(), keys); len(creds) > 0 {
+		return &exitError{exitLaunchCreds, fmt.Sprintf("rein launch: the environment holds credentials the session could carry off: %s; unset them (env -u %s rein launch ...), or name the model's one with --key-env", strings.Join(creds, ", "), creds[0])}
+	}
+	for _, name := range lo.env {
+		switch {
+		case name == "" || strings.ContainsAny(name, "=\x00"):
+			return &exitError{exitUsage, fmt.Sprintf("--env %q is not a variable name", name)}
+		case slices.Contains(hookSkippingVars, name):
+			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: --env %s would make Claude Code skip rein's hook or its settings", name)}
+		case isCredentialName(name):
+			return &exitError{exitLaunchCreds, fmt.Sprintf("rein launch: --env %s looks like a credential; only the model's key goes in (--key-env)", name)}
+		}
+	}
+	hosts, err := launchHosts(lo)
+	if err != nil {
+		return err
+	}
+	var prog string
+	var argv []string
+	if lo.claude {
+		if why := refusedClaudeArg(lo.args); why != "" {
+			return &exitError{exitLaunchRefused, "rein launch: " + why}
+		}
+		name := lo.claudePath
+		if name == "" {
+			name = "claude"
+		}
+		prog, err = launchProgram(name)
+		argv = lo.args
+	} else {
+		prog, err = launchProgram(lo.args[0])
+		argv = lo.args[1:]
+	}
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return &exitError{exitSandbox, "rein cannot name its own binary: " + err.Error()}
+	}
+
+	store, red, err := lo.tf.openFor(pol)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	key, err := traceKey(store.Path(), ws)
+	if err != nil {
+		return &exitError{exitSandbox, "the trace key: " + err.Error()}
+	}
+	kind := "program"
+	if lo.claude {
+		kind = "claude-code"
+	}
+	if lo.writeOnly != "" {
+		if !lo.claude {
+			return &exitError{exitUsage, "--write-bundle writes Claude Code's bundle: rein launch --write-bundle DIR claude-code"}
+		}
+		b := newLaunchBundle(pol, ws, prog, hosts)
+		if err := b.write(lo.writeOnly, exe, key); err != nil {
+			return &exitError{exitLaunchBundle, "rein launch: writing the bundle: " + err.Error()}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", filepath.Join(lo.writeOnly, "manifest.json"))
+		return nil
+	}
+
+	var b [6]byte
+	rand.Read(b[:])
+	runID := "launch-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+	state, err := sandbox.StateDir("launch")
+	if err != nil {
+		return &exitError{exitSandbox, err.Error()}
+	}
+	dir, err := os.MkdirTemp(state, runID+"-")
+	if err != nil {
+		return &exitError{exitSandbox, "making the session's directory: " + err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	home := map[string]string{}
+	var prompt string
+	if lo.claude {
+		bundle := lo.bundle
+		if bundle == "" {
+			bundle = filepath.Join(dir, "bundle")
+			if err := newLaunchBundle(pol, ws, prog, hosts).write(bundle, exe, key); err != nil {
+				return &exitError{exitLaunchBundle, "rein launch: writing the bundle: " + err.Error()}
+			}
+		} else if bundle, err = filepath.Abs(bundle); err != nil {
+			return &exitError{exitUsage, "--bundle: " + err.Error()}
+		}
+		m, err := verifyBundle(bundle, exe, key)
+		if err == nil && (m.Workspace != ws || m.Program != prog) {
+			err = fmt.Errorf("it was written for %s in %s, not %s in %s", m.Program, m.Workspace, prog, ws)
+		}
+		if err != nil {
+			return &exitError{exitLaunchBundle, fmt.Sprintf("rein launch: the bundle %s is refused: %v", bundle, err)}
+		}
+		data, err := os.ReadFile(filepath.Join(bundle, "prompt.md"))
+		if err != nil {
+			return &exitError{exitLaunchBundle, "rein launch: the bundle's prompt: " + err.Error()}
+		}
+		prompt = string(data)
+		home[launchBundleAt] = bundle
+		home[".claude/settings.json"] = filepath.Join(bundle, "settings.json")
+		argv = append([]string{"--setting-sources", "user", "--mcp-config", bwrap.SandboxHome + "/" + launchBundleAt + "/mcp.json",
+			"--append-system-prompt", prompt}, argv...)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host, _ := os.Hostname()
+	if _, err := store.AppendAll(ctx,
+		trace.Run{ID: runID, StartedAt: time.Now(), Workspace: ws, Surface: kind, Mode: pol.Mode.String(), Source: "launch", PID: os.Getpid()},
+		trace.Audit{RunID: runID, Kind: "launch_start", At: time.Now(), Meta: launchJSON(map[string]any{
+			"program": prog, "args": argv, "hosts": hostStrings(hosts), "pid": os.Getpid(), "host": host, "bundle": home[launchBundleAt]})},
+	); err != nil {
+		return &exitError{exitSandbox, "recording the session: " + err.Error()}
+	}
+	status := "ended"
+	defer func() {
+		store.AppendAll(context.Background(), trace.RunEnd{RunID: runID, EndedAt: time.Now(), Status: status},
+			trace.Audit{RunID: runID, Kind: "launch_end", At: time.Now(), Meta: launchJSON(map[string]string{"status": status})})
+	}()
+
+	if lo.claude {
+		// A unix socket's path is short: not below rein's state
+		// directory, which may be deep, but in a directory of its own
+		// (0700) in /tmp, which no sandbox sees (each has its own).
+		sockDir, err := os.MkdirTemp("/tmp", "rein-launch-")
+		if err != nil {
+			return &exitError{exitSandbox, "making the session's socket: " + err.Error()}
+		}
+		defer os.RemoveAll(sockDir)
+		srv, err := serveLaunch(ctx, lo, pol, ws, runID, store, red, filepath.Join(sockDir, launchSocket))
+		if err != nil {
+			return &exitError{exitSandbox, "rein launch: serving the session's hook and MCP: " + err.Error()}
+		}
+		defer srv.close()
+		home[launchSocketAt] = sockDir
+	}
+
+	env := launchEnv(os.Environ(), pol, keys, lo)
+	p := sandbox.Profile{Workspace: ws, Rung: sandbox.RungBwrap, Timeout: lo.timeout, Env: env, Hidden: tool.Hidden(pol),
+		HostCaches: tool.HostCaches(os.Environ(), pol)}
+	if wd, err := os.Getwd(); err == nil && (wd == ws || strings.HasPrefix(wd, ws+"/")) {
+		p.Dir = wd
+	}
+	if d := filepath.Dir(prog); !systemPath(d) && d != ws && !strings.HasPrefix(d, ws+"/") {
+		if h := pol.Home; h != "" && (d == h || strings.HasPrefix(h, d+"/")) {
+			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: %s lies in %s, which holds your home directory: install it in a directory of its own", prog, d)}
+		}
+		p.HostReadPaths = []string{d}
+	}
+	if limits, err := (&limitFlags{}).limits(pol.Limits, pol.Settings); err == nil {
+		p.Limits = limits
+	}
+	var refused sync.WaitGroup
+	var refusedN int
+	var refusedMu sync.Mutex
+	if len(hosts) > 0 {
+		p.Network = sandbox.NetworkProxy
+		p.Egress = &launchEgress{hosts: hosts, record: func(ev netproxy.Event) {
+			refused.Add(1)
+			defer refused.Done()
+			if ev.Refused != "" {
+				refusedMu.Lock()
+				refusedN++
+				refusedMu.Unlock()
+			}
+			store.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
+		}}
+	}
+	sigs := make(chan os.Signal, 8)
+	passed := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
+	defer signal.Stop(sigs)
+	streams, done := sessionStreams(cmd)
+	p.Session = &sandbox.Session{Stdin: streams[0], Stdout: streams[1], Stderr: streams[2], Signals: passed, HomeFiles: home}
+	line, err := shell.FromArgv(append([]string{prog}, argv...))
+	if err != nil {
+		done()
+		return &exitError{exitUsage, err.Error()}
+	}
+	h, err := sandbox.Start(ctx, line, p, nil, nil)
+	if err != nil {
+		done()
+		status = "refused: " + err.Error()
+		return &exitError{exitSandbox, "rein launch: " + err.Error()}
+	}
+	var stopped syscall.Signal
+	go func() {
+		for sig := range sigs {
+			passed <- sig
+			if s, _ := sig.(syscall.Signal); s != syscall.SIGWINCH && stopped == 0 {
+				stopped = s
+				time.AfterFunc(launchStopGrace, h.Kill)
+			}
+		}
+	}()
+	res := h.Wait()
+	done()
+	refused.Wait()
+	store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: "session", Detail: launchJSON(res), At: time.Now()})
+	if refusedN > 0 {
+		fmt.Fprintf(stderr, "rein launch: %d connection(s) refused (rein trace show %s)\n", refusedN, runID)
+	}
+	code := res.ExitCode
+	switch {
+	case stopped != 0:
+		code, status = 128+int(stopped), "stopped by "+stopped.String()
+	case res.Status == sandbox.Timeout:
+		code, status = exitLaunchTimeout, "timeout"
+		fmt.Fprintf(stderr, "rein launch: the session reached its %s timeout\n", lo.timeout)
+	case res.Status == sandbox.Unavailable && code == 0:
+		code, status = exitSandbox, "unavailable: "+res.Reason
+		fmt.Fprintf(stderr, "rein launch: %s\n", res.Reason)
+	default:
+		if code == 0 && res.Status != sandbox.OK {
+			code = exitSandbox
+			fmt.Fprintf(stderr, "rein launch: %s: %s\n", res.Status, res.Reason)
+		}
+		status = fmt.Sprintf("exit %d", code)
+	}
+	if code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// sessionStreams are the session's stdin, stdout and stderr: rein's own
+// when they are files (a terminal stays a terminal), else pipes copied to
+// the command's writers. done waits for the copies once the session ends.
+func sessionStreams(cmd *cobra.Command) ([3]*os.File, func()) {
+	var out [3]*os.File
+	var wg sync.WaitGroup
+	var closers []*os.File
+	if f, ok := cmd.InOrStdin().(*os.File); ok {
+		out[0] = f
+	}
+	for i, w := range []io.Writer{cmd.OutOrStdout(), cmd.ErrOrStderr()} {
+		if f, ok := w.(*os.File); ok {
+			out[i+1] = f
+			continue
+		}
+		rd, wr, err := os.Pipe()
+		if err != nil {
+			continue
+		}
+		out[i+1] = wr
+		closers = append(closers, wr)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer rd.Close()
+			io.Copy(w, rd)
+		}()
+	}
+	return out, func() {
+		for _, f := range closers {
+			f.Close()
+		}
+		closers = nil
+		wg.Wait()
+	}
+}
+
+// systemPath reports whether dir is inside the system directories every
+// sandbox shows.
+func systemPath(dir string) bool {
+	for _, s := range bwrap.DefaultSystemDirs {
+		if dir == s || strings.HasPrefix(dir, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// launchProgram is the program's real path: found on PATH, links
+// resolved, a regular executable file.
+func launchProgram(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", &exitError{127, fmt.Sprintf("rein launch: %s: %v", name, err)}
+	}
+	if path, err = filepath.Abs(path); err == nil {
+		path, err = filepath.EvalSymlinks(path)
+	}
+	if err != nil {
+		return "", &exitError{127, fmt.Sprintf("rein launch: %s: %v", name, err)}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", &exitError{126, fmt.Sprintf("rein launch: %s is not an executable file", path)}
+	}
+	return path, nil
+}
+
+// launchHosts are the hosts the session may reach: Claude Code's model
+// API (ANTHROPIC_BASE_URL, else api.anthropic.com) and --allow-host's.
+func launchHosts(lo *launchOptions) ([]launchHost, error) {
+	var out []launchHost
+	if lo.claude {
+		base := os.Getenv("ANTHROPIC_BASE_URL")
+		if base == "" {
+			base = "https://api.anthropic.com"
+		}
+		u, err := url.Parse(base)
+		if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			return nil, &exitError{exitUsage, fmt.Sprintf("ANTHROPIC_BASE_URL %q is not an http or https URL", base)}
+		}
+		port := 443
+		if u.Scheme == "http" {
+			port = 80
+		}
+		if u.Port() != "" {
+			if port, err = strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
+				return nil, &exitError{exitUsage, fmt.Sprintf("ANTHROPIC_BASE_URL %q has a bad port", base)}
+			}
+		}
+		out = append(out, launchHost{strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), uint16(port)})
+	}
+	for _, a := range lo.allowHosts {
+		h, p, err := net.SplitHostPort(a)
+		ports := []int{443}
+		if err != nil {
+			h = a
+		} else if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+			ports = []int{n}
+		} else {
+			return nil, &exitError{exitUsage, fmt.Sprintf("--allow-host %q: a bad port", a)}
+		}
+		if h == "" || strings.ContainsAny(h, "*/ ") {
+			return nil, &exitError{exitUsage, fmt.Sprintf("--allow-host %q: name one host (no wildcard, no path)", a)}
+		}
+		for _, port := range ports {
+			out = append(out, launchHost{strings.ToLower(strings.TrimSuffix(h, ".")), uint16(port)})
+		}
+	}
+	return out, nil
+}
+
+func hostStrings(hosts []launchHost) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = h.String()
+	}
+	return out
+}
+
+// launchEgress lets a session reach its hosts, each by name and port, and
+// nothing else.
+type launchEgress struct {
+	hosts  []launchHost
+	record func(netproxy.Event)
+}
+
+func (e *launchEgress) Decide(_ context.Context, r netproxy.Request) netproxy.Verdict {
+	for _, h := range e.hosts {
+		if r.Host == h.host && r.Port == h.port {
+			return netproxy.Verdict{Allow: true, ByName: true, Rule: h.String(), Layer: "launch", Reason: "the session's model API (or --allow-host)"}
+		}
+	}
+	return netproxy.Verdict{Layer: "launch", Reason: fmt.Sprintf("a launched session reaches only %s", strings.Join(hostStrings(e.hosts), ", "))}
+}
+
+func (e *launchEgress) Record(ev netproxy.Event) { e.record(ev) }
+
+// credentialVars are the variables of env that hold a credential the
+// session must not carry in, but for the model's keys: names that look
+// secret, cloud and cluster configuration, agent sockets.
+func credentialVars(env []string, keys []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || slices.Contains(keys, k) {
+			continue
+		}
+		if isCredentialName(k) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// credentialPrefixes are the families of variables that lead to a cloud's
+// or a cluster's credentials without a secret-looking name (those with
+// one, AWS_SECRET_ACCESS_KEY or AZURE_CLIENT_SECRET, are caught by it;
+// AWS_REGION or AWS_CA_BUNDLE are not credentials).
+var credentialPrefixes = []string{"AWS_ACCESS_KEY", "AWS_CONTAINER_CREDENTIALS", "AWS_WEB_IDENTITY", "AZURE_FEDERATED", "ARM_CLIENT_CERT",
+	"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CREDENTIALS", "CLOUDSDK_AUTH", "OP_SERVICE_ACCOUNT", "KUBECONFIG", "DOCKER_AUTH_CONFIG", "VAULT_"}
+
+// credentialNames are single variables that lead to a credential.
+var credentialNames = []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN",
+	"NETRC", "GIT_ASKPASS", "SSH_ASKPASS", "NPM_TOKEN", "NODE_AUTH_TOKEN", "PYPI_TOKEN", "CARGO_REGISTRY_TOKEN"}
+
+func isCredentialName(k string) bool {
+	if trace.SecretName(k) || slices.Contains(credentialNames, k) {
+		return true
+	}
+	for _, p := range credentialPrefixes {
+		if strings.HasPrefix(k, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// launchEnv is the session's environment: the locale, terminal and PATH,
+// the model's key and configuration, what --env names, and the settings
+// that keep Claude Code from reaching anything but the model.
+func launchEnv(env []string, pol *policy.Policy, keys []string, lo *launchOptions) []string {
+	var out []string
+	pass := append(slices.Clone(keys), lo.env...)
+	if lo.claude {
+		pass = append(pass, claudeConfigVars...)
+	}
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		if k == "LANG" || k == "TERM" || k == "PATH" || k == "COLORTERM" || strings.HasPrefix(k, "LC_") || slices.Contains(pass, k) {
+			out = append(out, e)
+		}
+	}
+	if lo.claude {
+		// The sandbox is one (Claude Code lets root bypass permissions only
+		// inside one); nothing it would fetch besides the model is reachable.
+		out = append(out, "IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+			"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1")
+	}
+	return out
+}
+
+// claudeFlags are the Claude Code flags a session passes on, each with
+// whether it takes a value. Anything else is refused: a flag Claude Code
+// adds next is refused until it is known not to skip rein's hook.
+var claudeFlags = map[string]bool{
+	"-p": false, "--print": false, "-c": false, "--continue": false, "-r": false, "--resume": false, "--fork-session": false,
+	"--session-id": true, "-n": true, "--name": true, "--model": true, "--fallback-model": true, "--effort": true,
+	"--permission-mode": true, "--permission-prompts": true, "--dangerously-skip-permissions": false,
+	"--allow-dangerously-skip-permissions": false, "--allowedTools": true, "--allowed-tools": true,
+	"--disallowedTools": true, "--disallowed-tools": true, "--tools": true, "--output-format": true, "--input-format": true,
+	"--json-schema": true, "--max-budget-usd": true, "--include-partial-messages": false, "--include-hook-events": false,
+	"--replay-user-messages": false, "--no-session-persistence": false, "--verbose": false, "--append-system-prompt": true,
+	"--system-prompt": true, "--add-dir": true, "--agent": true, "--agents": true, "--autocompact": true,
+	"--system-prompt-snapshot": true, "--disable-slash-commands": false, "--exclude-dynamic-system-prompt-sections": false,
+	"--forward-subagent-text": false, "--brief": false, "--ax-screen-reader": false, "--betas": true, "--no-chrome": false,
+	"-d": false, "--debug": false, "-h": false, "--help": false, "-v": false, "--version": false,
+}
+
+// claudeRefused says why the flags that would skip rein's hook, its
+// settings or its sandbox are refused.
+var claudeRefused = map[string]string{
+	"--bare":              "skips hooks",
+	"--safe-mode":         "skips hooks",
+	"--restricted":        "ignores the user settings that hold rein's hook",
+	"--settings":          "could turn hooks off (disableAllHooks)",
+	"--setting-sources":   "could leave out the user settings that hold rein's hook (rein passes --setting-sources user)",
+	"--mcp-config":        "the session's MCP server is the bundle's rein mcp",
+	"--strict-mcp-config": "the session's MCP server is the bundle's rein mcp",
+	"--plugin-dir":        "plugins are not part of the bundle",
+	"--plugin-url":        "plugins are not part of the bundle",
+	"--bg":                "a background session would outlive rein's sandbox",
+	"--background":        "a background session would outlive rein's sandbox",
+	"--cloud":             "runs the session elsewhere",
+	"--teleport":          "runs the session elsewhere",
+	"--remote-control":    "hands the session to another client",
+	"--desktop":           "hands the session to another client",
+	"--ide":               "connects to an IDE outside the sandbox",
+	"--chrome":            "drives a browser outside the sandbox",
+	"--debug-file":        "writes wherever it is told",
+	"--worktree":          "makes a worktree outside the workspace",
+	"-w":                  "makes a worktree outside the workspace",
+	"--tmux":              "starts a terminal multiplexer outside the sandbox",
+}
+
+// refusedClaudeArg says why one of Claude Code's arguments is refused, or
+// "" when none is. An argument that starts with a dash must be a known
+// flag (as --flag or --flag=value); values and the prompt pass as they
+// are, but a refused flag is refused wherever it stands.
+func refusedClaudeArg(args []string) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(a, "=")
+		if why, ok := claudeRefused[name]; ok {
+			return fmt.Sprintf("Claude Code's %s is refused: it %s", name, why)
+		}
+		if _, ok := claudeFlags[name]; !ok {
+			return fmt.Sprintf("Claude Code's %s is not one rein launch passes on (it passes only flags known not to skip its hook; see docs/launch.md)", policy.Printable(name))
+		}
+	}
+	return ""
+}
+
+// launchServer answers the session's hook and MCP connections on a unix
+// socket bound into its HOME: every decision is made, and every call
+// runs, on the host, under the session's run.
+type launchServer struct {
+	l   net.Listener
+	mcp *mcpserver.Server
+	wg  sync.WaitGroup
+}
+
+func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *trace.SQLite, red *trace.Redactor, path string) (*launchServer, error) {
+	if len(path) > 100 {
+		return nil, fmt.Errorf("the socket path %s is too long for a unix socket: set REIN_CACHE_DIR to a shorter directory", path)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := tool.Builtin()
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	limits, err := (&limitFlags{}).limits(pol.Limits, pol.Settings)
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	// A call that asks reaches Claude Code's user through elicitation, as
+	// rein mcp's does.
+	srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: tool.SurfaceCoding, Run: func() (tool.Config, error) {
+		p, err := policy.Load(policy.Options{Workspace: ws, OrgFile: lo.sf.org, UserFile: lo.sf.user, ProjectFile: lo.sf.project})
+		if err != nil {
+			return tool.Config{}, err
+		}
+		return tool.Config{Policy: p, Store: store, Redactor: red, RunID: runID, Profile: sandbox.Profile{Limits: limits}}, nil
+	}})
+	if err != nil {
+		l.Close()
+		return nil, err
+	}
+	s := &launchServer{l: l, mcp: srv}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				defer c.Close()
+				s.serve(ctx, c, lo, ws, runID, store)
+			}()
+		}
+	}()
+	return s, nil
+}
+
+// serve answers one connection: a first line naming the service, "hook"
+// or "mcp", then its bytes.
+func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store *trace.SQLite) {
+	var name []byte
+	var b [1]byte
+	for len(name) < 16 {
+		if n, err := c.Read(b[:]); n != 1 || err != nil {
+			return
+		}
+		if b[0] == '\n' {
+			break
+		}
+		name = append(name, b[0])
+	}
+	switch string(name) {
+	case "hook":
+		c.SetDeadline(time.Now().Add(hookTimeout + 5*time.Second))
+		d := s.decide(c, lo, ws, runID, store)
+		writeJSON(c, d.Output(), 0)
+	case "mcp":
+		ss, err := s.mcp.Server.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
+		if err != nil {
+			return
+		}
+		ss.Wait()
+	}
+}
+
+// decide is the hook's answer to one call of the session, made as rein
+// hook makes it (Bash is not rewritten: the whole session is confined),
+// bounded in time, and recorded under the session's run.
+func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, store *trace.SQLite) hook.Decision {
+	data, err := readHookInput(c)
+	if err != nil {
+		return hook.Denied(err.Error())
+	}
+	done := make(chan hook.Decision, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- hook.Denied(fmt.Sprintf("internal error: %v", p))
+			}
+		}()
+		done <- decideHookInput(data, lo.sf, ws, false, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
+			_, err := store.AppendAll(context.Background(), hookRecords(runID, in, d)...)
+			return err
+		}, launchMCP)
+	}()
+	select {
+	case d := <-done:
+		return d
+	case <-time.After(hookTimeout):
+		return hook.Denied(fmt.Sprintf("no decision within %s", hookTimeout))
+	}
+}
+
+// launchMCP lets the session's calls to rein's own MCP server through the
+// hook: that server decides each call itself, under the same policy.
+func launchMCP(in *hook.Input) (hook.Decision, bool) {
+	if strings.HasPrefix(in.ToolName, "mcp__rein__") {
+		return hook.Decision{Answer: hook.Allow, Reason: "rein's own MCP server decides this call itself, under the same policy"}, true
+	}
+	return hook.Decision{}, false
+}
+
+func (s *launchServer) close() {
+	s.l.Close()
+	s.mcp.Close()
+	s.wg.Wait()
+}
+
+// newRelayCmd is what runs inside a launched session for its hook and MCP
+// server: it connects to rein on the host through the session's socket,
+// names the service, and copies stdin there and the answer to stdout.
+func newRelayCmd() *cobra.Command {
+	var socket string
+	cmd := &cobra.Command{
+		Use:    "relay hook|mcp",
+		Short:  "Inside a launched session: pass the hook's or MCP's bytes to rein on the host",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != "hook" && args[0] != "mcp" {
+				return &exitError{exitUsage, fmt.Sprintf("relay %q: hook or mcp", args[0])}
+			}
+			c, err := net.Dial("unix", socket)
+			if err != nil {
+				return &exitError{1, "rein relay: " + err.Error()}
+			}
+			defer c.Close()
+			if _, err := io.WriteString(c, args[0]+"\n"); err != nil {
+				return &exitError{1, "rein relay: " + err.Error()}
+			}
+			go func() {
+				io.Copy(c, cmd.InOrStdin())
+				if u, ok := c.(*net.UnixConn); ok {
+					u.CloseWrite()
+				}
+			}()
+			n, err := io.Copy(cmd.OutOrStdout(), c)
+			if err != nil || (args[0] == "hook" && n == 0) {
+				return &exitError{1, "rein relay: no answer from rein"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&socket, "socket", bwrap.SandboxHome+"/"+launchSocketAt+"/"+launchSocket, "the session's socket")
+	return cmd
+}
+
+// launchJSON is v as JSON text, for the trace.
+func launchJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%q", err.Error())
+	}
+	return string(data)
+}
