@@ -271,6 +271,11 @@ func Load(o Options) (*Policy, error) {
 	if o.Home == "" {
 		o.Home = env("HOME")
 	}
+	if o.Home != "" && !filepath.IsAbs(o.Home) {
+		// ~ in a rule or a path would mean a directory relative to wherever
+		// rein runs.
+		return nil, fmt.Errorf("the home directory %q (HOME) is not an absolute path", o.Home)
+	}
 	p := &Policy{
 		Mode:             ModeAsk,
 		Home:             filepath.Clean(o.Home),

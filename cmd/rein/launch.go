@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -65,9 +67,25 @@ var claudeKeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
 var claudeConfigVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
 	"ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
 
-// hookSkippingVars are variables that would make Claude Code skip hooks
-// or read its settings from elsewhere: never passed by --env.
-var hookSkippingVars = []string{"CLAUDE_CODE_SIMPLE", "CLAUDE_CODE_SAFE_MODE", "CLAUDE_CONFIG_DIR"}
+// reservedVar reports whether --env may not pass name: the variables the
+// session sets itself (HOME, TMPDIR, PATH, the proxy's, the locale's
+// directories), and the families that configure Claude Code or its model
+// (CLAUDE_CODE_SIMPLE and CLAUDE_CODE_RESTRICTED skip hooks or the user
+// settings, CLAUDE_CONFIG_DIR moves them; the ones rein passes it passes
+// itself), or the loader.
+func reservedVar(name string) bool {
+	up := strings.ToUpper(name)
+	switch up {
+	case "HOME", "TMPDIR", "PATH", "PWD", "SHELL", "USER", "LOGNAME", "IS_SANDBOX", "NO_PROXY", "ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY":
+		return true
+	}
+	for _, prefix := range []string{"CLAUDE", "ANTHROPIC_", "DISABLE_", "XDG_", "LD_", "REIN_", "NODE_OPTIONS", "BUN_"} {
+		if strings.HasPrefix(up, prefix) {
+			return true
+		}
+	}
+	return false
+}
 
 func newLaunchCmd(sf *scopeFlags) *cobra.Command {
 	var (
@@ -192,8 +210,8 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		switch {
 		case name == "" || strings.ContainsAny(name, "=\x00"):
 			return &exitError{exitUsage, fmt.Sprintf("--env %q is not a variable name", name)}
-		case slices.Contains(hookSkippingVars, name):
-			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: --env %s would make Claude Code skip rein's hook or its settings", name)}
+		case reservedVar(name):
+			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: --env %s is refused: the session sets it itself, or it configures Claude Code (which could make it skip rein's hook or its settings)", name)}
 		case isCredentialName(name):
 			return &exitError{exitLaunchCreds, fmt.Sprintf("rein launch: --env %s looks like a credential; only the model's key goes in (--key-env)", name)}
 		}
@@ -261,7 +279,8 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	if err != nil {
 		return &exitError{exitSandbox, err.Error()}
 	}
-	dir, err := os.MkdirTemp(state, runID+"-")
+	sweepLaunches(state)
+	dir, err := os.MkdirTemp(state, fmt.Sprintf("%d-", os.Getpid()))
 	if err != nil {
 		return &exitError{exitSandbox, "making the session's directory: " + err.Error()}
 	}
@@ -312,20 +331,35 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 			trace.Audit{RunID: runID, Kind: "launch_end", At: time.Now(), Meta: launchJSON(map[string]string{"status": status})})
 	}()
 
+	var refused sync.WaitGroup
+	var refusedN int
+	var refusedMu sync.Mutex
+	recordEgress := func(ev netproxy.Event) {
+		refused.Add(1)
+		defer refused.Done()
+		if ev.Refused != "" {
+			refusedMu.Lock()
+			refusedN++
+			refusedMu.Unlock()
+		}
+		store.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
+	}
+	closeServer := func() {}
 	if lo.claude {
 		// A unix socket's path is short: not below rein's state
 		// directory, which may be deep, but in a directory of its own
 		// (0700) in /tmp, which no sandbox sees (each has its own).
-		sockDir, err := os.MkdirTemp("/tmp", "rein-launch-")
+		sockDir, err := os.MkdirTemp("/tmp", fmt.Sprintf("rein-launch-%d-", os.Getpid()))
 		if err != nil {
 			return &exitError{exitSandbox, "making the session's socket: " + err.Error()}
 		}
 		defer os.RemoveAll(sockDir)
-		srv, err := serveLaunch(ctx, lo, pol, ws, runID, store, red, filepath.Join(sockDir, launchSocket))
+		srv, err := serveLaunch(ctx, lo, pol, ws, runID, store, red, filepath.Join(sockDir, launchSocket), hosts, recordEgress)
 		if err != nil {
 			return &exitError{exitSandbox, "rein launch: serving the session's hook and MCP: " + err.Error()}
 		}
 		defer srv.close()
+		closeServer = srv.close
 		home[launchSocketAt] = sockDir
 	}
 
@@ -336,29 +370,17 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		p.Dir = wd
 	}
 	if d := filepath.Dir(prog); !systemPath(d) && d != ws && !strings.HasPrefix(d, ws+"/") {
-		if h := pol.Home; h != "" && (d == h || strings.HasPrefix(h, d+"/")) {
-			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: %s lies in %s, which holds your home directory: install it in a directory of its own", prog, d)}
+		if err := vetProgramDir(pol, ws, d); err != nil {
+			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: %s cannot be shown to the session: %v; install it in a directory of its own", prog, err)}
 		}
 		p.HostReadPaths = []string{d}
 	}
 	if limits, err := (&limitFlags{}).limits(pol.Limits, pol.Settings); err == nil {
 		p.Limits = limits
 	}
-	var refused sync.WaitGroup
-	var refusedN int
-	var refusedMu sync.Mutex
 	if len(hosts) > 0 {
 		p.Network = sandbox.NetworkProxy
-		p.Egress = &launchEgress{hosts: hosts, record: func(ev netproxy.Event) {
-			refused.Add(1)
-			defer refused.Done()
-			if ev.Refused != "" {
-				refusedMu.Lock()
-				refusedN++
-				refusedMu.Unlock()
-			}
-			store.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
-		}}
+		p.Egress = &launchEgress{hosts: hosts, record: recordEgress}
 	}
 	sigs := make(chan os.Signal, 8)
 	passed := make(chan os.Signal, 8)
@@ -389,6 +411,9 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	}()
 	res := h.Wait()
 	done()
+	// Nothing records a connection after this: the proxy is closed, and
+	// with the server the MCP sessions and their commands.
+	closeServer()
 	refused.Wait()
 	store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: "session", Detail: launchJSON(res), At: time.Now()})
 	if refusedN > 0 {
@@ -415,6 +440,29 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// sweepLaunches removes what sessions of a rein that died left behind
+// (rein's state below state, the socket directories in /tmp): each
+// directory is named after its rein's pid.
+func sweepLaunches(state string) {
+	for _, dir := range []struct{ base, prefix string }{{state, ""}, {"/tmp", "rein-launch-"}} {
+		entries, _ := os.ReadDir(dir.base)
+		for _, e := range entries {
+			rest, ok := strings.CutPrefix(e.Name(), dir.prefix)
+			pidText, _, _ := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidText)
+			if !ok || !e.IsDir() || err != nil || pid <= 0 || pid == os.Getpid() {
+				continue
+			}
+			if fi, err := e.Info(); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+				continue
+			}
+			if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+				os.RemoveAll(filepath.Join(dir.base, e.Name()))
+			}
+		}
+	}
 }
 
 // sessionStreams are the session's stdin, stdout and stderr: rein's own
@@ -463,6 +511,40 @@ func systemPath(dir string) bool {
 		}
 	}
 	return false
+}
+
+// maxProgramDir bounds the entries of a program's directory rein vets.
+const maxProgramDir = 20_000
+
+// vetProgramDir says why the directory of the session's program cannot be
+// bound read-only into the session: it holds a home directory, rein's
+// state or the workspace, or something the protected set forbids reading
+// (a key, a .env), or more entries than rein lists to know.
+func vetProgramDir(pol *policy.Policy, ws, d string) error {
+	for _, held := range []string{pol.Home, "/home", "/root", sandbox.CacheDir(), ws} {
+		if held != "" && (d == held || strings.HasPrefix(held, d+"/") || d == "/") {
+			return fmt.Errorf("its directory %s holds %s", d, held)
+		}
+	}
+	if a := pol.Protection(policy.ActRead, d, d); a != nil {
+		return fmt.Errorf("its directory %s is protected (%s)", d, a.Rule)
+	}
+	if a := pol.ProtectedWithin(d); a != nil {
+		return fmt.Errorf("its directory %s holds a protected path (%s)", d, a.Rule)
+	}
+	n := 0
+	return filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("listing %s: %v", path, err)
+		}
+		if n++; n > maxProgramDir {
+			return fmt.Errorf("its directory %s holds more than %d entries", d, maxProgramDir)
+		}
+		if a := pol.Protection(policy.ActRead, path, path); a != nil {
+			return fmt.Errorf("its directory holds %s, which is protected (%s)", path, a.Rule)
+		}
+		return nil
+	})
 }
 
 // launchProgram is the program's real path: found on PATH, links
@@ -687,12 +769,16 @@ func refusedClaudeArg(args []string) string {
 // socket bound into its HOME: every decision is made, and every call
 // runs, on the host, under the session's run.
 type launchServer struct {
-	l   net.Listener
-	mcp *mcpserver.Server
-	wg  sync.WaitGroup
+	l     net.Listener
+	mcp   *mcpserver.Server
+	tools map[string]bool // rein mcp's tools, as Claude Code names them
+	slots chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
 }
 
-func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *trace.SQLite, red *trace.Redactor, path string) (*launchServer, error) {
+func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *trace.SQLite, red *trace.Redactor, path string,
+	hosts []launchHost, record func(netproxy.Event)) (*launchServer, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("the socket path %s is too long for a unix socket: set REIN_CACHE_DIR to a shorter directory", path)
 	}
@@ -710,31 +796,55 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		l.Close()
 		return nil, err
 	}
-	// A call that asks reaches Claude Code's user through elicitation, as
-	// rein mcp's does.
-	srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: tool.SurfaceCoding, Run: func() (tool.Config, error) {
+	// Anything in the session can be this server's client, so an ask is
+	// never put to the client (it could answer itself): it is refused,
+	// naming why. A command's network is the policy's, and never more
+	// than the session's own hosts.
+	srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: tool.SurfaceCoding, Approver: launchApprover{}, Run: func() (tool.Config, error) {
 		p, err := policy.Load(policy.Options{Workspace: ws, OrgFile: lo.sf.org, UserFile: lo.sf.user, ProjectFile: lo.sf.project})
 		if err != nil {
 			return tool.Config{}, err
 		}
-		return tool.Config{Policy: p, Store: store, Redactor: red, RunID: runID, Profile: sandbox.Profile{Limits: limits}}, nil
+		prof := sandbox.Profile{Limits: limits, Network: sandbox.NetworkOff}
+		if p.Sandbox.Network != sandbox.NetworkOff && policy.ForMode(p.Mode).Network && len(hosts) > 0 {
+			prof.Network = sandbox.NetworkProxy
+			prof.Egress = &cappedEgress{session: &launchEgress{hosts: hosts}, policy: tool.Egress(p, launchApprover{}, nil), record: record}
+		}
+		return tool.Config{Policy: p, Store: store, Redactor: red, RunID: runID, Profile: prof}, nil
 	}})
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	s := &launchServer{l: l, mcp: srv}
+	specs, _ := reg.Surface(tool.SurfaceCoding)
+	s := &launchServer{l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns)}
+	for _, spec := range specs {
+		s.tools["mcp__rein__"+spec.Name] = true
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		for {
 			c, err := l.Accept()
 			if err != nil {
+				if ne, ok := err.(net.Error); ok && !errors.Is(err, net.ErrClosed) && (ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
 				return
+			}
+			// A few connections at once: anything in the session can
+			// connect, and each holds memory and a descriptor of rein's.
+			select {
+			case s.slots <- struct{}{}:
+			default:
+				c.Close()
+				continue
 			}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
+				defer func() { <-s.slots }()
 				defer c.Close()
 				s.serve(ctx, c, lo, ws, runID, store)
 			}()
@@ -743,9 +853,39 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 	return s, nil
 }
 
+// launchConns bounds the connections of a session served at once.
+const launchConns = 16
+
+// launchApprover answers the asks of a launched session's MCP calls: no.
+// Whatever is in the session could answer an elicitation, and no person
+// outside it is asked.
+type launchApprover struct{}
+
+func (launchApprover) Approve(context.Context, *policy.Verdict) (policy.Approval, error) {
+	return policy.Approval{Answer: policy.Reject, Reason: "in a launched session rein's MCP calls are never approved from inside the session: only what the policy allows runs (add an allow rule, or use Bash, whose asks Claude Code puts to you)"}, nil
+}
+
+// cappedEgress decides a connection of a command rein mcp runs for the
+// session: the session's hosts bound it, then the policy decides.
+type cappedEgress struct {
+	session *launchEgress
+	policy  netproxy.Policy
+	record  func(netproxy.Event)
+}
+
+func (e *cappedEgress) Decide(ctx context.Context, r netproxy.Request) netproxy.Verdict {
+	if v := e.session.Decide(ctx, r); !v.Allow {
+		return v
+	}
+	return e.policy.Decide(ctx, r)
+}
+
+func (e *cappedEgress) Record(ev netproxy.Event) { e.record(ev) }
+
 // serve answers one connection: a first line naming the service, "hook"
 // or "mcp", then its bytes.
 func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store *trace.SQLite) {
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var name []byte
 	var b [1]byte
 	for len(name) < 16 {
@@ -763,6 +903,7 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 		d := s.decide(c, lo, ws, runID, store)
 		writeJSON(c, d.Output(), 0)
 	case "mcp":
+		c.SetReadDeadline(time.Time{})
 		ss, err := s.mcp.Server.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
 		if err != nil {
 			return
@@ -789,7 +930,7 @@ func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, s
 		done <- decideHookInput(data, lo.sf, ws, false, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
 			_, err := store.AppendAll(context.Background(), hookRecords(runID, in, d)...)
 			return err
-		}, launchMCP)
+		}, s.reinTool)
 	}()
 	select {
 	case d := <-done:
@@ -799,19 +940,22 @@ func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, s
 	}
 }
 
-// launchMCP lets the session's calls to rein's own MCP server through the
-// hook: that server decides each call itself, under the same policy.
-func launchMCP(in *hook.Input) (hook.Decision, bool) {
-	if strings.HasPrefix(in.ToolName, "mcp__rein__") {
+// reinTool lets the session's calls to rein's own MCP server through the
+// hook, each one of its tools by name: that server decides each call
+// itself, under the same policy.
+func (s *launchServer) reinTool(in *hook.Input) (hook.Decision, bool) {
+	if s.tools[in.ToolName] {
 		return hook.Decision{Answer: hook.Allow, Reason: "rein's own MCP server decides this call itself, under the same policy"}, true
 	}
 	return hook.Decision{}, false
 }
 
 func (s *launchServer) close() {
-	s.l.Close()
-	s.mcp.Close()
-	s.wg.Wait()
+	s.once.Do(func() {
+		s.l.Close()
+		s.mcp.Close()
+		s.wg.Wait()
+	})
 }
 
 // newRelayCmd is what runs inside a launched session for its hook and MCP

@@ -123,6 +123,10 @@ func (b *launchBundle) write(dir, exe string, key *trace.Key) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
+	// The modes are the bundle's whatever the umask.
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
 	reinSum, err := fileSum(exe)
 	if err != nil {
 		return fmt.Errorf("hashing rein's binary: %w", err)
@@ -151,7 +155,10 @@ func writeExclusive(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -81,6 +84,19 @@ func TestLaunchProgram(t *testing.T) {
 		if code, _, errOut := launchProc(t, env, "--", "true"); code != exitLaunchCreds || !strings.Contains(errOut, name) {
 			t.Errorf("%s: exit %d %s", name, code, errOut)
 		}
+	}
+	for _, name := range []string{"HOME", "CLAUDE_CODE_RESTRICTED", "CLAUDE_CONFIG_DIR", "ANTHROPIC_CUSTOM_HEADERS", "https_proxy", "LD_PRELOAD"} {
+		if code, _, errOut := launchProc(t, []string{name + "=/tmp/x"}, "--env", name, "--", "true"); code != exitLaunchRefused || !strings.Contains(errOut, name) {
+			t.Errorf("--env %s: exit %d %s", name, code, errOut)
+		}
+	}
+	// A program whose directory holds a key is not shown to the session.
+	keyed := filepath.Join(t.TempDir(), "agent")
+	os.MkdirAll(keyed, 0o755)
+	os.WriteFile(filepath.Join(keyed, "id_rsa"), []byte("KEY"), 0o600)
+	os.WriteFile(filepath.Join(keyed, "agent"), []byte("#!/bin/sh\ncat $(dirname $0)/id_rsa\n"), 0o755)
+	if code, out, errOut := launchProc(t, nil, "--", filepath.Join(keyed, "agent")); code != exitLaunchRefused || strings.Contains(out, "KEY") || !strings.Contains(errOut, "id_rsa") {
+		t.Errorf("a program beside a key: exit %d %q %s", code, out, errOut)
 	}
 	// The model's key is the one credential passed, and only when named.
 	if code, out, errOut := launchProc(t, []string{"MODEL_API_KEY=k-123"}, "--key-env", "MODEL_API_KEY", "--", "sh", "-c", `echo "$MODEL_API_KEY"`); code != 0 || out != "k-123\n" {
@@ -153,11 +169,12 @@ func TestLaunchClaudeCode(t *testing.T) {
 		ccTool("mcp__rein__shell", map[string]any{"line": "echo hello from mcp"}),
 		ccTool("Bash", map[string]any{"command": "sleep 3172", "description": "wait", "run_in_background": true}),
 		ccTool("Bash", map[string]any{"command": "cat ~/.ssh/id_rsa", "description": "read the key"}),
+		ccTool("mcp__rein__shell", map[string]any{"line": "touch asked.txt"}),
 	)
 	env := []string{"ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
 	code, out, errOut := launchProc(t, env, "--claude", bin, "claude-code", "--", "-p", "do the task", "--output-format", "json")
 	seen := s.seen()
-	if code != 0 || len(seen) != 5 {
+	if code != 0 || len(seen) != 6 {
 		t.Fatalf("exit %d, the model saw %d results: %q\nstdout %s\nstderr %s", code, len(seen), seen, out, errOut)
 	}
 	if !strings.Contains(seen[0], "building in "+ws) || !strings.Contains(seen[0], "settings-readonly") || !strings.Contains(seen[0], "unmovable") {
@@ -178,6 +195,9 @@ func TestLaunchClaudeCode(t *testing.T) {
 	if !strings.Contains(seen[4], "protected") || strings.Contains(strings.Join(seen, " "), "SECRET") {
 		t.Errorf("the denied read: %q", seen[4])
 	}
+	if _, err := os.Stat(filepath.Join(ws, "asked.txt")); err == nil || !strings.Contains(seen[5], "never approved from inside the session") {
+		t.Errorf("an ask of rein mcp in the session: %q", seen[5])
+	}
 	if left := liveWith("sleep 3172"); len(left) > 0 {
 		t.Errorf("left running after the session: %q", left)
 	}
@@ -197,7 +217,7 @@ func TestLaunchClaudeCode(t *testing.T) {
 	for _, st := range steps {
 		tools[st.Tool]++
 	}
-	if tools["Bash"] != 4 || tools["mcp__rein__shell"] != 1 || tools["shell"] != 1 {
+	if tools["Bash"] != 4 || tools["mcp__rein__shell"] != 2 || tools["shell"] != 2 {
 		t.Errorf("the session's steps: %v", tools)
 	}
 	events, _ := store.PolicyEvents(ctx, runs[0].ID)
@@ -228,7 +248,10 @@ func TestLaunchBundle(t *testing.T) {
 		}
 		return dir
 	}
+	// The modes are the bundle's whatever the umask.
+	old := syscall.Umask(0o277)
 	dir := write()
+	syscall.Umask(old)
 	fi, _ := os.Stat(dir)
 	entries, _ := os.ReadDir(dir)
 	if fi.Mode().Perm() != 0o700 || len(entries) != 6 {
@@ -287,5 +310,68 @@ func TestLaunchBundle(t *testing.T) {
 	}
 	if code, _, errOut := launchProc(t, []string{"GH_TOKEN=x", "ANTHROPIC_API_KEY=k"}, "--claude", bin, "claude-code", "--", "--version"); code != exitLaunchCreds || !strings.Contains(errOut, "GH_TOKEN") || strings.Contains(errOut, "ANTHROPIC_API_KEY") {
 		t.Errorf("a credential: exit %d %s", code, errOut)
+	}
+}
+
+// TestLaunchServer: the session's socket answers a hook call for one of
+// rein mcp's own tools with allow (that server decides it again), any
+// other name as the hook does, and a connection that names no service
+// within its deadline, or a burst of them, does not stop it.
+func TestLaunchServer(t *testing.T) {
+	_, ws := docFixture(t)
+	pol, err := policy.Load(policy.Options{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	store.Append(context.Background(), trace.Run{ID: "launch-x", StartedAt: time.Now(), Workspace: ws})
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	lo := &launchOptions{sf: &scopeFlags{}}
+	srv, err := serveLaunch(context.Background(), lo, pol, ws, "launch-x", store, nil, sock, nil, func(netproxy.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	var idle []net.Conn
+	for range 2 * launchConns {
+		c, err := net.Dial("unix", sock)
+		if err == nil {
+			idle = append(idle, c)
+		}
+	}
+	ask := func(tool string) string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": map[string]any{"x": 1}})
+			c.Write(append([]byte("hook\n"), in...))
+			c.(*net.UnixConn).CloseWrite()
+			out, _ := io.ReadAll(c)
+			c.Close()
+			if len(out) > 0 {
+				return string(out)
+			}
+		}
+		t.Fatalf("no answer for %s", tool)
+		return ""
+	}
+	// The idle connections time out and free their slots.
+	if out := ask("mcp__rein__shell"); !strings.Contains(out, `"allow"`) {
+		t.Errorf("rein mcp's tool: %s", out)
+	}
+	for _, name := range []string{"mcp__rein__evil__run", "mcp__rein__", "mcp__reinx__shell"} {
+		if out := ask(name); strings.Contains(out, `"allow"`) {
+			t.Errorf("%s: %s", name, out)
+		}
+	}
+	for _, c := range idle {
+		c.Close()
 	}
 }
