@@ -33,7 +33,19 @@ type Contract struct {
 	// ContextTokens is the model's window; zero is 128,000. When the
 	// transcript passes 70% of it, the oldest observations are set aside.
 	ContextTokens int `json:"context_tokens,omitempty"`
+	// Recovery says what a resumed run does with a call that was running
+	// when its driver died and that is not safe to repeat (a command, a
+	// write, an MCP call): RecoverTell (the default) tells the model it
+	// was interrupted and shows it the workspace's change since; RecoverWait
+	// ends the run awaiting_recovery for an operator's decision.
+	Recovery string `json:"recovery,omitempty"`
 }
+
+// The recovery choices of a contract.
+const (
+	RecoverTell = "tell"
+	RecoverWait = "wait"
+)
 
 // Gate is the command whose passing ends a run succeeded: a line of
 // rein's grammar, with the exit status it must end with.
@@ -134,6 +146,13 @@ func (c Contract) withDefaults() (Contract, error) {
 	if c.Budget.Cost > 0 && c.Prices == (Prices{}) {
 		return c, fmt.Errorf("agent: contract: a cost budget needs the provider's prices")
 	}
+	switch c.Recovery {
+	case "":
+		c.Recovery = RecoverTell
+	case RecoverTell, RecoverWait:
+	default:
+		return c, fmt.Errorf("agent: contract: recovery %q is neither %q nor %q", c.Recovery, RecoverTell, RecoverWait)
+	}
 	if c.Verify != nil && c.Verify.Line == "" {
 		return c, fmt.Errorf("agent: contract: verify has no command")
 	}
@@ -153,6 +172,10 @@ const (
 	Stalled           Kind = "stalled"
 	BudgetExhausted   Kind = "budget_exhausted"
 	ProviderFailed    Kind = "provider_failed"
+	// AwaitingApproval and AwaitingRecovery end the process, not the run:
+	// it waits for an operator's answer (rein approve), then resumes.
+	AwaitingApproval Kind = "awaiting_approval"
+	AwaitingRecovery Kind = "awaiting_recovery"
 )
 
 // ExitCode is the status rein run exits with for the outcome.
@@ -168,6 +191,8 @@ func (k Kind) ExitCode() int {
 		return 4
 	case RefusedRepeatedly:
 		return 5
+	case AwaitingApproval, AwaitingRecovery:
+		return 6
 	case ProviderFailed:
 		return 7
 	case Cancelled:
@@ -190,6 +215,13 @@ type Outcome struct {
 	Gate *GateAttempt `json:"gate,omitempty"`
 	// Rung is the sandbox rung the run's commands ran on.
 	Rung string `json:"rung,omitempty"`
+	// Active is the time the run was driven (what the wall-clock budget
+	// counts); Elapsed the time since it started, downtime between a
+	// death and a resumption included.
+	Active  time.Duration `json:"active_ns"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Waiting is the decision an awaiting run waits for.
+	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
 // GateStatus is how one gate attempt ended.

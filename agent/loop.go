@@ -17,10 +17,23 @@ type State struct {
 	Transcript []Message `json:"transcript"`
 	Steps      int       `json:"steps"`
 	Tokens     Usage     `json:"tokens"`
-	// Deadline is when the wall-clock budget ends.
+	// Deadline is when the wall-clock budget ends: the budget counts the
+	// run's active time, so a resumed run's deadline is set again from
+	// Active.
 	Deadline time.Time `json:"deadline"`
-	// Pending are the tool calls of the last response, not yet run.
-	Pending []ToolCall `json:"pending,omitempty"`
+	// StartedAt is when the run began; Active the time it has been
+	// driven, up to its last checkpoint.
+	StartedAt time.Time     `json:"started_at"`
+	Active    time.Duration `json:"active"`
+	// Pending are the tool calls of the last response, not yet folded in;
+	// Results the results of the first of them, in order, and Running the
+	// ids of those started and not finished (the journal: a durable run
+	// commits a call as running before it runs it).
+	Pending []ToolCall   `json:"pending,omitempty"`
+	Results []ToolResult `json:"results,omitempty"`
+	Running []string     `json:"running,omitempty"`
+	// Waiting is the operator's decision the run waits for.
+	Waiting *Waiting `json:"waiting,omitempty"`
 	// Claimed: the model ended its turn; the gate runs next.
 	Claimed bool `json:"claimed,omitempty"`
 	// FailedClaims counts the gate attempts that did not pass.
@@ -75,6 +88,25 @@ type RunTools struct {
 // RunGate asks for one gate attempt.
 type RunGate struct{ Key string }
 
+// AwaitDecision asks for an operator's decision on a request: the run
+// ends waiting for it, and goes on once it is recorded.
+type AwaitDecision struct {
+	Key     string
+	Waiting Waiting
+}
+
+// Waiting is what a run waits on: the request an operator answers.
+type Waiting struct {
+	// Kind is AwaitingApproval (an ask deferred) or AwaitingRecovery (a
+	// call interrupted by the driver's death, left to an operator).
+	Kind    Kind   `json:"kind"`
+	Request string `json:"request"`
+	// CallID is the pending call the decision is about.
+	CallID string `json:"call_id"`
+	// Shown is what the operator is asked, exactly as shown.
+	Shown string `json:"shown"`
+}
+
 // Wait asks the driver to sleep until Until (a retry's backoff).
 type Wait struct {
 	Key   string
@@ -87,6 +119,9 @@ type End struct{ Outcome Outcome }
 func (e CallModel) key() string { return e.Key }
 func (e RunTools) key() string  { return e.Key }
 func (e RunGate) key() string   { return e.Key }
+func (e AwaitDecision) key() string {
+	return e.Key
+}
 func (e Wait) key() string      { return e.Key }
 func (e End) key() string       { return "end" }
 
@@ -106,7 +141,7 @@ const (
 // NewState starts a run's state for contract c (already defaulted) at
 // now, with the goal as the first message.
 func NewState(c Contract, now time.Time) *State {
-	return &State{Contract: c, Deadline: now.Add(c.Budget.WallClock), Transcript: []Message{{Role: RoleUser, Text: c.Goal}}}
+	return &State{Contract: c, Deadline: now.Add(c.Budget.WallClock), StartedAt: now, Transcript: []Message{{Role: RoleUser, Text: c.Goal}}}
 }
 
 // Next is the next effect, decided from the state alone at now.
@@ -115,8 +150,10 @@ func (s *State) Next(now time.Time) Effect {
 	switch {
 	case s.Done != nil:
 		return End{Outcome: *s.Done}
+	case s.Waiting != nil:
+		return AwaitDecision{Key: "await " + s.Waiting.Request, Waiting: *s.Waiting}
 	case len(s.Pending) > 0:
-		return RunTools{Key: k("tools"), Calls: s.Pending}
+		return RunTools{Key: k("tools"), Calls: s.Pending[len(s.Results):]}
 	case s.Claimed:
 		return RunGate{Key: fmt.Sprintf("gate %d", s.FailedClaims)}
 	case s.Steps >= s.Contract.Budget.Steps:
@@ -294,8 +331,19 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 // ToolResult is what one routed call gave: the observation for the model,
 // and whether it changed the workspace.
 type ToolResult struct {
-	Observation string
-	Changed     bool
+	Observation string `json:"observation"`
+	Changed     bool   `json:"changed,omitempty"`
+}
+
+// ApplyCall folds in the result of the next pending call; once every
+// pending call has one, ApplyTools folds them into the transcript.
+func (s *State) ApplyCall(r ToolResult) {
+	if len(s.Results) < len(s.Pending) {
+		s.Results = append(s.Results, r)
+	}
+	if len(s.Running) > 0 {
+		s.Running = s.Running[1:]
+	}
 }
 
 // ApplyTools folds the routed calls' results in, in the calls' order.
@@ -322,7 +370,7 @@ func (s *State) ApplyTools(results []ToolResult, stopped string) {
 			s.Reads[path] = append(s.Reads[path], len(s.Transcript)-1)
 		}
 	}
-	s.Pending = nil
+	s.Pending, s.Results, s.Running = nil, nil, nil
 	for _, n := range s.Notes {
 		s.Transcript = append(s.Transcript, Message{Role: RoleUser, Text: n})
 	}

@@ -38,6 +38,11 @@ type Options struct {
 	// Now and Sleep are the clock (tests replace them).
 	Now   func() time.Time
 	Sleep func(ctx context.Context, d time.Duration) error
+	// boundary, a test hook, is called at each effect boundary of a
+	// durable run (before and after each model call, tool call and gate
+	// attempt, and between a call's journal entry and its end), with the
+	// boundary's name: the tests kill the process there.
+	boundary func(string)
 }
 
 // EventKind names an event.
@@ -55,6 +60,8 @@ const (
 	EventCompacted    EventKind = "compacted"
 	EventGateAttempt  EventKind = "gate_attempt"
 	EventFinished     EventKind = "finished"
+	// EventResumed: a durable run goes on from its last checkpoint.
+	EventResumed EventKind = "resumed"
 )
 
 // Event is one thing that happened in a run; each restates what the trace
@@ -76,7 +83,32 @@ type Event struct {
 // Run drives contract c to an outcome. It refuses before the first model
 // call what cannot run: a bad contract, a gate the policy does not allow
 // outright, a protect glob that matches nothing.
+//
+// When the trace store is durable (trace.Durable: the SQLite store is),
+// the run is too: it holds the run's lease, journals each tool call as
+// running before it runs it, and commits a checkpoint with every step's
+// records in one transaction, so that Resume can continue it after its
+// process dies. A durable run whose lease is taken over stops at its next
+// commit with a trace.FencedError.
 func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
+	return start(ctx, c, o, nil)
+}
+
+// start drives c from its start, or from rp when resumed.
+func start(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome, error) {
+	release := func() {}
+	if rp != nil {
+		// Whatever refuses the resumption leaves the run to the next.
+		release = func() { o.Tool.Store.(trace.Durable).ReleaseLease(context.WithoutCancel(ctx), rp.lease) }
+	}
+	out, err := drive(ctx, c, o, rp)
+	if err != nil && out.Run == "" {
+		release()
+	}
+	return out, err
+}
+
+func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome, error) {
 	c, err := c.withDefaults()
 	if err != nil {
 		return Outcome{}, err
@@ -106,8 +138,10 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("agent: contract: verify %q is not allowed outright by the policy (%s: %s); a gate must be, or the run could not check itself", c.Verify.Line, v.Decision, policy.Printable(v.Reason))
 		}
 	}
-	baseline, err := hashProtected(c.Workspace, c.Protect, true)
-	if err != nil {
+	var baseline map[string]protectedFile
+	if rp != nil {
+		baseline = rp.baseline
+	} else if baseline, err = hashProtected(c.Workspace, c.Protect, true); err != nil {
 		return Outcome{}, err
 	}
 	reg := o.Registry
@@ -122,7 +156,29 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	if o.Tool.Source == "" {
 		o.Tool.Source = "agent"
 	}
-	d := &driver{c: c, o: o, baseline: baseline, specs: map[string]*tool.Spec{}}
+	d := &driver{c: c, o: o, baseline: baseline, specs: map[string]*tool.Spec{}, calls: map[string]ToolCall{}, deferred: map[string]*deferral{},
+		blobs: map[string]bool{}, newBlobs: map[string]string{}}
+	if ds, ok := o.Tool.Store.(trace.Durable); ok && ds != nil {
+		d.durable = ds
+		d.held = &heldRecords{Durable: ds, held: map[string][][]trace.Record{}}
+		o.Tool.Store = d.held
+		if _, ok := o.Tool.Approver.(Defer); ok {
+			o.Tool.Approver = deferrer{d: d}
+		}
+	}
+	if rp != nil {
+		if d.durable == nil {
+			return Outcome{}, errors.New("agent: a resumed run needs its durable store")
+		}
+		o.Tool.Resume = rp.lease.RunID
+		d.lease, d.seq, d.snapshot, d.baselineBlobs, d.resumedBlobs = rp.lease, rp.seq, rp.snapshot, rp.baselineBlobs, rp.blobs
+		for a := range rp.blobs {
+			d.blobs[a] = true
+		}
+		if d.recorded, err = lastRequest(ctx, d.durable, rp.lease.RunID); err != nil {
+			return Outcome{}, err
+		}
+	}
 	if o.Tool.Approver != nil {
 		// Every ask and its answer are events too.
 		o.Tool.Approver = observedApprover{inner: o.Tool.Approver, d: d}
@@ -132,6 +188,12 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 		return Outcome{}, err
 	}
 	d.router = router
+	if d.durable != nil && rp == nil {
+		if d.lease, err = d.durable.AcquireLease(ctx, router.RunID(), leaseTTL); err != nil {
+			router.Close("refused")
+			return Outcome{}, err
+		}
+	}
 	for _, s := range router.Specs() {
 		d.specs[s.Name] = s
 		schema, err := json.Marshal(s.Schema)
@@ -144,10 +206,17 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 	// what the configuration asks for.
 	d.rung, d.network, d.sandboxErr = router.Sandbox(ctx)
 	d.system = d.systemBlock()
-	out := d.run(ctx)
+	out := d.run(ctx, rp)
 	out.Run = router.RunID()
 	out.Rung = d.rung
+	out.Active, out.Elapsed = d.state.Active, time.Since(d.state.StartedAt)
+	if d.failure() == nil {
+		d.closed()
+	}
 	router.Close(string(out.Kind))
+	if d.durable != nil && d.failure() == nil {
+		d.durable.ReleaseLease(context.WithoutCancel(ctx), d.lease)
+	}
 	// Whatever the run did behind the policy's back to the files it may
 	// not change is undone: the workspace keeps the tests it began with.
 	now, err := hashProtected(c.Workspace, c.Protect, false)
@@ -165,7 +234,7 @@ func Run(ctx context.Context, c Contract, o Options) (Outcome, error) {
 		}
 	}
 	d.emit(Event{Kind: EventFinished, Step: out.Steps, Tokens: out.Tokens, Reason: out.Reason, Outcome: &out})
-	return out, nil
+	return out, d.failure()
 }
 
 // observedApprover puts every ask to the run's approver and tells the
@@ -210,6 +279,45 @@ type driver struct {
 	network    string
 	sandboxErr error
 	state      *State
+
+	// A durable run's store, the router's view of it, the lease, the
+	// checkpoints committed, the blobs the store has and those the next
+	// commit adds, and the commit that failed (the run stops at it).
+	durable       trace.Durable
+	held          *heldRecords
+	lease         trace.Lease
+	seq           int64
+	blobs         map[string]bool
+	newBlobs      map[string]string
+	resumedBlobs  map[string]string
+	baselineBlobs map[string]storedProtection
+	failed        error
+	stop          context.CancelCauseFunc
+	// snapshot is the address of the workspace's listing taken when the
+	// running call started; segStart and activeBase when this process
+	// began to drive the run and the time active before.
+	snapshot   string
+	segStart   time.Time
+	activeBase time.Duration
+	// calls are the calls in progress by key, and deferred the asks of
+	// them put to an operator.
+	mu       sync.Mutex
+	calls    map[string]ToolCall
+	deferred map[string]*deferral
+}
+
+func (d *driver) at(name string) {
+	if d.o.boundary != nil && d.durable != nil {
+		d.o.boundary(name)
+	}
+}
+
+// closed keeps the run's last checkpoint: its outcome, or what it waits
+// for.
+func (d *driver) closed() {
+	if d.durable != nil {
+		d.commit(context.Background())
+	}
 }
 
 func (d *driver) emit(e Event) {
@@ -220,16 +328,42 @@ func (d *driver) emit(e Event) {
 }
 
 // run is the in-process driver: it carries out each effect the step
-// function names and folds its result back in.
-func (d *driver) run(ctx context.Context) Outcome {
-	s := NewState(d.c, d.o.Now())
+// function names and folds its result back in; a durable run commits its
+// state after each.
+func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
+	var s *State
+	if rp == nil {
+		s = NewState(d.c, d.o.Now())
+		s.StartedAt = time.Now()
+	} else {
+		// The budget counts the time the run was driven, not the time
+		// it lay dead.
+		s = rp.state
+		s.Deadline = d.o.Now().Add(d.c.Budget.WallClock - s.Active)
+	}
 	d.state = s
+	d.segStart, d.activeBase = time.Now(), s.Active
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	d.stop = stop
 	// The wall clock bounds every effect too: a model that streams
 	// forever, a command that sleeps, a gate that hangs.
-	ctx, cancel := context.WithTimeoutCause(ctx, d.c.Budget.WallClock, errWallClock)
+	ctx, cancel := context.WithTimeoutCause(ctx, max(d.c.Budget.WallClock-s.Active, 0), errWallClock)
 	defer cancel()
-	d.emit(Event{Kind: EventStarted})
+	if d.durable != nil {
+		defer d.heartbeat(ctx)()
+	}
+	if rp == nil {
+		d.emit(Event{Kind: EventStarted})
+		d.commit(ctx)
+	} else {
+		d.emit(Event{Kind: EventResumed, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("from checkpoint %d", rp.seq)})
+		d.settleInterrupted(ctx)
+	}
 	for {
+		if err := d.failure(); err != nil {
+			return Outcome{Kind: Cancelled, Reason: "the run was stopped: " + err.Error(), Steps: s.Steps, Tokens: s.Tokens, Cost: d.c.Prices.Cost(s.Tokens), Gate: s.LastGate}
+		}
 		if ctx.Err() != nil && s.Done == nil {
 			if errors.Is(context.Cause(ctx), errWallClock) {
 				s.end(BudgetExhausted, fmt.Sprintf("the wall-clock budget of %s is spent", d.c.Budget.WallClock))
@@ -240,6 +374,15 @@ func (d *driver) run(ctx context.Context) Outcome {
 		switch e := s.Next(d.o.Now()).(type) {
 		case End:
 			return e.Outcome
+		case AwaitDecision:
+			if d.durable == nil {
+				s.end(Cancelled, "the run waits for a decision, and its store is not durable")
+				continue
+			}
+			if out := d.await(ctx, e.Waiting); out != nil {
+				out.Steps, out.Tokens, out.Cost, out.Gate = s.Steps, s.Tokens, d.c.Prices.Cost(s.Tokens), s.LastGate
+				return *out
+			}
 		case Wait:
 			if err := d.o.Sleep(ctx, e.Until.Sub(d.o.Now())); err != nil {
 				s.Cancel("the run was cancelled while waiting to retry")
@@ -251,13 +394,16 @@ func (d *driver) run(ctx context.Context) Outcome {
 			}
 			req := Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
 			step, attempt := s.Steps+1, s.Attempt+1
+			d.at(fmt.Sprintf("model-before %d.%d", step, attempt))
 			start := time.Now()
 			resp, err := d.o.Provider.Stream(ctx, req)
 			if err != nil && ctx.Err() != nil {
 				continue // the loop's head says why
 			}
-			d.recordCall(ctx, step, attempt, req, resp, err, time.Since(start))
+			rec := d.callRecord(step, attempt, req, resp, err, time.Since(start))
 			s.ApplyModel(resp, err, d.o.Now())
+			d.commit(ctx, rec)
+			d.at(fmt.Sprintf("model-after %d.%d", step, attempt))
 			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens, Status: "ok"}
 			if err != nil {
 				ev.Status, ev.Reason = "failed", err.Error()
@@ -267,14 +413,79 @@ func (d *driver) run(ctx context.Context) Outcome {
 				d.emit(Event{Kind: EventRetry, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("attempt %d failed (%v); the next at %s", s.Attempt, err, s.RetryAt.Format(time.RFC3339))})
 			}
 		case RunTools:
-			results := d.route(ctx, e.Calls)
-			s.ApplyTools(results, d.router.Stopped())
+			d.runTools(ctx, e.Calls)
 		case RunGate:
-			a := d.gate(ctx)
-			d.recordGate(ctx, s.Steps, a)
+			d.at("gate-before " + e.Key)
+			a := d.gate(withCall(ctx, e.Key))
+			batches := d.held.take(e.Key)
+			batches = append(batches, d.gateRecord(s.Steps, a))
 			s.ApplyGate(a)
+			d.commit(ctx, batches...)
+			d.at("gate-after " + e.Key)
 		}
 	}
+}
+
+// runTools carries out the first of the calls (or the read-only calls at
+// their head, at once): a durable run journals them as running first
+// (with a snapshot of the workspace, for a call that may change it), and
+// commits their results, with what the router recorded of them, after.
+func (d *driver) runTools(ctx context.Context, calls []ToolCall) {
+	s := d.state
+	group := calls[:1]
+	if d.readOnly(calls[0].Name) {
+		n := 1
+		for n < len(calls) && d.readOnly(calls[n].Name) {
+			n++
+		}
+		group = calls[:n]
+	}
+	first := group[0].ID
+	d.at("tool-before " + first)
+	if d.durable != nil {
+		for _, c := range group {
+			s.Running = append(s.Running, c.ID)
+		}
+		if !d.readOnly(group[0].Name) {
+			data, _ := json.Marshal(takeSnapshot(d.c.Workspace))
+			d.snapshot = d.blob(string(data))
+		}
+		if d.commit(ctx) != nil {
+			return
+		}
+		d.at("tool-started " + first)
+	}
+	results := d.route(ctx, group)
+	d.at("tool-ran " + first)
+	var batches [][]trace.Record
+	for i, c := range group {
+		d.mu.Lock()
+		df := d.deferred[c.ID]
+		delete(d.deferred, c.ID)
+		delete(d.calls, c.ID)
+		d.mu.Unlock()
+		if df != nil {
+			// The ask waits for an operator: the call is made again once
+			// the answer is in, and what it recorded now is dropped.
+			for _, later := range group[i:] {
+				d.held.take(later.ID)
+			}
+			s.Running, d.snapshot = nil, ""
+			s.Waiting = &df.waiting
+			batches = append(batches, []trace.Record{trace.ApprovalRequest{RunID: d.router.RunID(), Request: df.waiting.Request, Kind: "approval",
+				CallID: c.ID, Tool: c.Name, Args: c.Args, Shown: df.waiting.Shown, At: time.Now()}})
+			d.commit(ctx, batches...)
+			return
+		}
+		s.ApplyCall(results[i])
+		batches = append(batches, d.held.take(c.ID)...)
+	}
+	d.snapshot = ""
+	if len(s.Results) == len(s.Pending) {
+		s.ApplyTools(s.Results, d.router.Stopped())
+	}
+	d.commit(ctx, batches...)
+	d.at("tool-after " + first)
 }
 
 // recordedRequest is a request as the trace keeps it: what it adds to
@@ -347,12 +558,11 @@ func sameMessage(x, y Message) bool {
 	return x.Role == y.Role && x.Text == y.Text && x.ToolCallID == y.ToolCallID && slices.Equal(x.ToolCalls, y.ToolCalls)
 }
 
-// recordCall keeps one attempt of a model call in the trace: the request
-// as what it adds to the previous one, the response whole.
-func (d *driver) recordCall(ctx context.Context, step, attempt int, req Request, resp *Response, err error, took time.Duration) {
-	store := d.o.Tool.Store
-	if store == nil {
-		return
+// callRecord is what the trace keeps of one attempt of a model call: the
+// request as what it adds to the previous one, the response whole.
+func (d *driver) callRecord(step, attempt int, req Request, resp *Response, err error, took time.Duration) []trace.Record {
+	if d.o.Tool.Store == nil {
+		return nil
 	}
 	reqJSON, _ := json.Marshal(d.delta(req))
 	rec := trace.ProviderCall{RunID: d.router.RunID(), Step: step, Attempt: attempt, Provider: d.o.Provider.Name(), Model: d.o.Provider.Model(),
@@ -366,22 +576,21 @@ func (d *driver) recordCall(ctx context.Context, step, attempt int, req Request,
 		rec.Input, rec.Output, rec.CacheRead, rec.CacheWrite = resp.Usage.Input, resp.Usage.Output, resp.Usage.CacheRead, resp.Usage.CacheWrite
 		rec.FirstMS = float64(resp.FirstToken.Microseconds()) / 1000
 	}
-	store.Append(context.WithoutCancel(ctx), rec)
+	return []trace.Record{rec}
 }
 
-// recordGate keeps one gate attempt in the trace.
-func (d *driver) recordGate(ctx context.Context, step int, a GateAttempt) {
-	store := d.o.Tool.Store
-	if store == nil {
-		return
+// gateRecord is what the trace keeps of one gate attempt.
+func (d *driver) gateRecord(step int, a GateAttempt) []trace.Record {
+	if d.o.Tool.Store == nil {
+		return nil
 	}
 	tampered, _ := json.Marshal(a.Tampered)
 	code := -1
 	if a.ExitCode != nil {
 		code = *a.ExitCode
 	}
-	store.Append(context.WithoutCancel(ctx), trace.GateAttempt{RunID: d.router.RunID(), Step: step, Line: d.c.Verify.Line, Status: string(a.Status),
-		ExitCode: code, Tampered: string(tampered), ResultID: a.ResultID, DurationMS: a.DurationMS, At: time.Now()})
+	return []trace.Record{trace.GateAttempt{RunID: d.router.RunID(), Step: step, Line: d.c.Verify.Line, Status: string(a.Status),
+		ExitCode: code, Tampered: string(tampered), ResultID: a.ResultID, DurationMS: a.DurationMS, At: time.Now()}}
 }
 
 // route runs the calls through the router in order; calls of read-only
@@ -415,7 +624,10 @@ func (d *driver) readOnly(name string) bool {
 }
 
 func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
-	env := d.router.Call(ctx, c.Name, json.RawMessage(c.Args))
+	d.mu.Lock()
+	d.calls[c.ID] = c
+	d.mu.Unlock()
+	env := d.router.Call(withCall(ctx, c.ID), c.Name, json.RawMessage(c.Args))
 	if env.Rung != "" {
 		d.rung = env.Rung
 	}

@@ -329,12 +329,18 @@ func (c *Call) poll(id string, kill bool) *Result {
 // run, whose process is gone, is orphaned and never re-attached.
 func (r *Router) unknownHandle(ctx context.Context, id string) *Result {
 	run, _, ok := strings.Cut(id, "/")
-	if ok && run != r.runID && r.cfg.Store != nil {
+	if ok && r.cfg.Store != nil {
+		// A handle of this run that the table lacks was started by its
+		// process before the run was resumed.
 		if hs, err := r.cfg.Store.Handles(ctx, run); err == nil {
 			for _, h := range hs {
-				if h.Handle == id {
-					return &Result{Status: NotFound, Reason: fmt.Sprintf("%s is orphaned: it belonged to run %s, whose process has ended and killed it; a handle is never re-attached", id, run)}
+				if h.Handle != id {
+					continue
 				}
+				if run == r.runID {
+					return &Result{Status: NotFound, Reason: fmt.Sprintf("%s is orphaned: it was started before this run was resumed, by a process that has ended and killed it; a handle is never re-attached", id)}
+				}
+				return &Result{Status: NotFound, Reason: fmt.Sprintf("%s is orphaned: it belonged to run %s, whose process has ended and killed it; a handle is never re-attached", id, run)}
 			}
 		}
 	}

@@ -56,6 +56,12 @@ type Config struct {
 	// session, whose hook decisions and MCP calls are one run); empty
 	// starts a run of the router's own, ended by Close.
 	RunID string
+	// Resume, when set, is the id of a run of Store that this router
+	// continues (an agent run resumed after its process ended): no new
+	// run is recorded but its resumption, calls and handles are numbered
+	// on from those recorded, and the handles of the process before are
+	// orphaned, never re-attached.
+	Resume string
 }
 
 // Envelope is what the model is shown of a result: a bounded preview with
@@ -180,6 +186,12 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
 	r.files = &files.Tools{WS: ws}
 	r.handles = newHandleTable(r)
+	if cfg.Resume != "" {
+		if err := r.resume(cfg.Resume); err != nil {
+			ws.Close()
+			return nil, err
+		}
+	}
 	if cfg.Results == nil {
 		dir, err := sandbox.StateDir("results")
 		if err != nil {
@@ -189,7 +201,7 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		r.cfg.Results = cfg.Results
 		r.ownResults = true
 	}
-	if cfg.Store != nil && cfg.RunID == "" {
+	if cfg.Store != nil && cfg.RunID == "" && cfg.Resume == "" {
 		if _, err := cfg.Store.Append(context.Background(), trace.Run{ID: r.runID, StartedAt: time.Now(), Workspace: cfg.Policy.Workspace,
 			Surface: cfg.Surface, Mode: cfg.Policy.Mode.String(), Source: cfg.Source, PID: os.Getpid()}); err != nil {
 			return nil, fmt.Errorf("tool: recording the run: %w", err)
@@ -199,6 +211,30 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 			Meta: mustJSON(map[string]any{"pid": os.Getpid(), "uid": os.Getuid(), "host": host, "surface": cfg.Surface, "mode": cfg.Policy.Mode.String(), "source": cfg.Source})})
 	}
 	return r, nil
+}
+
+// resume continues run id of the store: its calls and handles are
+// numbered on from the ones recorded, and its resumption is recorded.
+func (r *Router) resume(id string) error {
+	ctx := context.Background()
+	if r.cfg.Store == nil {
+		return fmt.Errorf("tool: resuming run %s needs the store it was recorded in", id)
+	}
+	steps, err := r.cfg.Store.Steps(ctx, id)
+	if err != nil {
+		return fmt.Errorf("tool: resuming run %s: %w", id, err)
+	}
+	hs, err := r.cfg.Store.Handles(ctx, id)
+	if err != nil {
+		return fmt.Errorf("tool: resuming run %s: %w", id, err)
+	}
+	r.runID, r.index, r.handles.n = id, len(steps), len(hs)
+	host, _ := os.Hostname()
+	if _, err := r.cfg.Store.Append(ctx, trace.Audit{RunID: id, Kind: "run_resume", At: time.Now(),
+		Meta: mustJSON(map[string]any{"pid": os.Getpid(), "uid": os.Getuid(), "host": host, "surface": r.cfg.Surface, "mode": r.cfg.Policy.Mode.String(), "calls": len(steps)})}); err != nil {
+		return fmt.Errorf("tool: recording the resumption of run %s: %w", id, err)
+	}
+	return nil
 }
 
 // boundLimits is l with the policy's limits as ceilings: each limit the

@@ -78,6 +78,23 @@ var migrations = []string{
 	// 3: the key each link was made with: "" for a link of SHA-256 alone,
 	// else the ID of the HMAC-SHA256 key.
 	`ALTER TABLE chain ADD COLUMN key_id TEXT NOT NULL DEFAULT '';`,
+	// 4: durable runs: a checkpoint per step, the large parts of runs by
+	// content address, the deferred requests and their answers (all
+	// append-only and chained), and the lease of each run's one driver
+	// (the only table rows of which change).
+	`CREATE TABLE checkpoints (run_id TEXT NOT NULL, seq INTEGER NOT NULL, generation INTEGER NOT NULL, format INTEGER NOT NULL,
+		status TEXT NOT NULL, waiting TEXT NOT NULL, state TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX checkpoints_run ON checkpoints (run_id, seq);
+	CREATE TABLE blobs (run_id TEXT NOT NULL, hash TEXT NOT NULL, data TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX blobs_run ON blobs (run_id, hash);
+	CREATE TABLE approval_requests (run_id TEXT NOT NULL, request TEXT NOT NULL, kind TEXT NOT NULL, call_id TEXT NOT NULL,
+		tool TEXT NOT NULL, args TEXT NOT NULL, shown TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE UNIQUE INDEX approval_requests_key ON approval_requests (run_id, request);
+	CREATE TABLE approval_decisions (run_id TEXT NOT NULL, request TEXT NOT NULL, answer TEXT NOT NULL, note TEXT NOT NULL,
+		by TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE UNIQUE INDEX approval_decisions_key ON approval_decisions (run_id, request);
+	CREATE TABLE leases (run_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, generation INTEGER NOT NULL,
+		expires_at TEXT NOT NULL);`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
@@ -85,11 +102,12 @@ var migrations = []string{
 var appendOnlyFrom = map[int][]string{
 	1: {"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit", "chain", "schema_migrations"},
 	2: {"provider_calls", "gate_attempts"},
+	4: {"checkpoints", "blobs", "approval_requests", "approval_decisions"},
 }
 
 // chained are the tables whose every row is in the chain.
 var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
-	"provider_calls", "gate_attempts"}
+	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions"}
 
 // Option is an option of Open.
 type Option func(*SQLite)
@@ -286,6 +304,19 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 		return nil, fmt.Errorf("trace: %w", err)
 	}
 	defer tx.Rollback()
+	ids, err := s.appendTx(ctx, tx, recs)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return ids, nil
+}
+
+// appendTx appends records within tx, linking each into the chain after
+// the head tx sees.
+func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]int64, error) {
 	head, err := s.stmt(ctx, tx, headQuery)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
@@ -348,9 +379,6 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 			return nil, fmt.Errorf("trace: linking the chain: %w", err)
 		}
 		prev, ids[i] = hash, row
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
 	}
 	return ids, nil
 }
@@ -532,6 +560,8 @@ var recordTypes = map[string]reflect.Type{
 	"handle_output": reflect.TypeOf(HandleOutput{}), "sandbox_events": reflect.TypeOf(SandboxEvent{}),
 	"edits": reflect.TypeOf(Edit{}), "audit": reflect.TypeOf(Audit{}),
 	"provider_calls": reflect.TypeOf(ProviderCall{}), "gate_attempts": reflect.TypeOf(GateAttempt{}),
+	"checkpoints": reflect.TypeOf(Checkpoint{}), "blobs": reflect.TypeOf(Blob{}),
+	"approval_requests": reflect.TypeOf(ApprovalRequest{}), "approval_decisions": reflect.TypeOf(ApprovalDecision{}),
 }
 
 // VerifyError is a record that does not match the chain.

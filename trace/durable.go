@@ -1,0 +1,393 @@
+package trace
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Checkpoint is the durable state of an agent run after one of its
+// steps, as the agent serialises it (State, JSON; its large parts are
+// Blobs named by their address). Format is the serialisation's version:
+// a reader refuses a format newer than its own.
+type Checkpoint struct {
+	ID         int64  `json:"id"`
+	RunID      string `json:"run_id"`
+	Seq        int64  `json:"seq"`
+	Generation int64  `json:"generation"`
+	Format     int    `json:"format"`
+	// Status is the run's state in a word (running, awaiting_approval,
+	// awaiting_recovery, or the outcome), and Waiting what it waits on
+	// (a request id), for listing runs without reading State.
+	Status  string    `json:"status"`
+	Waiting string    `json:"waiting"`
+	State   string    `json:"state"`
+	At      time.Time `json:"at"`
+}
+
+// Blob is a large part of a run's state kept once, by the address its
+// writer gave it (a hash of the content as it was before redaction).
+type Blob struct {
+	ID    int64     `json:"id"`
+	RunID string    `json:"run_id"`
+	Hash  string    `json:"hash"`
+	Data  string    `json:"data"`
+	At    time.Time `json:"at"`
+}
+
+// ApprovalRequest is a decision a run waits for: an asked action deferred
+// to an operator (Kind "approval"), or a call interrupted by the driver's
+// death that the configuration leaves to one (Kind "recovery"). Shown is
+// the action exactly as the operator is shown it.
+type ApprovalRequest struct {
+	ID      int64     `json:"id"`
+	RunID   string    `json:"run_id"`
+	Request string    `json:"request"`
+	Kind    string    `json:"kind"`
+	CallID  string    `json:"call_id"`
+	Tool    string    `json:"tool"`
+	Args    string    `json:"args"`
+	Shown   string    `json:"shown"`
+	At      time.Time `json:"at"`
+}
+
+// ApprovalDecision is an operator's answer to a request: "yes" or "no".
+type ApprovalDecision struct {
+	ID      int64     `json:"id"`
+	RunID   string    `json:"run_id"`
+	Request string    `json:"request"`
+	Answer  string    `json:"answer"`
+	Note    string    `json:"note"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+}
+
+func (Checkpoint) table() string       { return "checkpoints" }
+func (Blob) table() string             { return "blobs" }
+func (ApprovalRequest) table() string  { return "approval_requests" }
+func (ApprovalDecision) table() string { return "approval_decisions" }
+
+// Durable is a Store that keeps agent runs across the death of their
+// process: leases, checkpoints committed with a step's records, and
+// deferred decisions. SQLite is one.
+type Durable interface {
+	Store
+	AcquireLease(ctx context.Context, runID string, ttl time.Duration) (Lease, error)
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) error
+	ReleaseLease(ctx context.Context, l Lease) error
+	Commit(ctx context.Context, l Lease, ttl time.Duration, cp Checkpoint, batches ...[]Record) error
+	LastCheckpoint(ctx context.Context, runID string) (*Checkpoint, error)
+	Blobs(ctx context.Context, runID string) (map[string]string, error)
+	ApprovalRequests(ctx context.Context, runID string) ([]ApprovalRequest, error)
+	Decision(ctx context.Context, runID, request string) (*ApprovalDecision, error)
+	Decide(ctx context.Context, d ApprovalDecision) error
+	DurableRuns(ctx context.Context) ([]DurableRun, error)
+}
+
+var _ Durable = (*SQLite)(nil)
+
+// Lease is one driver's claim on a run: its process, its host, and the
+// generation, bumped at each takeover, that every commit is checked
+// against.
+type Lease struct {
+	RunID      string    `json:"run_id"`
+	PID        int       `json:"pid"`
+	Host       string    `json:"host"`
+	Generation int64     `json:"generation"`
+	Expires    time.Time `json:"expires_at"`
+}
+
+// LeaseHeldError is a second driver refused: the run's lease is held by a
+// live process, or one whose lease has not expired.
+type LeaseHeldError struct{ Lease Lease }
+
+func (e *LeaseHeldError) Error() string {
+	l := e.Lease
+	return fmt.Sprintf("trace: run %s is being driven by pid %d on host %s (lease generation %d, until %s); wait for it to end, or stop that process and resume again",
+		l.RunID, l.PID, l.Host, l.Generation, l.Expires.Format(time.RFC3339))
+}
+
+// FencedError is a commit refused because the lease it was made under was
+// taken over: another driver owns the run now.
+type FencedError struct {
+	RunID string
+	// Held is the generation the refused driver holds; Current the
+	// lease's now (0: the lease was released).
+	Held, Current int64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("trace: run %s: this driver's lease (generation %d) was taken over (the lease is now generation %d): its commits are fenced out, and it must stop", e.RunID, e.Held, e.Current)
+}
+
+// pidAlive says whether a process of that pid exists on this host.
+func pidAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// AcquireLease takes the run's lease for this process, for ttl: a run no
+// one drives is taken at generation 1; one whose owner is gone (its pid
+// no longer on this host, or its lease expired) is taken over at once
+// with the generation bumped; one whose owner is alive is refused with a
+// LeaseHeldError naming it.
+func (s *SQLite) AcquireLease(ctx context.Context, runID string, ttl time.Duration) (Lease, error) {
+	host, _ := os.Hostname()
+	l := Lease{RunID: runID, PID: os.Getpid(), Host: host}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return l, fmt.Errorf("trace: %w", err)
+	}
+	defer tx.Rollback()
+	var old Lease
+	var expires string
+	err = tx.QueryRowContext(ctx, `SELECT pid, host, generation, expires_at FROM leases WHERE run_id = ?`, runID).Scan(&old.PID, &old.Host, &old.Generation, &expires)
+	now := time.Now().UTC()
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return l, fmt.Errorf("trace: reading the lease of run %s: %w", runID, err)
+	default:
+		old.RunID = runID
+		old.Expires, _ = time.Parse(time.RFC3339Nano, expires)
+		// An owner on another host cannot be looked for: its lease is
+		// all there is to go by.
+		live := old.PID != 0 && now.Before(old.Expires) && (old.Host != host || pidAlive(old.PID))
+		if live {
+			return l, &LeaseHeldError{Lease: old}
+		}
+	}
+	l.Generation = old.Generation + 1
+	l.Expires = now.Add(ttl)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO leases (run_id, pid, host, generation, expires_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, generation = excluded.generation, expires_at = excluded.expires_at`,
+		runID, l.PID, l.Host, l.Generation, l.Expires.Format(time.RFC3339Nano)); err != nil {
+		return l, fmt.Errorf("trace: taking the lease of run %s: %w", runID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return l, fmt.Errorf("trace: %w", err)
+	}
+	return l, nil
+}
+
+// fence checks within tx that l still holds its run's lease, and extends
+// it by ttl.
+func fence(ctx context.Context, tx *sql.Tx, l Lease, ttl time.Duration) error {
+	var gen int64
+	var pid int
+	err := tx.QueryRowContext(ctx, `SELECT generation, pid FROM leases WHERE run_id = ?`, l.RunID).Scan(&gen, &pid)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return &FencedError{RunID: l.RunID, Held: l.Generation}
+	case err != nil:
+		return fmt.Errorf("trace: reading the lease of run %s: %w", l.RunID, err)
+	case gen != l.Generation:
+		return &FencedError{RunID: l.RunID, Held: l.Generation, Current: gen}
+	case pid == 0:
+		return &FencedError{RunID: l.RunID, Held: l.Generation, Current: 0}
+	}
+	if ttl > 0 {
+		if _, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE run_id = ?`, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), l.RunID); err != nil {
+			return fmt.Errorf("trace: extending the lease of run %s: %w", l.RunID, err)
+		}
+	}
+	return nil
+}
+
+// RenewLease extends l by ttl, or fails with a FencedError when it was
+// taken over.
+func (s *SQLite) RenewLease(ctx context.Context, l Lease, ttl time.Duration) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fence(ctx, tx, l, ttl); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// ReleaseLease gives the run up: the next driver takes it at once. A
+// lease taken over meanwhile is left as it is.
+func (s *SQLite) ReleaseLease(ctx context.Context, l Lease) error {
+	_, err := s.db.ExecContext(ctx, `UPDATE leases SET pid = 0, expires_at = ? WHERE run_id = ? AND generation = ?`,
+		time.Now().UTC().Format(time.RFC3339Nano), l.RunID, l.Generation)
+	if err != nil {
+		return fmt.Errorf("trace: releasing the lease of run %s: %w", l.RunID, err)
+	}
+	return nil
+}
+
+// Commit appends the batches (each as AppendAll does: a record after a
+// Step gets its id) and the checkpoint cp in one transaction, under the
+// lease l, which it extends by ttl. A lease taken over fails the commit
+// with a FencedError and writes nothing.
+func (s *SQLite) Commit(ctx context.Context, l Lease, ttl time.Duration, cp Checkpoint, batches ...[]Record) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fence(ctx, tx, l, ttl); err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if len(b) == 0 {
+			continue
+		}
+		if _, err := s.appendTx(ctx, tx, b); err != nil {
+			return err
+		}
+	}
+	cp.RunID, cp.Generation = l.RunID, l.Generation
+	if _, err := s.appendTx(ctx, tx, []Record{cp}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}
+
+// LastCheckpoint is the run's newest checkpoint, or nil when it has none.
+func (s *SQLite) LastCheckpoint(ctx context.Context, runID string) (*Checkpoint, error) {
+	cps, err := query[Checkpoint](ctx, s, `WHERE run_id = ? ORDER BY seq DESC, rowid DESC LIMIT 1`, runID)
+	if err != nil || len(cps) == 0 {
+		return nil, err
+	}
+	return &cps[0], nil
+}
+
+// Blobs are the run's blobs by address.
+func (s *SQLite) Blobs(ctx context.Context, runID string) (map[string]string, error) {
+	bs, err := query[Blob](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(bs))
+	for _, b := range bs {
+		if _, ok := out[b.Hash]; !ok {
+			out[b.Hash] = b.Data
+		}
+	}
+	return out, nil
+}
+
+// ApprovalRequests lists the run's requests, oldest first.
+func (s *SQLite) ApprovalRequests(ctx context.Context, runID string) ([]ApprovalRequest, error) {
+	return query[ApprovalRequest](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
+// Decision is the answer to a request, or nil while there is none.
+func (s *SQLite) Decision(ctx context.Context, runID, request string) (*ApprovalDecision, error) {
+	ds, err := query[ApprovalDecision](ctx, s, `WHERE run_id = ? AND request = ?`, runID, request)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	return &ds[0], nil
+}
+
+// AnsweredError is a second answer to a request, refused: the first one
+// stands.
+type AnsweredError struct{ First ApprovalDecision }
+
+func (e *AnsweredError) Error() string {
+	return fmt.Sprintf("trace: request %s of run %s was already answered %s at %s: the first answer stands",
+		e.First.Request, e.First.RunID, e.First.Answer, e.First.At.Format(time.RFC3339))
+}
+
+// Decide records the answer to a request of a run: the request must
+// exist, and the first answer wins (a second is an AnsweredError).
+func (s *SQLite) Decide(ctx context.Context, d ApprovalDecision) error {
+	if d.Answer != "yes" && d.Answer != "no" {
+		return fmt.Errorf("trace: an answer is yes or no, not %q", d.Answer)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approval_requests WHERE run_id = ? AND request = ?`, d.RunID, d.Request).Scan(&n); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("trace: run %s has no request %s (rein runs lists what each run waits on)", d.RunID, d.Request)
+	}
+	var first ApprovalDecision
+	var at string
+	err = tx.QueryRowContext(ctx, `SELECT answer, note, by, at FROM approval_decisions WHERE run_id = ? AND request = ?`, d.RunID, d.Request).Scan(&first.Answer, &first.Note, &first.By, &at)
+	switch {
+	case err == nil:
+		first.RunID, first.Request = d.RunID, d.Request
+		first.At, _ = time.Parse(time.RFC3339Nano, at)
+		return &AnsweredError{First: first}
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("trace: %w", err)
+	}
+	if d.At.IsZero() {
+		d.At = time.Now()
+	}
+	if _, err := s.appendTx(ctx, tx, []Record{d}); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}
+
+// DurableRun is a run with checkpoints as listed: its newest checkpoint's
+// status and what it waits on, and its lease.
+type DurableRun struct {
+	RunID     string    `json:"run"`
+	StartedAt time.Time `json:"started_at"`
+	Status    string    `json:"status"`
+	Waiting   string    `json:"waiting,omitempty"`
+	At        time.Time `json:"checkpoint_at"`
+	Lease     *Lease    `json:"lease,omitempty"`
+	// Driven says a live driver holds the lease.
+	Driven bool `json:"driven"`
+}
+
+// DurableRuns lists the runs that have checkpoints, newest first.
+func (s *SQLite) DurableRuns(ctx context.Context) ([]DurableRun, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT c.run_id, COALESCE(r.started_at, ''), c.status, c.waiting, c.at,
+		COALESCE(l.pid, -1), COALESCE(l.host, ''), COALESCE(l.generation, 0), COALESCE(l.expires_at, '')
+		FROM checkpoints c LEFT JOIN runs r ON r.id = c.run_id LEFT JOIN leases l ON l.run_id = c.run_id
+		WHERE c.rowid = (SELECT MAX(rowid) FROM checkpoints WHERE run_id = c.run_id)
+		ORDER BY c.rowid DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	defer rows.Close()
+	host, _ := os.Hostname()
+	now := time.Now()
+	var out []DurableRun
+	for rows.Next() {
+		var r DurableRun
+		var started, at, expires string
+		var l Lease
+		if err := rows.Scan(&r.RunID, &started, &r.Status, &r.Waiting, &at, &l.PID, &l.Host, &l.Generation, &expires); err != nil {
+			return nil, fmt.Errorf("trace: %w", err)
+		}
+		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
+		r.At, _ = time.Parse(time.RFC3339Nano, at)
+		if l.PID >= 0 {
+			l.RunID = r.RunID
+			l.Expires, _ = time.Parse(time.RFC3339Nano, expires)
+			r.Lease = &l
+			r.Driven = l.PID != 0 && now.Before(l.Expires) && (l.Host != host || pidAlive(l.PID))
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
