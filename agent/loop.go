@@ -122,8 +122,8 @@ func (e RunGate) key() string   { return e.Key }
 func (e AwaitDecision) key() string {
 	return e.Key
 }
-func (e Wait) key() string      { return e.Key }
-func (e End) key() string       { return "end" }
+func (e Wait) key() string { return e.Key }
+func (e End) key() string  { return "end" }
 
 // Retry and stall settings.
 const (
