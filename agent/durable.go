@@ -583,7 +583,9 @@ func Resume(ctx context.Context, runID string, o Options) (Outcome, error) {
 	}
 	if s.Done != nil {
 		store.ReleaseLease(ctx, lease)
-		return *s.Done, fmt.Errorf("%w: run %s has ended (%s: %s)", ErrNotResumable, runID, s.Done.Kind, s.Done.Reason)
+		out := *s.Done
+		out.Run, out.Active, out.Elapsed = runID, s.Active, time.Since(s.StartedAt)
+		return out, fmt.Errorf("%w: run %s has ended (%s: %s)", ErrNotResumable, runID, s.Done.Kind, s.Done.Reason)
 	}
 	rp := &resumePoint{state: s, baseline: base, baselineBlobs: baseBlobs, snapshot: snap, lease: lease, seq: cp.Seq, blobs: blobs}
 	return start(ctx, s.Contract, o, rp)

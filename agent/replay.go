@@ -96,8 +96,11 @@ func firstDifference(want, got string) string {
 
 // CanonicalTrace is a run's trace with what differs from one run of the
 // same contract to the next set aside (ids, times, durations, the run's
-// id where it appears in a text): its steps, model calls and gate
-// attempts, as lines of JSON. A replay's equals the original's.
+// id where it appears in a text, and a step's index, which read-only
+// calls made at once take in the order they finish): its steps, model
+// calls and gate attempts, as lines of JSON. A replay's equals the
+// original's, and a durable run resumed after its process died equals
+// the run that never died.
 func CanonicalTrace(ctx context.Context, s trace.Store, runID string) (string, error) {
 	steps, err := s.Steps(ctx, runID)
 	if err != nil {
@@ -117,7 +120,7 @@ func CanonicalTrace(ctx context.Context, s trace.Store, runID string) (string, e
 		b.WriteString(kind + " " + runIDs.ReplaceAllString(string(data), "RUN") + "\n")
 	}
 	for _, st := range steps {
-		put("step", map[string]any{"index": st.Index, "tool": st.Tool, "args": st.Args, "status": st.Status, "reason": st.Reason, "observation": st.Observation})
+		put("step", map[string]any{"tool": st.Tool, "args": st.Args, "status": st.Status, "reason": st.Reason, "observation": st.Observation})
 	}
 	for _, c := range calls {
 		put("provider_call", map[string]any{"step": c.Step, "attempt": c.Attempt, "provider": c.Provider, "model": c.Model, "finish": c.Finish,
