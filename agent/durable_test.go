@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,7 +61,7 @@ var scriptTurns = [][]ToolCall{
 	{call("", "shell", `{"line":"echo two >> log.txt"}`)},
 	{call("", "write_file", `{"path":"data/a.txt","content":"a\n"}`)},
 	{call("", "list_dir", `{"path":"data"}`)},
-	{call("", "write_file", `{"path":"data/b.txt","content":"` + strings.Repeat("b", 2000) + `"}`)},
+	{call("", "write_file", `{"path":"data/b.txt","content":"`+strings.Repeat("b", 2000)+`"}`)},
 	{call("", "read_file", `{"path":"data/b.txt"}`)},
 	{call("", "delete_file", `{"path":"data/a.txt"}`)},
 	{},
@@ -141,7 +142,12 @@ func killChild() int {
 		return 2
 	}
 	var rep childReport
+	hold := os.Getenv("REIN_AGENT_TEST_HOLD") != ""
 	o.boundary = func(name string) {
+		if hold && len(rep.Boundaries) == 0 {
+			// Holding the run while another driver tries to take it.
+			time.Sleep(1500 * time.Millisecond)
+		}
 		rep.Boundaries = append(rep.Boundaries, name)
 		if len(rep.Boundaries) == cfg.KillAt {
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -360,4 +366,371 @@ func readOnlyAt(id string) bool {
 		return true
 	}
 	return false
+}
+
+// boundaryIndex is the position (from 1) of the named boundary in a run
+// never killed.
+func boundaryIndex(t *testing.T, root, name string) int {
+	t.Helper()
+	rep, _, err := newKit(t, root).child("", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range rep.Boundaries {
+		if b == name {
+			return i + 1
+		}
+	}
+	t.Fatalf("no boundary %q in %v", name, rep.Boundaries)
+	return 0
+}
+
+// requestsOf are the model calls' requests of run, whole.
+func requestsOf(t *testing.T, path, run string) string {
+	t.Helper()
+	s, err := trace.Open(path, trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	calls, err := s.ProviderCalls(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range calls {
+		b.WriteString(c.Request + "\n")
+	}
+	return b.String()
+}
+
+// TestInterruptedCall kills the run after a command that appends to
+// log.txt ran and before its end was recorded: the resumed run does not
+// run it again, and tells the model it was interrupted, with the change
+// in the workspace since it started; with recovery "wait" the run waits
+// for an operator instead, whose --no tells the model and whose --yes
+// makes the call again.
+func TestInterruptedCall(t *testing.T) {
+	requireSandbox(t)
+	root := t.TempDir()
+	at := boundaryIndex(t, root, "tool-ran call_3_0")
+	t.Run("tell", func(t *testing.T) {
+		k := newKit(t, root)
+		if _, killed, err := k.child("", at, ""); !killed {
+			t.Fatalf("not killed: %v", err)
+		}
+		run := k.runID(t)
+		rep, _, err := k.child(run, 0, "")
+		if err != nil || rep.Err != "" || rep.Outcome.Kind != Succeeded {
+			t.Fatalf("resumed: %+v %v %s", rep.Outcome, err, rep.Err)
+		}
+		if got := k.result(t, run).files["log.txt"]; got != "one\ntwo\nthree\n" {
+			t.Errorf("log.txt = %q: the interrupted command ran again", got)
+		}
+		reqs := requestsOf(t, k.store, run)
+		for _, want := range []string{"shell: interrupted", "it is not one rein repeats on its own", "1 change(s) in the workspace since the call started:", "added log.txt (4 bytes, sha256 "} {
+			if !strings.Contains(reqs, want) {
+				t.Errorf("the model was not told %q:\n%s", want, reqs)
+			}
+		}
+	})
+	for _, answer := range []string{"no", "yes"} {
+		t.Run("wait/"+answer, func(t *testing.T) {
+			k := newKit(t, root)
+			if _, killed, err := k.child("", at, RecoverWait); !killed {
+				t.Fatalf("not killed: %v", err)
+			}
+			run := k.runID(t)
+			rep, _, err := k.child(run, 0, "")
+			if err != nil || rep.Err != "" || rep.Outcome.Kind != AwaitingRecovery || rep.Outcome.Waiting == nil {
+				t.Fatalf("resumed: %+v %v %s", rep.Outcome, err, rep.Err)
+			}
+			w := rep.Outcome.Waiting
+			if w.CallID != "call_3_0" || !strings.Contains(w.Shown, `shell {"line":"echo one >> log.txt"}`) || !strings.Contains(w.Shown, "added log.txt") {
+				t.Errorf("the operator is shown %+v", w)
+			}
+			if AwaitingRecovery.ExitCode() != 6 {
+				t.Errorf("awaiting_recovery exits %d", AwaitingRecovery.ExitCode())
+			}
+			decide(t, k.store, run, w.Request, answer)
+			rep, _, err = k.child(run, 0, "")
+			if err != nil || rep.Err != "" || rep.Outcome.Kind != Succeeded {
+				t.Fatalf("resumed after the answer: %+v %v %s", rep.Outcome, err, rep.Err)
+			}
+			want := map[string]string{"no": "one\ntwo\nthree\n", "yes": "one\none\ntwo\nthree\n"}[answer]
+			if got := k.result(t, run).files["log.txt"]; got != want {
+				t.Errorf("log.txt = %q, want %q", got, want)
+			}
+			told := strings.Contains(requestsOf(t, k.store, run), "an operator chose not to make it again")
+			if told != (answer == "no") {
+				t.Errorf("answered %s: the model was told of the operator's choice: %v", answer, told)
+			}
+		})
+	}
+}
+
+func decide(t *testing.T, path, run, request, answer string) error {
+	t.Helper()
+	s, err := trace.Open(path, trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.Decide(context.Background(), trace.ApprovalDecision{RunID: run, Request: request, Answer: answer, Note: "checked by hand", By: "test"})
+}
+
+// TestLease: a second driver of a live run is refused, naming the first's
+// pid and host; a killed driver's run is taken over at once with the
+// generation bumped; a driver whose lease was taken over is fenced out at
+// its next commit.
+func TestLease(t *testing.T) {
+	requireSandbox(t)
+	root := t.TempDir()
+	at := boundaryIndex(t, root, "model-after 5.1")
+	k := newKit(t, root)
+	if _, killed, err := k.child("", at, ""); !killed {
+		t.Fatalf("not killed: %v", err)
+	}
+	run := k.runID(t)
+	// Two resumptions at once: the first holds the run while it sleeps
+	// at its first boundary; the second is refused.
+	cfg, _ := json.Marshal(childConfig{WS: k.ws, Store: k.store, Calls: k.calls, Cache: k.cache, Resume: run})
+	first := exec.Command(os.Args[0], "-test.run=^$")
+	first.Env = append(os.Environ(), killChildEnv+"="+string(cfg), "REIN_AGENT_TEST_HOLD=1")
+	var out1 bytes.Buffer
+	first.Stdout = &out1
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Wait()
+	s, err := trace.Open(k.store, trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var held *trace.Lease
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		runs, _ := s.DurableRuns(context.Background())
+		if len(runs) == 1 && runs[0].Lease != nil && runs[0].Lease.PID == first.Process.Pid {
+			held = runs[0].Lease
+			break
+		}
+	}
+	if held == nil {
+		t.Fatal("the first resumption did not take the lease")
+	}
+	if held.Generation != 2 {
+		t.Errorf("the dead driver's lease was taken over at generation %d, want 2", held.Generation)
+	}
+	rep, _, err := k.child(run, 0, "")
+	host, _ := os.Hostname()
+	var lh *trace.LeaseHeldError
+	if err != nil || !strings.Contains(rep.Err, fmt.Sprintf("is being driven by pid %d on host %s", first.Process.Pid, host)) {
+		t.Errorf("the second resumption: %v %q", err, rep.Err)
+	}
+	if _, err := s.AcquireLease(context.Background(), run, time.Minute); !errors.As(err, &lh) || lh.Lease.PID != first.Process.Pid {
+		t.Errorf("a lease taken beside the first: %v", err)
+	}
+	if err := first.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var got childReport
+	if err := json.Unmarshal(out1.Bytes(), &got); err != nil || got.Outcome.Kind != Succeeded {
+		t.Fatalf("the first resumption: %s %v", out1.String(), err)
+	}
+
+	// Fenced: a run whose lease is taken over in its middle stops at its
+	// next commit, and records nothing more.
+	ws := fixture(t, nil)
+	calls := filepath.Join(t.TempDir(), "calls")
+	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	o, err := scriptOptions(ws, calls, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease trace.Lease
+	o.boundary = func(name string) {
+		if name != "model-after 2.1" {
+			return
+		}
+		runs, _ := store.DurableRuns(context.Background())
+		// Another driver, elsewhere, finds the lease expired and takes
+		// the run.
+		db, err := sql.Open("sqlite", store.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(`UPDATE leases SET expires_at = ? WHERE run_id = ?`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano), runs[0].RunID); err != nil {
+			t.Fatal(err)
+		}
+		if lease, err = store.AcquireLease(context.Background(), runs[0].RunID, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := Run(context.Background(), scriptContract(ws, ""), o)
+	var fenced *trace.FencedError
+	if !errors.As(err, &fenced) || fenced.Held != 1 || fenced.Current != 2 || lease.Generation != 2 {
+		t.Fatalf("the run whose lease was taken: %+v, %v", out, err)
+	}
+	steps, _ := store.Steps(context.Background(), out.Run)
+	if len(steps) != 1 {
+		t.Errorf("the fenced driver recorded %d steps, want the 1 before the takeover", len(steps))
+	}
+	if ends, _ := store.Runs(context.Background(), 0); len(ends) != 1 || ends[0].EndedAt != nil {
+		t.Errorf("the fenced driver recorded the run's end: %+v", ends)
+	}
+}
+
+// approvalRun drives a run whose first call the policy asks about, with
+// the Defer approver; extra are rules added to the policy.
+func approvalRun(t *testing.T, ws string, store *trace.SQLite, resume string, extra ...policy.Rule) (Outcome, error) {
+	t.Helper()
+	mode := policy.ModeAuto
+	rules := append([]policy.Rule{{Act: policy.ActExec, Effect: policy.Ask, Pattern: "touch approved.txt"}}, extra...)
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode, Rules: rules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Provider: &scriptModel{turns: [][]ToolCall{{call("", "shell", `{"line":"touch approved.txt"}`)}}},
+		Tool: tool.Config{Policy: p, Store: store, Approver: Defer{}, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}
+	if resume != "" {
+		return Resume(context.Background(), resume, o)
+	}
+	return Run(context.Background(), Contract{Goal: "touch it", Workspace: ws}, o)
+}
+
+// TestDeferredApproval: an ask deferred ends the run awaiting_approval
+// with a request, the action kept as shown; a resumption before the
+// answer waits again; the answer yes runs the call, no refuses it; a
+// second answer is refused; a deny rule added before the resumption wins
+// over a yes.
+func TestDeferredApproval(t *testing.T) {
+	requireSandbox(t)
+	for _, tc := range []struct {
+		name, answer string
+		deny         bool
+		file         bool
+		told         string
+	}{
+		{"yes", "yes", false, true, "shell: ok"},
+		{"no", "no", false, false, "shell: denied: rejected by the approver: request"},
+		{"overtaken", "yes", true, false, "shell: denied: stage 0 (touch approved.txt): denied by deny rule \"touch *\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
+			store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			out, err := approvalRun(t, ws, store, "")
+			if err != nil || out.Kind != AwaitingApproval || out.Waiting == nil || out.Kind.ExitCode() != 6 {
+				t.Fatalf("the run: %+v %v", out, err)
+			}
+			req := out.Waiting.Request
+			if want := "shell {\"line\":\"touch approved.txt\"}\n  stage 0: touch approved.txt\n"; !strings.HasPrefix(out.Waiting.Shown, want) {
+				t.Errorf("shown %q, want it to begin %q", out.Waiting.Shown, want)
+			}
+			reqs, _ := store.ApprovalRequests(context.Background(), out.Run)
+			if len(reqs) != 1 || reqs[0].Request != req || reqs[0].Shown != out.Waiting.Shown || reqs[0].Tool != "shell" {
+				t.Errorf("the requests kept: %+v", reqs)
+			}
+			runs, _ := store.DurableRuns(context.Background())
+			if len(runs) != 1 || runs[0].Status != "awaiting_approval" || runs[0].Waiting != req || runs[0].Driven {
+				t.Errorf("listed as %+v", runs)
+			}
+			// No answer yet: it waits again, for the same request.
+			again, err := approvalRun(t, ws, store, out.Run)
+			if err != nil || again.Kind != AwaitingApproval || again.Waiting.Request != req {
+				t.Fatalf("resumed before the answer: %+v %v", again, err)
+			}
+			if err := decide(t, store.Path(), out.Run, req, tc.answer); err != nil {
+				t.Fatal(err)
+			}
+			var answered *trace.AnsweredError
+			if err := decide(t, store.Path(), out.Run, req, "no"); !errors.As(err, &answered) || answered.First.Answer != tc.answer {
+				t.Errorf("a second answer: %v", err)
+			}
+			if err := decide(t, store.Path(), out.Run, "r00000000", "yes"); err == nil || !strings.Contains(err.Error(), "has no request r00000000") {
+				t.Errorf("an answer to no request: %v", err)
+			}
+			var extra []policy.Rule
+			if tc.deny {
+				extra = append(extra, policy.Rule{Act: policy.ActExec, Effect: policy.Deny, Pattern: "touch *"})
+			}
+			final, err := approvalRun(t, ws, store, out.Run, extra...)
+			if err != nil || final.Kind != Finished {
+				t.Fatalf("resumed after the answer: %+v %v", final, err)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "approved.txt")); (err == nil) != tc.file {
+				t.Errorf("approved.txt exists: %v, want %v", err == nil, tc.file)
+			}
+			steps, _ := store.Steps(context.Background(), out.Run)
+			if len(steps) != 1 || !strings.HasPrefix(steps[0].Observation, tc.told) {
+				t.Errorf("the call's step: %+v, want it to begin %q", steps, tc.told)
+			}
+		})
+	}
+}
+
+// TestCheckpointFormat: a checkpoint is written with this rein's format
+// number and read back whole (a large message by address); one of a
+// newer format is refused, with its reason.
+func TestCheckpointFormat(t *testing.T) {
+	requireSandbox(t)
+	ws := t.TempDir()
+	t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
+	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	out, err := approvalRun(t, ws, store, "")
+	if err != nil || out.Kind != AwaitingApproval {
+		t.Fatalf("%+v %v", out, err)
+	}
+	ctx := context.Background()
+	cp, err := store.LastCheckpoint(ctx, out.Run)
+	if err != nil || cp.Format != CheckpointFormat || cp.Status != "awaiting_approval" {
+		t.Fatalf("the checkpoint: %+v %v", cp, err)
+	}
+	blobs, _ := store.Blobs(ctx, out.Run)
+	s, _, _, _, err := decode(cp, blobs)
+	if err != nil || s.Waiting == nil || s.Waiting.Request != out.Waiting.Request || len(s.Pending) != 1 || s.Contract.Goal != "touch it" {
+		t.Fatalf("read back: %+v %v", s, err)
+	}
+	// A large message is kept once, by address, and read back whole.
+	big := strings.Repeat("x", 3*blobMin)
+	d := &driver{state: &State{Transcript: []Message{{Role: RoleUser, Text: big}, {Role: RoleUser, Text: big}}}, blobs: map[string]bool{}, newBlobs: map[string]string{}}
+	enc, err := d.encode()
+	if err != nil || strings.Contains(enc, big) || len(d.newBlobs) != 1 {
+		t.Fatalf("the large message is inline, or kept twice: %d bytes, %d blobs", len(enc), len(d.newBlobs))
+	}
+	back, _, _, _, err := decode(&trace.Checkpoint{Format: CheckpointFormat, State: enc}, d.newBlobs)
+	if err != nil || len(back.Transcript) != 2 || back.Transcript[1].Text != big {
+		t.Fatalf("read back: %v", err)
+	}
+	// A newer rein's checkpoint.
+	lease, err := store.AcquireLease(ctx, out.Run, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := *cp
+	newer.Seq, newer.Format = cp.Seq+1, CheckpointFormat+1
+	if err := store.Commit(ctx, lease, time.Minute, newer); err != nil {
+		t.Fatal(err)
+	}
+	store.ReleaseLease(ctx, lease)
+	_, err = approvalRun(t, ws, store, out.Run)
+	var fe *FormatError
+	want := fmt.Sprintf("checkpoint is of format %d, newer than this rein reads (%d)", CheckpointFormat+1, CheckpointFormat)
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a newer checkpoint: %v, want %q", err, want)
+	}
 }
