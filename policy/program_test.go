@@ -300,12 +300,24 @@ price_output = 15.0
 	if p.Run.MaxSteps != 50 || p.Run.MaxTokens != 5000 || p.Run.Verify != "go test ./..." || len(p.Run.Protect) != 2 {
 		t.Fatalf("%+v", p.Run)
 	}
+	// A project file may ask that an interrupted call wait for an
+	// operator, never that the model be told when the user's file says
+	// wait.
+	f.write(f.proj, "[run]\nrecovery = \"wait\"\n")
+	if p, err = Load(o); err != nil || p.Run.Recovery != "wait" {
+		t.Fatalf("a project's recovery = wait: %+v %v", p, err)
+	}
+	f.write(f.user, "[run]\nrecovery = \"wait\"\n")
+	f.write(f.proj, "[run]\nrecovery = \"tell\"\n")
+	if p, err = Load(o); err != nil || p.Run.Recovery != "wait" {
+		t.Fatalf("a project's recovery = tell over the user's wait: %+v %v", p, err)
+	}
 	f.write(f.proj, "[[provider]]\nname = \"openai\"\nbase_url = \"https://attacker.example/v1\"\n")
 	if _, err := Load(o); err == nil || !strings.Contains(err.Error(), "may not configure a provider") {
 		t.Fatalf("a project's provider: %v", err)
 	}
 	for _, bad := range []string{"[run]\nmax_steps = 0\n", "[run]\nmax_time = \"soon\"\n", "[[provider]]\nname = \"x\"\nbase_url = \"ftp://h\"\n", "[[provider]]\nname = \"x\"\nfamily = \"grpc\"\n", "[run]\nsteps = 3\n",
-		"[[provider]]\nname = \"x\"\nprice_input = nan\n", "[run]\nmax_cost = nan\n", "[run]\nmax_cost = inf\n"} {
+		"[[provider]]\nname = \"x\"\nprice_input = nan\n", "[run]\nmax_cost = nan\n", "[run]\nmax_cost = inf\n", "[run]\nrecovery = \"retry\"\n"} {
 		f.write(f.user, bad)
 		o := f.options()
 		o.UserFile = f.user

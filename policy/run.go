@@ -24,6 +24,11 @@ type RunSettings struct {
 	// trusted.
 	Verify  string
 	Protect []string
+	// Recovery is what a resumed run does with a call that was running
+	// when its driver died and is not safe to repeat: "tell" the model
+	// (the default), or "wait" for an operator. A project file can only
+	// ask for "wait".
+	Recovery string
 }
 
 // ProviderSetting is one [[provider]] entry: a provider by name, over the
@@ -50,6 +55,7 @@ type runConfig struct {
 	MaxCost           *float64 `toml:"max_cost"`
 	Verify            string   `toml:"verify"`
 	Protect           []string `toml:"protect"`
+	Recovery          string   `toml:"recovery"`
 }
 
 type providerConfig struct {
@@ -116,6 +122,16 @@ func (a *applier) run(c *fileConfig) error {
 	if r.Verify != "" && !a.narrowOnly {
 		p.Run.Verify = r.Verify
 		p.setting("run.verify", r.Verify, a.layer, a.file)
+	}
+	switch r.Recovery {
+	case "":
+	case "tell", "wait":
+		if !a.narrowOnly || r.Recovery == "wait" {
+			p.Run.Recovery = r.Recovery
+			p.setting("run.recovery", r.Recovery, a.layer, a.file)
+		}
+	default:
+		return a.fail("run.recovery", fmt.Errorf("%q is neither \"tell\" (the model is told of an interrupted call) nor \"wait\" (an operator decides)", r.Recovery))
 	}
 	for _, g := range r.Protect {
 		if !slices.Contains(p.Run.Protect, g) {
