@@ -711,3 +711,22 @@ func noteOf(d *trace.ApprovalDecision) string {
 	}
 	return " (" + d.Note + ")"
 }
+
+// LoadState reads the state of run runID as its last checkpoint keeps
+// it (what rein run resume needs before it drives it: the contract, the
+// decision it waits for), refusing a newer format.
+func LoadState(ctx context.Context, store trace.Durable, runID string) (*State, error) {
+	cp, err := store.LastCheckpoint(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cp == nil {
+		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
+	}
+	blobs, err := store.Blobs(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	s, _, _, _, err := decode(cp, blobs)
+	return s, err
+}

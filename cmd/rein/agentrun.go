@@ -54,9 +54,14 @@ ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY is, else ollama
 when it answers. The key comes from the preset's variable or
 --api-key-env, never from a file.
 
+Every run is durable: each step is committed with a checkpoint to the
+trace, so that a run whose process died goes on with rein run resume RUN,
+and rein runs lists the runs and their state.
+
 Exit status: 0 succeeded or finished (no gate), 1 gate_failed, 3
-budget_exhausted, 4 stalled, 5 refused_repeatedly, 7 provider_failed, 130
-cancelled, 2 a run that could not start.`,
+budget_exhausted, 4 stalled, 5 refused_repeatedly, 6 awaiting_approval
+or awaiting_recovery (rein approve, then rein run resume), 7
+provider_failed, 130 cancelled, 2 a run that could not start.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The policy files' [run] section, under the flags.
@@ -112,14 +117,7 @@ cancelled, 2 a run that could not start.`,
 					return &exitError{exitUsage, err.Error()}
 				}
 			}
-			switch approve {
-			case "terminal":
-				approve = ""
-			case "", "all", "none":
-			default:
-				return &exitError{exitUsage, fmt.Sprintf("--approve %q: use terminal, all or none", approve)}
-			}
-			approver, err := chooseApprover(approve, cmd.ErrOrStderr())
+			approver, err := runApprover(approve, cmd)
 			if err != nil {
 				return err
 			}
@@ -141,7 +139,7 @@ cancelled, 2 a run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, GateRetries: gateRetries}
+				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery}
 			out := cmd.OutOrStdout()
 			o := agent.Options{
 				Provider: provider,
@@ -167,6 +165,7 @@ cancelled, 2 a run that could not start.`,
 			return nil
 		},
 	}
+	cmd.AddCommand(newRunResumeCmd(sf))
 	cf.register(cmd)
 	tf.register(cmd)
 	f := cmd.Flags()
@@ -182,7 +181,7 @@ cancelled, 2 a run that could not start.`,
 	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
 	f.Float64Var(&maxCost, "max-cost", 0, "the cost budget, by the prices of the provider's [[provider]] entry (default: none)")
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
-	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), all or none")
+	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), defer (the run ends awaiting_approval; rein approve answers, rein run resume goes on), all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	return cmd
 }

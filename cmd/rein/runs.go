@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"os/user"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
+)
+
+// newRunResumeCmd is rein run resume: a durable run driven on from its
+// last checkpoint.
+func newRunResumeCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf      commonFlags
+		tf      traceFlag
+		pc      agent.ProviderChoice
+		approve string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "resume [flags] RUN",
+		Short: "Drive a run on from its last checkpoint: after its process died, or once the decision it waits for is recorded",
+		Long: `Resume the agent run RUN of the workspace's trace from its last
+checkpoint. The steps it committed are not repeated and nothing is
+charged twice. The policy is loaded again and decides every call from
+here (the gate is checked against it again); the run's background
+handles are orphaned. A call that was running when the process died runs
+again when it only reads; any other is not repeated: the model is told it
+was interrupted and shown the workspace's change since it started, or,
+with [run] recovery = "wait", the run waits for an operator
+(awaiting_recovery). A run waiting for a decision goes on once rein
+approve has recorded it; an approved action runs only if the policy,
+checked again, still asks (a deny added since wins).
+
+One driver per run: while another process drives RUN, resume is refused,
+naming its pid and host; a dead driver's run is taken over at once.
+
+The provider and model are the run's own (the last recorded call's)
+unless --provider and --model say otherwise. Asked actions are deferred
+(--approve defer) unless --approve says otherwise.
+
+Exit status: as rein run's; 6 when the run waits for a decision again.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runID := args[0]
+			pre, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			store, red, err := tf.openFor(pre)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			st, err := agent.LoadState(ctx, store, runID)
+			if err != nil {
+				return &exitError{exitUsage, strings.TrimPrefix(err.Error(), "agent: ")}
+			}
+			c := st.Contract
+			if c.Workspace != pre.Workspace {
+				return &exitError{exitUsage, fmt.Sprintf("run %s works in %s, not %s: resume it with --workspace %s", runID, c.Workspace, pre.Workspace, c.Workspace)}
+			}
+			// The policy again, with the run's gate and protect globs as
+			// the run began with them.
+			if c.Verify != nil {
+				line, err := shell.Parse(c.Verify.Line)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Sprintf("the run's gate %q: %v", c.Verify.Line, err)}
+				}
+				cf.extraRules = append(cf.extraRules, gateRules(line)...)
+			}
+			cf.verification = c.Protect
+			p, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			calls, err := store.ProviderCalls(ctx, runID)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if pc.Name == "" && len(calls) > 0 {
+				last := calls[len(calls)-1]
+				pc.Name = last.Provider
+				if pc.Model == "" {
+					pc.Model = last.Model
+				}
+			}
+			pc, _ = providerFrom(pc, p.Providers)
+			provider, preset, err := agent.ChooseProvider(ctx, pc, os.Getenv)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if preset.KeyEnv != "" {
+				red = trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), os.Getenv(preset.KeyEnv))...)
+			}
+			approver, err := runApprover(approve, cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			o := agent.Options{
+				Provider: provider,
+				Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
+					Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
+			}
+			if !asJSON {
+				o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
+			}
+			res, err := agent.Resume(ctx, runID, o)
+			if err != nil {
+				return &exitError{exitUsage, red.Redact(strings.TrimPrefix(err.Error(), "agent: "))}
+			}
+			res.Reason = red.Redact(res.Reason)
+			if asJSON {
+				return writeJSON(out, res, res.Kind.ExitCode())
+			}
+			if code := res.Kind.ExitCode(); code != 0 {
+				return &exitError{code: code}
+			}
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	f := cmd.Flags()
+	f.StringVar(&pc.Name, "provider", "", "the provider preset (default: the run's)")
+	f.StringVar(&pc.Model, "model", "", "the model (default: the run's)")
+	f.StringVar(&pc.BaseURL, "base-url", "", "the provider's base URL, over the preset's")
+	f.StringVar(&pc.KeyEnv, "api-key-env", "", "the variable the key is read from, over the preset's")
+	f.StringVar(&approve, "approve", "defer", "who answers asked actions: defer (an operator, with rein approve), terminal, all or none")
+	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
+	return cmd
+}
+
+// runApprover is the approver of rein run's --approve: terminal (denied
+// without one), all, none, or defer (the run waits for rein approve).
+func runApprover(flag string, cmd *cobra.Command) (policy.Approver, error) {
+	switch flag {
+	case "defer":
+		return agent.Defer{}, nil
+	case "terminal":
+		flag = ""
+	case "", "all", "none":
+	default:
+		return nil, &exitError{exitUsage, fmt.Sprintf("--approve %q: use terminal, defer, all or none", flag)}
+	}
+	return chooseApprover(flag, cmd.ErrOrStderr())
+}
+
+// newApproveCmd is rein approve: an operator's answer to what a run
+// waits for.
+func newApproveCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf      commonFlags
+		tf      traceFlag
+		yes, no bool
+		note    string
+	)
+	cmd := &cobra.Command{
+		Use:   "approve [flags] RUN REQUEST --yes|--no",
+		Short: "Answer a request a run waits for (a deferred ask, an interrupted call); rein run resume acts on it",
+		Long: `Record the answer to REQUEST of RUN (rein runs lists what each run waits
+on): for a deferred ask, --yes approves the action as it was shown and
+--no rejects it; for a call interrupted by the death of rein's process,
+--yes makes it again and --no tells the model it was interrupted. The
+first answer stands: a second is refused. Nothing runs until rein run
+resume RUN, which checks the policy again before it acts on a yes.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if yes == no {
+				return &exitError{exitUsage, "give one of --yes and --no"}
+			}
+			p, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			store, red, err := tf.openFor(p)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			answer := "no"
+			if yes {
+				answer = "yes"
+			}
+			by := "pid " + fmt.Sprint(os.Getpid())
+			if u, err := user.Current(); err == nil {
+				by = u.Username
+			}
+			if host, err := os.Hostname(); err == nil {
+				by += "@" + host
+			}
+			d := trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note, By: by, At: time.Now()}
+			if err := store.Decide(cmd.Context(), d); err != nil {
+				code := exitUsage
+				var answered *trace.AnsweredError
+				if errors.As(err, &answered) {
+					code = 1
+				}
+				return &exitError{code, red.Redact(strings.TrimPrefix(err.Error(), "trace: "))}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "request %s of run %s answered %s; the run goes on with: rein run resume %s\n", args[1], args[0], answer, args[0])
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	f := cmd.Flags()
+	f.BoolVar(&yes, "yes", false, "approve (or, for an interrupted call, make it again)")
+	f.BoolVar(&no, "no", false, "reject (or, for an interrupted call, tell the model)")
+	f.StringVar(&note, "note", "", "a note kept with the answer and shown to the model")
+	return cmd
+}
+
+// runState is a run as rein runs lists it.
+type runState struct {
+	trace.DurableRun
+	// State says what the run is doing, in a word or two; WaitsOn what
+	// it waits for.
+	State   string `json:"state"`
+	WaitsOn string `json:"waits_on,omitempty"`
+}
+
+// newRunsCmd is rein runs: the durable runs of the workspace's trace and
+// their state.
+func newRunsCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf     commonFlags
+		tf     traceFlag
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "runs [flags]",
+		Short: "List the agent runs of the workspace's trace with their state and what they wait on",
+		Long: `List the agent runs of the workspace's trace, newest first, each with
+its state: running (and the pid and host that drive it), interrupted (its
+process died; rein run resume goes on), awaiting_approval or
+awaiting_recovery (and the request that waits for rein approve), or the
+outcome it ended with.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := cf.load(sf)
+			if err != nil {
+				return err
+			}
+			store, red, err := tf.openFor(p)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx := cmd.Context()
+			runs, err := store.DurableRuns(ctx)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			out := make([]runState, 0, len(runs))
+			for _, r := range runs {
+				s := runState{DurableRun: r, State: r.Status}
+				switch {
+				case r.Status == "running" && r.Driven:
+					s.State = fmt.Sprintf("running (pid %d on %s)", r.Lease.PID, r.Lease.Host)
+				case r.Status == "running":
+					s.State = "interrupted (rein run resume " + r.RunID + ")"
+				case r.Waiting != "":
+					reqs, _ := store.ApprovalRequests(ctx, r.RunID)
+					for _, q := range reqs {
+						if q.Request == r.Waiting {
+							first, _, _ := strings.Cut(q.Shown, "\n")
+							s.WaitsOn = fmt.Sprintf("request %s: %s", q.Request, red.Redact(first))
+						}
+					}
+					if d, _ := store.Decision(ctx, r.RunID, r.Waiting); d != nil {
+						s.WaitsOn += fmt.Sprintf(" (answered %s; rein run resume %s)", d.Answer, r.RunID)
+					}
+				}
+				out = append(out, s)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), out, exitOK)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "RUN\tSTARTED\tSTATE\tWAITS ON")
+			for _, r := range out {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.RunID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, policy.Printable(r.WaitsOn))
+			}
+			return w.Flush()
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	return cmd
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/agent"
+)
+
+// TestRunDeferred: rein run --approve defer ends at an ask with exit 6
+// and a request; rein runs lists the run as waiting on it; rein approve
+// records a yes and refuses a second answer; rein run resume runs the
+// approved call and ends the run.
+func TestRunDeferred(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	srv, n := scriptedModel(t, `shell {"line":"touch approved.txt"}`, "Done.")
+	model := []string{"--provider", "ollama", "--base-url", srv.URL + "/v1", "--model", "m"}
+	code, out, errOut := rein(t, append(append([]string{"run"}, model...), "--approve", "defer", "--json", "touch it")...)
+	var o agent.Outcome
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Kind != agent.AwaitingApproval || o.Waiting == nil {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	req := o.Waiting.Request
+	code, out, _ = rein(t, "runs")
+	if code != 0 || !strings.Contains(out, o.Run) || !strings.Contains(out, "awaiting_approval") || !strings.Contains(out, "request "+req+`: shell {"line":"touch approved.txt"}`) {
+		t.Errorf("rein runs: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := rein(t, "approve", o.Run, req); code != exitUsage || !strings.Contains(errOut, "give one of --yes and --no") {
+		t.Errorf("rein approve without an answer: exit %d %s", code, errOut)
+	}
+	if code, out, errOut := rein(t, "approve", o.Run, req, "--yes", "--note", "looked at it"); code != 0 || !strings.Contains(out, "answered yes") {
+		t.Fatalf("rein approve: exit %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := rein(t, "approve", o.Run, req, "--no"); code != 1 || !strings.Contains(errOut, "was already answered yes") {
+		t.Errorf("a second answer: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := rein(t, "approve", o.Run, "r0", "--no"); code != exitUsage || !strings.Contains(errOut, "has no request r0") {
+		t.Errorf("an answer to no request: exit %d %s", code, errOut)
+	}
+	code, out, errOut = rein(t, append(append([]string{"run", "resume"}, model...), o.Run)...)
+	if code != 0 || !strings.Contains(out, "finished") {
+		t.Fatalf("rein run resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "approved.txt")); err != nil {
+		t.Errorf("the approved call did not run: %v", err)
+	}
+	if *n != 2 {
+		t.Errorf("%d model calls, the script has 2", *n)
+	}
+	if code, _, errOut := rein(t, append(append([]string{"run", "resume"}, model...), o.Run)...); code != exitUsage || !strings.Contains(errOut, "has ended (finished") {
+		t.Errorf("resuming an ended run: exit %d %s", code, errOut)
+	}
+	code, out, _ = rein(t, "runs", "--json")
+	var runs []runState
+	if err := json.Unmarshal([]byte(out), &runs); err != nil || code != 0 || len(runs) != 1 || runs[0].State != "finished" {
+		t.Errorf("rein runs --json: %v %s", err, out)
+	}
+}
