@@ -33,7 +33,14 @@ const (
 	leaseTTL     = 30 * time.Second
 	leaseRenewal = 10 * time.Second
 	blobMin      = 1 << 10
+	chunkLen     = 16
 )
+
+// chunk is a run of chunkLen messages as last kept, and its address.
+type chunk struct {
+	msgs []Message
+	addr string
+}
 
 // ErrNotResumable is what Resume fails with for a run that cannot go on:
 // it has no checkpoint, or it has ended.
@@ -56,6 +63,10 @@ func (e *FormatError) Error() string {
 // when the running calls started).
 type checkpointState struct {
 	State
+	// Chunks are the addresses of the transcript's first messages,
+	// chunkLen to a blob, and Transcript the messages after them: a
+	// checkpoint costs what the step changed, not the whole transcript.
+	Chunks     []string                    `json:"chunks,omitempty"`
 	Transcript []storedMessage             `json:"transcript"`
 	Baseline   map[string]storedProtection `json:"baseline,omitempty"`
 	// Snapshot is the address of the workspace's listing taken when the
@@ -94,14 +105,29 @@ func (d *driver) blob(data string) string {
 // encode is the checkpoint of the driver's state.
 func (d *driver) encode() (string, error) {
 	cs := checkpointState{State: *d.state, Snapshot: d.snapshot}
-	cs.Transcript = make([]storedMessage, len(d.state.Transcript))
-	for i, m := range d.state.Transcript {
-		sm := storedMessage{Message: m}
-		if len(m.Text) >= blobMin {
-			sm.Blob, sm.Text = d.blob(m.Text), ""
+	t := d.state.Transcript
+	full := len(t) / chunkLen
+	for i := range full {
+		part := t[i*chunkLen : (i+1)*chunkLen]
+		// Setting an old observation aside changes its chunk, which is
+		// kept again; the others are named as they were.
+		if i < len(d.chunks) && slices.EqualFunc(part, d.chunks[i].msgs, sameMessage) {
+			cs.Chunks = append(cs.Chunks, d.chunks[i].addr)
+			continue
 		}
-		cs.Transcript[i] = sm
+		data, err := json.Marshal(d.storedMessages(part))
+		if err != nil {
+			return "", err
+		}
+		c := chunk{msgs: slices.Clone(part), addr: d.blob(string(data))}
+		if i < len(d.chunks) {
+			d.chunks[i] = c
+		} else {
+			d.chunks = append(d.chunks, c)
+		}
+		cs.Chunks = append(cs.Chunks, c.addr)
 	}
+	cs.Transcript = d.storedMessages(t[full*chunkLen:])
 	if d.seq == 0 {
 		// The protected files are kept with the first checkpoint; later
 		// ones name the same blobs.
@@ -119,6 +145,20 @@ func (d *driver) encode() (string, error) {
 	return string(data), err
 }
 
+// storedMessages are msgs as a checkpoint keeps them: a large text by
+// its address.
+func (d *driver) storedMessages(msgs []Message) []storedMessage {
+	out := make([]storedMessage, len(msgs))
+	for i, m := range msgs {
+		sm := storedMessage{Message: m}
+		if len(m.Text) >= blobMin {
+			sm.Blob, sm.Text = d.blob(m.Text), ""
+		}
+		out[i] = sm
+	}
+	return out
+}
+
 // decode reads a checkpoint back into a state, the protected files and
 // the snapshot's address.
 func decode(cp *trace.Checkpoint, blobs map[string]string) (*State, map[string]protectedFile, map[string]storedProtection, string, error) {
@@ -133,8 +173,17 @@ func decode(cp *trace.Checkpoint, blobs map[string]string) (*State, map[string]p
 		return nil, nil, nil, "", fmt.Errorf("agent: run %s's checkpoint %d is not readable: %w", cp.RunID, cp.Seq, err)
 	}
 	s := cs.State
-	s.Transcript = make([]Message, len(cs.Transcript))
-	for i, sm := range cs.Transcript {
+	s.Transcript = nil
+	stored := []storedMessage{}
+	for _, a := range cs.Chunks {
+		data, ok := blobs[a]
+		var part []storedMessage
+		if !ok || json.Unmarshal([]byte(data), &part) != nil || len(part) != chunkLen {
+			return nil, nil, nil, "", fmt.Errorf("agent: run %s's checkpoint %d names a part of its transcript %s the store lacks whole", cp.RunID, cp.Seq, a)
+		}
+		stored = append(stored, part...)
+	}
+	for _, sm := range append(stored, cs.Transcript...) {
 		m := sm.Message
 		if sm.Blob != "" {
 			text, ok := blobs[sm.Blob]
@@ -143,7 +192,7 @@ func decode(cp *trace.Checkpoint, blobs map[string]string) (*State, map[string]p
 			}
 			m.Text = text
 		}
-		s.Transcript[i] = m
+		s.Transcript = append(s.Transcript, m)
 	}
 	base := map[string]protectedFile{}
 	for p, sp := range cs.Baseline {

@@ -304,6 +304,8 @@ type driver struct {
 	mu       sync.Mutex
 	calls    map[string]ToolCall
 	deferred map[string]*deferral
+	// chunks are the transcript's chunks as the last checkpoint kept them.
+	chunks []chunk
 }
 
 func (d *driver) at(name string) {
@@ -442,14 +444,12 @@ func (d *driver) runTools(ctx context.Context, calls []ToolCall) {
 	}
 	first := group[0].ID
 	d.at("tool-before " + first)
-	if d.durable != nil {
-		for _, c := range group {
-			s.Running = append(s.Running, c.ID)
-		}
-		if !d.readOnly(group[0].Name) {
-			data, _ := json.Marshal(takeSnapshot(d.c.Workspace))
-			d.snapshot = d.blob(string(data))
-		}
+	// Read-only calls are made again after a death, journalled or not:
+	// only a call that may change the workspace is journalled.
+	if d.durable != nil && !d.readOnly(group[0].Name) {
+		s.Running = []string{first}
+		data, _ := json.Marshal(takeSnapshot(d.c.Workspace))
+		d.snapshot = d.blob(string(data))
 		if d.commit(ctx) != nil {
 			return
 		}

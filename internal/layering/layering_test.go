@@ -35,6 +35,7 @@ var allowed = map[string][]string{
 	"agent":                 {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool"},
 	"cmd/rein":              {"*"},
 	"internal/layering":     {},
+	"internal/testenv":      {},
 }
 
 func TestImportLayers(t *testing.T) {
