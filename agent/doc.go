@@ -8,7 +8,9 @@
 // The loop is a step function over the run's state (State.Next names the
 // next effect: a model call, the tool calls of a response, a gate attempt,
 // the end; State.Apply folds the effect's result in), and a driver (Run)
-// carries the effects out. The providers speak the vendors' wire formats
+// carries the effects out; with a durable store it commits a checkpoint
+// per step under the run's lease, so that Resume continues a run whose
+// process died without repeating an effect or a charge. The providers speak the vendors' wire formats
 // through the vendors' own SDKs, with their retries off.
 //
 // agent imports tool, trace, policy and shell; never the sandbox's

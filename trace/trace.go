@@ -1,8 +1,11 @@
 // Package trace owns the record of what rein did: runs, the steps of a run
 // (each tool call and its observation), every policy refusal and approver
 // decision with its rule and layer, background handles and every byte read
-// from them, sandbox events, every write as a diff, and an audit of
-// metadata. A Store keeps them; SQLite is the implementation, append-only
+// from them, sandbox events, every write as a diff, an audit of
+// metadata, and what makes an agent run durable: its checkpoints
+// (committed with a step's records in one transaction), their large parts
+// by content address, the decisions a run waits for, and the lease of its
+// one driver (a generation every commit is fenced by). A Store keeps them; SQLite is the implementation, append-only
 // (enforced by triggers, not promised) and hash-chained with the user's Key
 // (HMAC-SHA256), so that an edited or deleted row is detected by Verify
 // even when whoever changed it linked the chain again, and a head kept
