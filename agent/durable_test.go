@@ -276,7 +276,7 @@ func requireSandbox(t *testing.T) {
 // TestKillMatrix kills a scripted run of nineteen steps with SIGKILL at
 // each of its effect boundaries in turn (before and after each model
 // call, each tool call and each gate attempt, and between a read-only
-// call's journal entry and its end), resumes it, and checks that every
+// call's run and the commit of its end), resumes it, and checks that every
 // resumed run ends as the run never killed did: the same outcome, the
 // same workspace bytes, the same canonical trace; no command ran twice
 // (log.txt has each line once) and no model call was made twice.
