@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/shell"
@@ -125,6 +126,9 @@ func (s *ccServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.count++
 	id := fmt.Sprintf("msg_%04d", s.count)
+	// Each response's call has an id of its own, also when a turn is
+	// played again (a poll until the output is in).
+	toolID := fmt.Sprintf("toolu_%04d", s.count)
 	s.mu.Unlock()
 	ev("message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": id, "type": "message", "role": "assistant",
 		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
@@ -132,7 +136,7 @@ func (s *ccServer) serve(w http.ResponseWriter, r *http.Request) {
 	if reply.tool != "" {
 		in, _ := json.Marshal(reply.input)
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%02d", s.next), "name": reply.tool, "input": map[string]any{}}})
+			"content_block": map[string]any{"type": "tool_use", "id": toolID, "name": reply.tool, "input": map[string]any{}}})
 		half := len(in) / 2
 		for _, part := range []string{string(in[:half]), string(in[half:])} {
 			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
@@ -293,7 +297,8 @@ func TestClaudeCodeMCPResults(t *testing.T) {
 	handle, polls := "", 0
 	s := newCCServer(t,
 		ccTool("mcp__rein__shell", map[string]any{"line": "echo hello from mcp"}),
-		ccTool("mcp__rein__shell_start", map[string]any{"line": "echo from the background"}),
+		// The line takes a moment, so that the model polls it while it runs.
+		ccTool("mcp__rein__shell_start", map[string]any{"line": "sleep 1 && echo from the background"}),
 		func(last string) ccReply {
 			m := handleRe.FindStringSubmatch(last)
 			if m == nil {
@@ -303,9 +308,11 @@ func TestClaudeCodeMCPResults(t *testing.T) {
 			return ccReply{tool: "mcp__rein__shell_poll", input: map[string]any{"handle": handle}}
 		},
 		func(last string) ccReply {
-			// Poll again until the line's output is in, a few times at most.
-			if !strings.Contains(last, "from the background") && polls < 20 {
+			// Poll again until the line's output is in, for 10 seconds at
+			// most.
+			if !strings.Contains(last, "from the background") && polls < 100 {
 				polls++
+				time.Sleep(100 * time.Millisecond)
 				return ccReply{tool: "mcp__rein__shell_poll", input: map[string]any{"handle": handle}, again: true}
 			}
 			return ccReply{tool: "mcp__rein__read_file", input: map[string]any{"path": "long.txt"}}
