@@ -52,12 +52,14 @@ type ccServer struct {
 	next    int
 	results []string // the tool results the model was sent, in order
 	count   int      // responses sent, for their ids
+	sock    string   // the same API on a unix socket, for a network namespace
 }
 
 func newCCServer(t *testing.T, turns ...ccTurn) *ccServer {
 	s := &ccServer{t: t, turns: turns}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
+	s.sock = serveUnix(t, http.HandlerFunc(s.serve))
 	return s
 }
 
@@ -208,6 +210,9 @@ func runClaude(t *testing.T, s *ccServer, ws, home string, args ...string) map[s
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 	}
+	// Nothing but the scripted API is reachable: Claude Code runs in a
+	// network namespace holding only loopback.
+	inLoopbackNetns(t, cmd, s.srv.URL[strings.LastIndexByte(s.srv.URL, ':')+1:], s.sock)
 	out, err := cmd.Output()
 	var res map[string]any
 	if jerr := json.Unmarshal(out, &res); jerr != nil {

@@ -14,6 +14,11 @@ import (
 // The test binary serves as the sandbox's init, as rein's binary does.
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	// In a loopback-only network namespace, before a Claude Code CLI.
+	if spec := os.Getenv(netnsEnv); spec != "" && len(os.Args) > 2 && os.Args[1] == "--" {
+		os.Unsetenv(netnsEnv)
+		os.Exit(netnsMain(spec, os.Args[2:]))
+	}
 	// As rein itself, for tests that run it as a process (rein mcp).
 	// Inside a launched session, where the test binary is the init and
 	// nothing passes REIN_TEST_MAIN, as the session's relay.
