@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -80,6 +81,38 @@ type request struct {
 	// SignalFD, in a session, is a pipe on which each byte is a signal
 	// the init sends to every other process of its namespace.
 	SignalFD int `json:"signal_fd,omitempty"`
+	// StdoutFD and StderrFD, on the bwrap rung, are the output pipes,
+	// which the init makes its stdout and stderr (bubblewrap's own go
+	// elsewhere).
+	StdoutFD int `json:"stdout_fd,omitempty"`
+	StderrFD int `json:"stderr_fd,omitempty"`
+	// PlanFD, in a warm sandbox, is the pipe the plan arrives on once
+	// the init is confined, and ReadyFD the one on which it says that it
+	// is ("r"), then whether the view still holds what it was built on
+	// ("y", or "n" and why). The request then has no Line.
+	PlanFD  int `json:"plan_fd,omitempty"`
+	ReadyFD int `json:"ready_fd,omitempty"`
+}
+
+// warmPlan is what a warm sandbox's init receives when it is taken: the
+// plan, and what its view must still show for it to run.
+type warmPlan struct {
+	Line     *shell.Line
+	NotFound map[int]string
+	Dir      string
+	// Covered are the sandbox paths that must each be a read-only mount of
+	// their own: the protected paths with the identity the host sees at
+	// them now (so that the mount covers what is at the name, not what was
+	// renamed away), the masks with none.
+	Covered []covered
+}
+
+// covered is a path the view covers with a read-only mount.
+type covered struct {
+	Path     string
+	Dev, Ino uint64
+	// Any: a mask, whose identity is the mask's own.
+	Any bool
 }
 
 // check is what a preflight asserts from inside the confinement.
@@ -145,6 +178,14 @@ func initMain(dir string) int {
 	var req request
 	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&req); err != nil {
 		return fail(err)
+	}
+	if req.StdoutFD >= 3 && req.StderrFD >= 3 {
+		for _, d := range [][2]int{{req.StdoutFD, 1}, {req.StderrFD, 2}} {
+			if err := unix.Dup3(d[0], d[1], 0); err != nil {
+				return fail(fmt.Errorf("taking the output pipes: %w", err))
+			}
+			unix.Close(d[0])
+		}
 	}
 	if req.Subreaper {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -220,6 +261,11 @@ func initMain(dir string) int {
 		}()
 	}
 	<-caught
+	if req.PlanFD >= 3 {
+		if code, ok := waitForPlan(&req); !ok {
+			return code
+		}
+	}
 	if req.SignalFD >= 3 {
 		sigPipe := os.NewFile(uintptr(req.SignalFD), "signals")
 		go passOn(sigPipe)
@@ -252,6 +298,58 @@ func initMain(dir string) int {
 		return fail(err)
 	}
 	return res.ExitCode
+}
+
+// waitForPlan is a warm init's wait: it says it is ready, reads the plan,
+// checks that the view still covers what the plan needs covered, and says
+// so. Without a plan (the sandbox was not used) it exits quietly.
+func waitForPlan(req *request) (int, bool) {
+	ready := os.NewFile(uintptr(req.ReadyFD), "ready")
+	defer ready.Close()
+	planPipe := os.NewFile(uintptr(req.PlanFD), "plan")
+	defer planPipe.Close()
+	if _, err := ready.Write([]byte{'r'}); err != nil {
+		return 0, false
+	}
+	data, err := io.ReadAll(io.LimitReader(planPipe, maxReport))
+	if err != nil || len(data) == 0 {
+		return 0, false
+	}
+	var plan warmPlan
+	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&plan); err != nil || plan.Line == nil {
+		ready.Write([]byte("nthe plan could not be read"))
+		return 125, false
+	}
+	for _, c := range plan.Covered {
+		if why := c.check(); why != "" {
+			ready.Write([]byte("n" + why))
+			return 125, false
+		}
+	}
+	if _, err := ready.Write([]byte{'y'}); err != nil {
+		return 125, false
+	}
+	req.Line, req.NotFound, req.Dir = plan.Line, plan.NotFound, plan.Dir
+	return 0, true
+}
+
+// check says why c is not covered as the plan needs, or "".
+func (c covered) check() string {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, c.Path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &st); err != nil {
+		return fmt.Sprintf("%s: %v", c.Path, err)
+	}
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return c.Path + " is no longer covered by its mount (it was renamed or replaced on the host)"
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(c.Path, &fs); err != nil || fs.Flags&unix.ST_RDONLY == 0 {
+		return c.Path + " is not read-only"
+	}
+	if !c.Any && (unix.Mkdev(st.Dev_major, st.Dev_minor) != c.Dev || st.Ino != c.Ino) {
+		return c.Path + " is another file than the host has at that name now"
+	}
+	return ""
 }
 
 // passOn sends each signal read from the session's pipe to every other

@@ -36,38 +36,50 @@ var errRunTimeout = errors.New("the run's timeout")
 
 // run is one run in progress.
 type run struct {
-	rung, note string
-	p          Profile
-	start      time.Time
-	cmd        *exec.Cmd
-	group      *cgroup.Group // groups.v2, when there is one
-	groups     *groups
-	applied    []Applied
-	limits     Limits        // in force: p.Limits with the defaults applied
-	lifeline   *os.File      // write end; closing it tells the init to end
-	signals    *os.File      // a session's: write end of the init's signal pipe
-	reportDone chan struct{} // closed when the init's report is read
-	reportData []byte
-	scratch    string
-	home, tmp  string // the host's HOME and TMPDIR of the landlock and none rungs
-	slot       int    // the session's slot they are in, or -1
-	hostIO     string
-	guard      *guard
-	hidden     []string  // the workspace paths hidden from the command
-	repos      *repoMeta // the repository metadata below the workspace, as it was
-	session    *session
-	changesAt  int
-	unlock     func()
-	outBuf     *headTail
-	errBuf     *headTail
-	spools     []*spool
-	copies     sync.WaitGroup
-	readers    []*os.File
-	preflight  bool
-	notFound   map[int]string // the stages whose program is not found, by index
-	egress     *egress        // the proxy, in network proxy
-	hostNet    string         // the proxy's socket directory, on the bwrap rung
-	full       *fullNet       // the user-mode network, in network full
+	rung, note  string
+	p           Profile
+	start       time.Time
+	cmd         *exec.Cmd
+	group       *cgroup.Group // groups.v2, when there is one
+	groups      *groups
+	applied     []Applied
+	limits      Limits        // in force: p.Limits with the defaults applied
+	lifeline    *os.File      // write end; closing it tells the init to end
+	signals     *os.File      // a session's: write end of the init's signal pipe
+	planW       *os.File      // a warm sandbox's: where its plan goes
+	readyR      *os.File      // a warm sandbox's: where its init says it is ready
+	masked      []string      // the system files the view masks
+	live        [2]io.Writer  // where the streams go live, besides the result
+	early       bool          // the result is ready when the init reports (bwrap rung, captured streams)
+	req         *request      // the init's request, on the bwrap rung
+	bwrapErr    *headTail     // bubblewrap's own messages, on the bwrap rung
+	bwrapRead   chan struct{} // closed when they are read
+	resultReady chan struct{} // closed when res is set
+	stop        func() bool   // stops the run's timeout, once begun
+	protectedAt []string      // a warm sandbox's: the protected paths that existed when its view was built
+	warm        bool          // the run took a warm sandbox
+	reportDone  chan struct{} // closed when the init's report is read
+	reportData  []byte
+	scratch     string
+	home, tmp   string // the host's HOME and TMPDIR of the landlock and none rungs
+	slot        int    // the session's slot they are in, or -1
+	hostIO      string
+	guard       *guard
+	hidden      []string  // the workspace paths hidden from the command
+	repos       *repoMeta // the repository metadata below the workspace, as it was
+	session     *session
+	changesAt   int
+	unlock      func()
+	outBuf      *headTail
+	errBuf      *headTail
+	spools      []*spool
+	copies      sync.WaitGroup
+	readers     []*os.File
+	preflight   bool
+	notFound    map[int]string // the stages whose program is not found, by index
+	egress      *egress        // the proxy, in network proxy
+	hostNet     string         // the proxy's socket directory, on the bwrap rung
+	full        *fullNet       // the user-mode network, in network full
 
 	mu       sync.Mutex
 	killedAs Status // why rein ended the run, if it did
@@ -80,10 +92,13 @@ type run struct {
 func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (_ *run, err error) {
 	// Not the named result: the error paths return nil, and the deferred
 	// cleanup needs the run.
-	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), preflight: preflight, slot: -1}
+	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), resultReady: make(chan struct{}), preflight: preflight, slot: -1}
 	// The programs are found once, here, on the sandbox's PATH; the
-	// runner executes what was found.
-	line, r.notFound = resolved(line, p)
+	// runner executes what was found. A warm sandbox (no line yet) finds
+	// them when it is taken.
+	if line != nil {
+		line, r.notFound = resolved(line, p)
+	}
 	if err := checkStateOutside(p.Workspace); err != nil {
 		return nil, err
 	}
@@ -175,7 +190,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		return nil, err
 	}
 	ours := r.ownStreams()
-	if r.groups, r.applied, r.limits, err = newGroups(p.Limits, initReserve(line), rung != RungNone); err != nil {
+	reserve := int64(InitTasks + 1)
+	if line != nil {
+		reserve = initReserve(line)
+	}
+	if r.groups, r.applied, r.limits, err = newGroups(p.Limits, reserve, rung != RungNone); err != nil {
 		closeExtra(cmd)
 		for _, f := range ours {
 			f.Close()
@@ -204,13 +223,67 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if r.signals != nil {
 		go r.passSignals()
 	}
+	r.live = [2]io.Writer{stdout, stderr}
 	r.copies.Add(len(r.readers))
 	for i, f := range r.readers {
-		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], []io.Writer{stdout, stderr}[i], r.spools[i])
+		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], i)
 	}
-	// The run's own timeout, told apart from a deadline of the caller's
-	// context, which is a cancellation.
-	ctx, r.cancel = context.WithTimeoutCause(ctx, p.Timeout, errRunTimeout)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	go func() {
+		// On the bwrap rung the result is ready once the init has
+		// reported and ended (its report and the output pipes reach their
+		// end with it, and bubblewrap holds neither): bubblewrap's own end
+		// and the teardown come after. Without a report, the result waits
+		// for bubblewrap's end and its status.
+		var waitErr error
+		waited := true
+		if r.early {
+			select {
+			case <-r.reportDone:
+				waited = false
+				if !r.reported() {
+					waitErr, waited = <-exited, true
+				}
+			case waitErr = <-exited:
+			}
+		} else {
+			waitErr = <-exited
+		}
+		r.mu.Lock()
+		stop, cancel := r.stop, r.cancel
+		r.mu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		r.finish(waitErr, waited)
+		if waited {
+			r.cleanup()
+			close(r.resultReady)
+		} else {
+			// Nothing of the command is left (the init confirmed it and
+			// ended): the workspace is free for the next run, on any rung,
+			// while bubblewrap ends, and the rest is removed after.
+			r.leave()
+			close(r.resultReady)
+			<-exited
+			r.cleanup()
+		}
+		if cancel != nil {
+			cancel()
+		}
+		close(r.done)
+	}()
+	if line != nil {
+		r.begin(ctx)
+	}
+	return r, nil
+}
+
+// begin starts the run's own timeout, told apart from a deadline of the
+// caller's context, which is a cancellation.
+func (r *run) begin(ctx context.Context) {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.p.Timeout, errRunTimeout)
 	stop := context.AfterFunc(ctx, func() {
 		if errors.Is(context.Cause(ctx), errRunTimeout) {
 			r.kill(Timeout)
@@ -218,20 +291,22 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 			r.kill(Cancelled)
 		}
 	})
-	go func() {
-		waitErr := cmd.Wait()
+	r.mu.Lock()
+	r.stop, r.cancel = stop, cancel
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+		// It ended before its timeout began.
 		stop()
-		r.finish(waitErr)
-		r.cancel()
-		close(r.done)
-	}()
-	return r, nil
+		cancel()
+	default:
+	}
 }
 
 func (r *run) handle() *Handle {
 	h := &Handle{rung: r.rung, done: make(chan struct{}), kill: r.kill}
 	go func() {
-		<-r.done
+		<-r.resultReady
 		r.res.RungNote = r.note
 		h.res = r.res
 		close(h.done)
@@ -270,8 +345,39 @@ func (r *run) pipes() error {
 		}
 		r.spools = append(r.spools, sp)
 	}
-	r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
+	if r.req == nil {
+		r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
+		return nil
+	}
+	// bubblewrap passes its extra files to the init and keeps none of
+	// them itself, but it keeps its own stdout and stderr until it ends:
+	// the init takes the streams from extra files, so that their end
+	// comes with the init's, and bubblewrap's own messages go to a pipe
+	// of their own.
+	r.cmd.ExtraFiles = append(r.cmd.ExtraFiles, writers[0], writers[1])
+	r.req.StdoutFD, r.req.StderrFD = 1+len(r.cmd.ExtraFiles), 2+len(r.cmd.ExtraFiles)
+	if err := writeRequest(r.hostIO, *r.req); err != nil {
+		return err
+	}
+	rd, wr, err := os.Pipe()
+	if err != nil {
+		return refuse(Unavailable, "making bubblewrap's message pipe: %v", err)
+	}
+	r.cmd.Stderr = wr
+	r.bwrapErr, r.bwrapRead = newHeadTail(4096), make(chan struct{})
+	go func() {
+		defer close(r.bwrapRead)
+		defer rd.Close()
+		io.Copy(r.bwrapErr, rd)
+	}()
+	r.early = !r.preflight
 	return nil
+}
+
+// reported reports whether the init left a report of the plan.
+func (r *run) reported() bool {
+	var rep report
+	return json.Unmarshal(r.reportData, &rep) == nil && rep.Plan != nil
 }
 
 // orNil is f as a command's stream, nil (the null device) when f is.
@@ -285,8 +391,12 @@ func orNil(f *os.File) io.ReadWriter {
 // ownStreams are the write ends of the output pipes, which the init holds
 // once started: rein closes its own copies. A session's are its caller's.
 func (r *run) ownStreams() []*os.File {
-	if r.p.Session != nil {
+	switch {
+	case r.p.Session != nil:
 		return nil
+	case r.req != nil:
+		// The output pipes are extra files, closed with them.
+		return []*os.File{r.cmd.Stderr.(*os.File)}
 	}
 	return []*os.File{r.cmd.Stdout.(*os.File), r.cmd.Stderr.(*os.File)}
 }
@@ -322,13 +432,18 @@ func (p Profile) spoolBytes() int64 {
 	return n
 }
 
-func (r *run) copy(f *os.File, h *headTail, live io.Writer, sp *spool) {
+func (r *run) copy(f *os.File, h *headTail, i int) {
 	defer r.copies.Done()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
 			h.Write(buf[:n])
+			// A warm sandbox's writers are set when it is taken, before
+			// its plan is sent: nothing is printed before that.
+			r.mu.Lock()
+			sp, live := r.spools[i], r.live[i]
+			r.mu.Unlock()
 			if sp != nil {
 				sp.write(buf[:n])
 			}
@@ -385,7 +500,7 @@ func (r *run) lifelineClose() {
 
 // finish confirms the tree is dead, reads the output and the init's
 // report, puts protected files back and builds the result.
-func (r *run) finish(waitErr error) {
+func (r *run) finish(waitErr error, waited bool) {
 	res := &Result{Rung: r.rung}
 	var rep report
 	haveReport := false
@@ -472,7 +587,7 @@ func (r *run) finish(waitErr error) {
 	var ee *exec.ExitError
 	if errors.As(waitErr, &ee) && haveReport {
 		res.ExitCode = ee.ExitCode()
-	} else if waitErr == nil && haveReport {
+	} else if waitErr == nil && haveReport && waited {
 		res.ExitCode = 0
 	}
 	r.mu.Lock()
@@ -491,7 +606,15 @@ func (r *run) finish(waitErr error) {
 		res.Status, res.ExitCode, res.LimitHit, res.Reason = Failed, 137, hit, hitReason
 	case !haveReport:
 		res.Status, res.ExitCode = Unavailable, 125
-		res.Reason = "the sandbox did not run the plan: " + lastLine(res.Stderr.Text)
+		said := res.Stderr.Text
+		if r.bwrapErr != nil {
+			select {
+			case <-r.bwrapRead:
+			case <-time.After(drainWait):
+			}
+			said += r.bwrapErr.output().Text
+		}
+		res.Reason = "the sandbox did not run the plan: " + lastLine(said)
 		if ee != nil {
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 				// On the landlock rung the command shares a domain with its
@@ -500,7 +623,7 @@ func (r *run) finish(waitErr error) {
 				res.Reason = fmt.Sprintf("the sandbox's init was killed by signal %d (%s) before it reported", int(ws.Signal()), ws.Signal())
 			}
 		}
-		if strings.TrimSpace(res.Stderr.Text) == "" && res.Status == Unavailable {
+		if strings.TrimSpace(said) == "" && res.Status == Unavailable {
 			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, ErrNoInit)
 		}
 	case len(planted) > 0:
@@ -534,8 +657,10 @@ func (r *run) finish(waitErr error) {
 		res.Reason = strings.Join(rep.Problems, "; ")
 	}
 	res.DurationMS = float64(time.Since(r.start).Microseconds()) / 1000
+	r.mu.Lock()
+	res.Warm = r.warm
+	r.mu.Unlock()
 	r.res = res
-	r.cleanup()
 }
 
 // cleanup removes what the run made on the host and releases the
@@ -559,8 +684,14 @@ func (r *run) cleanup() {
 	if r.slot >= 0 {
 		r.session.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
 	}
+	r.leave()
+}
+
+// leave ends the run's part in the workspace's session, once.
+func (r *run) leave() {
 	if r.unlock != nil {
 		r.unlock()
+		r.unlock = nil
 	}
 }
 

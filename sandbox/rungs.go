@@ -159,6 +159,25 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		closeExtra(cmd)
 		return nil, err
 	}
+	if line == nil {
+		// A warm sandbox: the plan comes later, on a pipe, and the init
+		// says on another that it is ready, then whether its view holds.
+		planR, planW, err := os.Pipe()
+		if err != nil {
+			closeExtra(cmd)
+			return nil, refuse(Unavailable, "making the warm sandbox's plan pipe: %v", err)
+		}
+		readyR, readyW, err := os.Pipe()
+		if err != nil {
+			planR.Close()
+			planW.Close()
+			closeExtra(cmd)
+			return nil, refuse(Unavailable, "making the warm sandbox's ready pipe: %v", err)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, planR, readyW)
+		req.PlanFD, req.ReadyFD = 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles)
+		r.planW, r.readyR, r.masked = planW, readyR, masked
+	}
 	if p.Session != nil {
 		rd, wr, err := os.Pipe()
 		if err != nil {
@@ -172,6 +191,11 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if err := writeRequest(r.hostIO, req); err != nil {
 		closeExtra(cmd)
 		return nil, err
+	}
+	if p.Session == nil {
+		// The output pipes are added, and the request written again, by
+		// pipes.
+		r.req = &req
 	}
 	return cmd, nil
 }

@@ -200,6 +200,9 @@ type Result struct {
 	EgressDropped int              `json:"egress_dropped,omitempty"`
 	// DurationMS is the wall time of the run in milliseconds.
 	DurationMS float64 `json:"duration_ms"`
+	// Warm says the run took a sandbox a Pool had started before it was
+	// asked for (its view re-checked when the plan arrived).
+	Warm bool `json:"warm,omitempty"`
 }
 
 // Output is a stream as kept: the head and tail, how many bytes of the

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,7 +43,16 @@ func TestMain(m *testing.M) {
 		if err == nil {
 			p := Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}
 			fmt.Sscanf(os.Getenv("REIN_TEST_SANDBOX_LIMITS"), "%d,%d", &p.Limits.MemoryBytes, &p.Limits.Processes)
-			_, err = Run(context.Background(), l, p, nil, nil)
+			if p.Rung == rungWarm {
+				// Through a pool: a warm sandbox waits beside the run.
+				p.Rung = RungBwrap
+				pool := NewPool()
+				true_, _ := shell.Parse("true")
+				pool.Run(context.Background(), true_, p, nil, nil)
+				_, err = pool.Run(context.Background(), l, p, nil, nil)
+			} else {
+				_, err = Run(context.Background(), l, p, nil, nil)
+			}
 		}
 		if err != nil {
 			os.Exit(3)
@@ -70,6 +80,16 @@ func requireRung(t testing.TB, rung string) {
 	if out, err := exec.Command("bwrap", "--unshare-user", "--ro-bind", "/", "/", "true").CombinedOutput(); err != nil {
 		testenv.Missing(t, "user namespaces are refused here: %v %s", err, out)
 	}
+}
+
+// eachRungWarm runs f for each confining rung, and on the bwrap rung
+// through a pool's warm sandboxes.
+func eachRungWarm(t *testing.T, f func(t *testing.T, rung string)) {
+	eachRung(t, f)
+	t.Run(rungWarm, func(t *testing.T) {
+		requireRung(t, RungBwrap)
+		f(t, rungWarm)
+	})
 }
 
 // eachRung runs f for each confining rung.
@@ -101,9 +121,52 @@ func runLine(t *testing.T, ws, line string, p Profile) *Result {
 		t.Fatal(err)
 	}
 	p.Workspace = ws
+	if p.Rung == rungWarm {
+		return runWarm(t, l, p)
+	}
 	res, err := Run(context.Background(), l, p, nil, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return res
+}
+
+// rungWarm runs a test's lines on the bwrap rung through a pool, each in
+// a sandbox started before the line was asked for.
+const rungWarm = "bwrap-warm"
+
+var testPools sync.Map // *testing.T → *Pool
+
+// runWarm runs l through the test's pool once a sandbox for p is warm,
+// and fails the test if the run did not take it.
+func runWarm(t *testing.T, l *shell.Line, p Profile) *Result {
+	t.Helper()
+	p.Rung = RungBwrap
+	v, loaded := testPools.LoadOrStore(t, NewPool())
+	pool := v.(*Pool)
+	if !loaded {
+		t.Cleanup(func() { pool.Close(); testPools.Delete(t) })
+	}
+	for deadline := time.Now().Add(10 * time.Second); pool.Warm() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no sandbox became warm")
+		}
+		if !loaded {
+			// The pool fills behind a run.
+			true_, _ := shell.Parse("true")
+			if _, err := pool.Run(context.Background(), true_, p, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			loaded = true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	res, err := pool.Run(context.Background(), l, p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Warm {
+		t.Fatalf("the run did not take the warm sandbox: %+v", res)
 	}
 	return res
 }
@@ -142,7 +205,7 @@ func TestRunBasics(t *testing.T) {
 // TestEscapes tries to leave, one way after another: every attempt must
 // be refused inside, and the host must be unchanged afterwards.
 func TestEscapes(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRungWarm(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
 		parent := filepath.Dir(ws)
 		outside := filepath.Join(parent, "outside")
@@ -433,7 +496,7 @@ func TestIODirUnreachable(t *testing.T) {
 // with SIGKILL, nothing it started survives, daemons included, and the
 // next run puts back what the killed one changed.
 func TestKill9LeavesNothing(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRungWarm(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
 		marker := fmt.Sprintf("rein-kill9-%d-%s", os.Getpid(), rung)
 		cmd := exec.Command(os.Args[0])
@@ -466,7 +529,9 @@ func TestKill9LeavesNothing(t *testing.T) {
 		}()
 		deadline = time.Now().Add(5 * time.Second)
 		for {
-			left := processesWith(marker)
+			// bubblewrap's command line names the workspace: no sandbox,
+			// warm or running, outlives its rein either.
+			left := append(processesWith(marker), processesWith(ws)...)
 			if len(left) == 0 {
 				return
 			}

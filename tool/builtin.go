@@ -362,7 +362,7 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	defer os.RemoveAll(dir)
 	// The result store keeps no more than this of a stream.
 	prof.SpoolDir, prof.SpoolBytes = dir, MaxStoredBytes+1
-	sr, err := sandbox.Run(ctx, line, prof, nil, nil)
+	sr, err := c.Router.pool.Run(ctx, line, prof, nil, nil)
 	res.records = append(res.records, log.take(c.Router.runID)...)
 	if err != nil {
 		var se *sandbox.Error

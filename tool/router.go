@@ -152,6 +152,9 @@ type Router struct {
 	handles     *handleTable
 	closed      bool
 	ownResults  bool // the result store is the run's own, removed at its end
+	// pool keeps the next command's sandbox started and confined before
+	// the command arrives (sandbox.Pool), until the run ends.
+	pool *sandbox.Pool
 }
 
 // NewRouter starts a run: it opens the workspace and records the run.
@@ -186,6 +189,7 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
 	r.files = &files.Tools{WS: ws}
 	r.handles = newHandleTable(r)
+	r.pool = sandbox.NewPool()
 	if cfg.Resume != "" {
 		if err := r.resume(cfg.Resume); err != nil {
 			ws.Close()
@@ -302,6 +306,7 @@ func (r *Router) Close(status string) {
 	r.closed = true
 	r.mu.Unlock()
 	left := r.handles.killAll(r.runID)
+	r.pool.Close()
 	if r.ownResults {
 		os.RemoveAll(r.cfg.Results.Dir)
 	}

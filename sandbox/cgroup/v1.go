@@ -198,7 +198,7 @@ func (g *V1Group) Holds(pid int) (bool, error) {
 
 // AddThread moves the thread tid (of the calling process) into the group.
 func (g *V1Group) AddThread(tid int) error {
-	if err := write(filepath.Join(g.Path, "tasks"), strconv.Itoa(tid)); err != nil {
+	if err := write(filepath.Join(g.Path, "tasks"), taskID(tid)); err != nil {
 		return fmt.Errorf("%w: joining %s: %v", ErrUnavailable, g.Path, err)
 	}
 	return nil
@@ -206,10 +206,22 @@ func (g *V1Group) AddThread(tid int) error {
 
 // Leave moves the thread tid back to the group the process is in.
 func (g *V1Group) Leave(tid int) error {
-	if err := write(filepath.Join(g.parent, "tasks"), strconv.Itoa(tid)); err != nil {
+	if err := write(filepath.Join(g.parent, "tasks"), taskID(tid)); err != nil {
 		return fmt.Errorf("%w: leaving %s for %s: %v", ErrUnavailable, g.Path, g.parent, err)
 	}
 	return nil
+}
+
+// taskID is what to write to a tasks file to move tid: "0" when tid is
+// the calling thread. The kernel then moves the writer without looking the
+// id up, and without the RCU grace period each move by id waits for when
+// the thread is the group's own (upstream commit 9a3284fad42f): about
+// 10 ms a move on the hosts measured, two moves a run.
+func taskID(tid int) string {
+	if tid == unix.Gettid() {
+		return "0"
+	}
+	return strconv.Itoa(tid)
 }
 
 // Events reads what the kernel counted in the group.

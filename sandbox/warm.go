@@ -1,0 +1,369 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// The bounds of a pool.
+const (
+	// MaxWarm is how many warm sandboxes a pool keeps at once, one per
+	// profile: bubblewrap and an idle init are about 16 MB of resident memory each.
+	MaxWarm = 4
+	// WarmIdle is how long a warm sandbox waits to be used. It holds the
+	// workspace's session (and so the workspace's lock against runs of
+	// other processes) while it waits, so it does not wait long.
+	WarmIdle = 10 * time.Second
+)
+
+// Pool starts sandboxes before they are asked for. After a run takes a
+// sandbox from the pool, the next one for the same profile is started in
+// the background, confined and waiting for its plan; the next Start for
+// that profile sends the plan to it instead of starting bubblewrap and
+// rein's init again. A warm sandbox is used only if what its view was
+// built from still holds when the plan arrives (the files the protected
+// set hides, the protected paths and their identities, /etc's masked
+// files, the profile): otherwise it is thrown away and a fresh one made.
+// Each is used once.
+//
+// Only the bwrap rung with the network off and no process limit is kept
+// warm; every other profile starts cold, as Start does. A pool's sandboxes
+// die with the process (bubblewrap's --die-with-parent), at Close, and
+// after WarmIdle unused. The zero Pool is not usable: make one with
+// NewPool.
+type Pool struct {
+	mu     sync.Mutex
+	warm   map[string]*warmRun
+	closed bool
+	// filling are the profiles a sandbox is being started for.
+	filling map[string]bool
+	wg      sync.WaitGroup
+}
+
+type warmRun struct {
+	r     *run
+	timer *time.Timer
+}
+
+// NewPool makes an empty pool.
+func NewPool() *Pool {
+	return &Pool{warm: map[string]*warmRun{}, filling: map[string]bool{}}
+}
+
+// Start is Start through the pool: line runs in the warm sandbox of p's
+// profile when there is one whose premises still hold, else in a fresh
+// one; either way the next is made ready behind it.
+func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Writer) (*Handle, error) {
+	if err := checkInit(); err != nil {
+		return nil, err
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	key, ok := warmKey(p)
+	if p.Rung == RungLandlock || p.Rung == RungNone {
+		// Their runs cannot share the workspace's session with the bwrap
+		// rung's, which the warm sandboxes hold.
+		pl.discardWorkspace(p.Workspace)
+	}
+	if !ok || line == nil || len(line.Pipelines) == 0 {
+		return Start(ctx, line, p, stdout, stderr)
+	}
+	if w := pl.take(key); w != nil {
+		if err := w.r.take(ctx, line, p, stdout, stderr); err == nil {
+			pl.fill(key, p)
+			return w.r.handle(), nil
+		}
+		// Gone before the fresh run starts, with every other waiting for
+		// the workspace: they hold its session, whose protected paths are
+		// those that existed when it began, and the fresh run must begin a
+		// session of its own.
+		w.discard()
+		pl.discardWorkspace(p.Workspace)
+	}
+	h, err := Start(ctx, line, p, stdout, stderr)
+	if err == nil && h.rung == RungBwrap {
+		pl.fill(key, p)
+	}
+	return h, err
+}
+
+// Run is Run through the pool.
+func (pl *Pool) Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Writer) (*Result, error) {
+	h, err := pl.Start(ctx, line, p, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return h.Wait(), nil
+}
+
+// Close ends every warm sandbox and stops making new ones; it waits for
+// them to be gone.
+func (pl *Pool) Close() {
+	pl.mu.Lock()
+	pl.closed = true
+	warm := pl.warm
+	pl.warm = map[string]*warmRun{}
+	pl.mu.Unlock()
+	for _, w := range warm {
+		w.discard()
+	}
+	pl.wg.Wait()
+}
+
+// discardWorkspace ends the warm sandboxes of ws.
+func (pl *Pool) discardWorkspace(ws string) {
+	pl.mu.Lock()
+	var gone []*warmRun
+	for k, w := range pl.warm {
+		if w.r.p.Workspace == ws {
+			delete(pl.warm, k)
+			gone = append(gone, w)
+		}
+	}
+	pl.mu.Unlock()
+	for _, w := range gone {
+		w.discard()
+	}
+}
+
+// Warm is how many sandboxes are waiting.
+func (pl *Pool) Warm() int {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	return len(pl.warm)
+}
+
+func (pl *Pool) take(key string) *warmRun {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	w := pl.warm[key]
+	if w == nil {
+		return nil
+	}
+	delete(pl.warm, key)
+	if !w.timer.Stop() {
+		// Its idle time is up and it is being discarded.
+		return nil
+	}
+	return w
+}
+
+// fill starts a warm sandbox for p in the background, unless one is
+// waiting or being made, or the pool is full or closed.
+func (pl *Pool) fill(key string, p Profile) {
+	pl.mu.Lock()
+	if pl.closed || pl.warm[key] != nil || pl.filling[key] || len(pl.warm)+len(pl.filling) >= MaxWarm {
+		pl.mu.Unlock()
+		return
+	}
+	pl.filling[key] = true
+	pl.wg.Add(1)
+	pl.mu.Unlock()
+	go func() {
+		defer pl.wg.Done()
+		r, err := prepareWarm(p)
+		pl.mu.Lock()
+		delete(pl.filling, key)
+		if err != nil {
+			pl.mu.Unlock()
+			return
+		}
+		if pl.closed || pl.warm[key] != nil {
+			pl.mu.Unlock()
+			r.kill(Cancelled)
+			<-r.done
+			return
+		}
+		w := &warmRun{r: r}
+		w.timer = time.AfterFunc(WarmIdle, func() {
+			pl.mu.Lock()
+			if pl.warm[key] == w {
+				delete(pl.warm, key)
+			}
+			pl.mu.Unlock()
+			w.discard()
+		})
+		pl.warm[key] = w
+		pl.mu.Unlock()
+	}()
+}
+
+func (w *warmRun) discard() {
+	w.timer.Stop()
+	w.r.planW.Close()
+	w.r.kill(Cancelled)
+	<-w.r.done
+}
+
+// warmKey is what a warm sandbox for p is made from, as text, and whether
+// p can have one: the bwrap rung, the network off, no process limit (the
+// group's reserve counts the plan's stages), no session.
+func warmKey(p Profile) (string, bool) {
+	if p.Rung != RungBwrap && p.Rung != RungAuto || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 {
+		return "", false
+	}
+	k := struct {
+		Workspace     string
+		ReadOnly      bool
+		HostReadPaths []string
+		Env           []string
+		HostCaches    any
+		OutputBytes   int
+		SpoolBytes    int64
+		Limits        Limits
+		Hidden        bool
+	}{p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
+	data, err := json.Marshal(k)
+	return string(data), err == nil
+}
+
+// prepareWarm starts a sandbox for p whose init confines itself and waits
+// for its plan; it returns once the init says it is ready.
+func prepareWarm(p Profile) (*run, error) {
+	rung, _, err := chooseRung(context.Background(), p)
+	if err != nil || rung != RungBwrap {
+		return nil, fmt.Errorf("not the bwrap rung")
+	}
+	// The spool directory and the timeout are the call's, set when taken.
+	p.SpoolDir = ""
+	r, err := start(context.Background(), nil, p, rung, false, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		var b [1]byte
+		n, _ := r.readyR.Read(b[:])
+		ready <- n == 1 && b[0] == 'r'
+	}()
+	select {
+	case ok := <-ready:
+		if ok {
+			r.protectedAt = existing(p.Workspace, protectedPaths(p.Workspace))
+			return r, nil
+		}
+	case <-time.After(10 * time.Second):
+	}
+	r.planW.Close()
+	r.kill(Cancelled)
+	<-r.done
+	return nil, fmt.Errorf("the warm sandbox's init never said it was ready")
+}
+
+// existing are the paths of rels that exist in ws.
+func existing(ws string, rels []string) []string {
+	var out []string
+	for _, rel := range rels {
+		if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
+			out = append(out, rel)
+		}
+	}
+	return out
+}
+
+// take makes the warm run r the run of line under p, or says why it
+// cannot: the view no longer holds what it was built from, or the init is
+// gone.
+func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Writer) error {
+	select {
+	case <-r.done:
+		return fmt.Errorf("the warm sandbox ended")
+	default:
+	}
+	hiddenAt := r.hidden
+	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.Hidden
+	line, r.notFound = resolved(line, p)
+	// What the view was built from, listed again: the hidden files (and
+	// the repository metadata to compare with after the run), the
+	// protected paths that exist, /etc's private files.
+	if err := r.scanStart(); err != nil {
+		return err
+	}
+	if !slices.Equal(hiddenAt, r.hidden) {
+		return fmt.Errorf("the files the protected set hides changed")
+	}
+	if !slices.Equal(r.protectedAt, existing(p.Workspace, protectedPaths(p.Workspace))) {
+		return fmt.Errorf("the protected paths changed")
+	}
+	if masked, err := privateSystemFiles(); err != nil || !slices.Equal(masked, r.masked) {
+		return fmt.Errorf("/etc's private files changed")
+	}
+	if r.guard != nil {
+		if err := r.repos.save(filepath.Join(r.scratch, "repos.json")); err != nil {
+			return fmt.Errorf("saving the repository metadata: %v", err)
+		}
+	}
+	var spools []*spool
+	if p.SpoolDir != "" {
+		for _, name := range []string{"stdout", "stderr"} {
+			f, err := os.OpenFile(filepath.Join(p.SpoolDir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+			if err != nil {
+				return fmt.Errorf("opening the spool file: %v", err)
+			}
+			spools = append(spools, &spool{f: f, left: p.spoolBytes()})
+		}
+	}
+	plan := warmPlan{Line: line, NotFound: r.notFound, Dir: p.Dir}
+	if plan.Dir == "" {
+		plan.Dir = p.Workspace
+	}
+	for _, rel := range r.session.protected {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(p.Workspace, rel), &st); err == nil {
+			plan.Covered = append(plan.Covered, covered{Path: filepath.Join(p.Workspace, rel), Dev: st.Dev, Ino: st.Ino})
+		}
+	}
+	for _, rel := range r.hidden {
+		plan.Covered = append(plan.Covered, covered{Path: filepath.Join(p.Workspace, rel), Any: true})
+	}
+	for _, m := range r.masked {
+		plan.Covered = append(plan.Covered, covered{Path: m, Any: true})
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(plan); err != nil {
+		closeSpools(spools)
+		return err
+	}
+	r.mu.Lock()
+	if spools != nil {
+		r.spools = spools
+	}
+	r.live = [2]io.Writer{stdout, stderr}
+	r.warm = true
+	r.mu.Unlock()
+	r.start, r.changesAt = time.Now(), r.session.mark()
+	_, err := r.planW.Write(buf.Bytes())
+	r.planW.Close()
+	if err != nil {
+		return fmt.Errorf("sending the plan: %v", err)
+	}
+	// One read: the answer is one write of the init's, and bubblewrap
+	// holds the pipe open after it.
+	answer := make([]byte, 4096)
+	n, _ := r.readyR.Read(answer)
+	r.readyR.Close()
+	if n == 0 || answer[0] != 'y' {
+		return fmt.Errorf("the warm sandbox's view no longer holds: %s", answer[min(n, 1):n])
+	}
+	r.begin(ctx)
+	return nil
+}
+
+func closeSpools(spools []*spool) {
+	for _, sp := range spools {
+		sp.f.Close()
+	}
+}

@@ -1,0 +1,93 @@
+package sandbox
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/shell"
+)
+
+// median is the middle of ds, in milliseconds.
+func median(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+// BenchmarkColdRunTrue times sandbox.Run of true on the bwrap rung,
+// interleaved with bare bubblewrap running /bin/true with the same
+// namespaces, and reports both medians and their ratio.
+func BenchmarkColdRunTrue(b *testing.B) {
+	requireRung(b, RungBwrap)
+	ws := b.TempDir()
+	line, _ := shell.Parse("true")
+	bw, _ := bwrap.Find()
+	p := Profile{Workspace: ws, Rung: RungBwrap, Env: []string{"PATH=/usr/bin:/bin"}}
+	var cold, bare []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := Run(context.Background(), line, p, nil, nil)
+		if err != nil || res.Status != OK {
+			b.Fatal(err, res)
+		}
+		cold = append(cold, time.Since(t0))
+		t0 = time.Now()
+		if err := exec.Command(bw, bareArgs()...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+	}
+	b.ReportMetric(median(cold), "run-ms")
+	b.ReportMetric(median(bare), "bare-ms")
+	b.ReportMetric(median(cold)/median(bare), "ratio")
+}
+
+// bareArgs are bubblewrap's arguments for /bin/true in the namespaces a
+// bwrap run has, the host's root bound read-only.
+func bareArgs() []string {
+	return []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-net",
+		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"}
+}
+
+// BenchmarkWarmRunTrue times a run of true through a pool, whose sandbox
+// was started before the call, interleaved with bare bubblewrap.
+func BenchmarkWarmRunTrue(b *testing.B) {
+	requireRung(b, RungBwrap)
+	ws := b.TempDir()
+	line, _ := shell.Parse("true")
+	bw, _ := bwrap.Find()
+	p := Profile{Workspace: ws, Rung: RungBwrap, Env: []string{"PATH=/usr/bin:/bin"}}
+	pool := NewPool()
+	defer pool.Close()
+	var warm, bare []time.Duration
+	warmRuns := 0
+	for b.Loop() {
+		// The pool makes the next sandbox ready behind each call, as a
+		// model's next call comes after it has read the result.
+		for deadline := time.Now().Add(5 * time.Second); pool.Warm() == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		t0 := time.Now()
+		res, err := pool.Run(context.Background(), line, p, nil, nil)
+		if err != nil || res.Status != OK {
+			b.Fatal(err, res)
+		}
+		warm = append(warm, time.Since(t0))
+		if res.Warm {
+			warmRuns++
+		}
+		t0 = time.Now()
+		if err := exec.Command(bw, bareArgs()...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		bare = append(bare, time.Since(t0))
+	}
+	b.ReportMetric(median(warm), "run-ms")
+	b.ReportMetric(median(bare), "bare-ms")
+	b.ReportMetric(median(warm)/median(bare), "ratio")
+	b.ReportMetric(float64(warmRuns)/float64(len(warm)), "warm-share")
+}
