@@ -228,6 +228,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	for i, f := range r.readers {
 		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], i)
 	}
+	if r.p.pool != nil {
+		r.p.pool.teardown.Add(1)
+	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	go func() {
@@ -263,11 +266,15 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		} else {
 			// Nothing of the command is left (the init confirmed it and
 			// ended): the workspace is free for the next run, on any rung,
-			// while bubblewrap ends, and the rest is removed after.
+			// while bubblewrap ends, and the rest is removed after; the
+			// pool's Close waits for that.
 			r.leave()
 			close(r.resultReady)
 			<-exited
 			r.cleanup()
+		}
+		if r.p.pool != nil {
+			r.p.pool.teardown.Done()
 		}
 		if cancel != nil {
 			cancel()
@@ -370,7 +377,7 @@ func (r *run) pipes() error {
 		defer rd.Close()
 		io.Copy(r.bwrapErr, rd)
 	}()
-	r.early = !r.preflight
+	r.early = !r.preflight && r.p.pool != nil
 	return nil
 }
 

@@ -140,6 +140,12 @@ type Profile struct {
 	// bwrap rung runs one: a session needs a pid namespace of its own, so
 	// that its whole tree ends with it.
 	Session *Session
+
+	// pool is the pool a run is started through, which takes its result
+	// once the init has reported (bwrap rung) and waits at Close for the
+	// teardown that follows; without one a run's result waits for its
+	// teardown.
+	pool *Pool
 }
 
 // MaxSessionTimeout is the ceiling of a session's timeout.

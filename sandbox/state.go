@@ -128,12 +128,23 @@ const privateTTL = 10 * time.Minute
 
 var privateMu sync.Mutex
 
+// privateMemo is the last list this process made or read, with its
+// stamps; privateMu guards it.
+var privateMemo *privateEtc
+
 func privateSystemFiles() ([]string, error) {
 	privateMu.Lock()
 	defer privateMu.Unlock()
 	file := filepath.Join(CacheDir(), "etc-private.json")
 	var c privateEtc
-	if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &c) == nil && time.Since(c.At) < privateTTL && c.At.Before(time.Now()) && len(c.Dirs) > 0 {
+	if privateMemo != nil {
+		// This process's last answer, checked against the same stamps as
+		// the file's: the file is not read and decoded again each run.
+		c = *privateMemo
+	} else if data, err := os.ReadFile(file); err != nil || json.Unmarshal(data, &c) != nil {
+		c = privateEtc{}
+	}
+	if time.Since(c.At) < privateTTL && c.At.Before(time.Now()) && len(c.Dirs) > 0 {
 		fresh := true
 		for d, stamp := range c.Dirs {
 			if dirStamp(d) != stamp {
@@ -142,6 +153,7 @@ func privateSystemFiles() ([]string, error) {
 			}
 		}
 		if fresh {
+			privateMemo = &c
 			return c.Files, nil
 		}
 	}
@@ -150,6 +162,7 @@ func privateSystemFiles() ([]string, error) {
 		return nil, err
 	}
 	c = privateEtc{Files: files, Dirs: map[string]string{}, At: time.Now()}
+	defer func() { privateMemo = &c }()
 	filepath.WalkDir("/etc", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
 			c.Dirs[p] = dirStamp(p)

@@ -50,6 +50,9 @@ type Pool struct {
 	// filling are the profiles a sandbox is being started for.
 	filling map[string]bool
 	wg      sync.WaitGroup
+	// teardown counts the runs started through the pool whose teardown
+	// has not ended.
+	teardown sync.WaitGroup
 }
 
 type warmRun struct {
@@ -72,6 +75,7 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	p.pool = pl
 	key, ok := warmKey(p)
 	if p.Rung == RungLandlock || p.Rung == RungNone {
 		// Their runs cannot share the workspace's session with the bwrap
@@ -121,6 +125,7 @@ func (pl *Pool) Close() {
 		w.discard()
 	}
 	pl.wg.Wait()
+	pl.teardown.Wait()
 }
 
 // discardWorkspace ends the warm sandboxes of ws.
