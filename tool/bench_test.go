@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/files"
 	"github.com/reinhq/rein/policy"
@@ -84,4 +87,62 @@ func BenchmarkReadFileRouterTraced(b *testing.B) {
 	}
 	defer store.Close()
 	benchRouter(b, store)
+}
+
+// BenchmarkShellWarm times a shell call of true through a long-lived
+// router on the bwrap rung, whose next sandbox is started behind each call
+// (the time a model takes to answer gives it the moment), interleaved with
+// bare bubblewrap running /bin/true in the same namespaces; it reports the
+// medians and their ratio, and the share of calls that took a warm
+// sandbox.
+func BenchmarkShellWarm(b *testing.B) {
+	ws, p := benchWorkspace(b)
+	p.Sandbox.Rung = sandbox.RungBwrap
+	bw, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("no bubblewrap")
+	}
+	reg, err := Builtin()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := NewRouter(reg, Config{Policy: p, Surface: SurfaceCoding, Results: &Results{Dir: filepath.Join(ws, "..", "results")}, Source: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close("ok")
+	args := json.RawMessage(`{"line":"true"}`)
+	ctx := context.Background()
+	bare := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-net",
+		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"}
+	var calls, bares []time.Duration
+	warm := 0
+	for b.Loop() {
+		for deadline := time.Now().Add(5 * time.Second); r.pool.Warm() == 0 && len(calls) > 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		t0 := time.Now()
+		env := r.Call(ctx, "shell", args)
+		calls = append(calls, time.Since(t0))
+		if env.Status != OK {
+			b.Fatalf("%s: %s", env.Status, env.Reason)
+		}
+		if res := env.Result(); res != nil && res.Warm {
+			warm++
+		}
+		t0 = time.Now()
+		if err := exec.Command(bw, bare...).Run(); err != nil {
+			b.Fatal(err)
+		}
+		bares = append(bares, time.Since(t0))
+	}
+	med := func(ds []time.Duration) float64 {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return float64(s[len(s)/2].Microseconds()) / 1000
+	}
+	b.ReportMetric(med(calls), "call-ms")
+	b.ReportMetric(med(bares), "bare-ms")
+	b.ReportMetric(med(calls)/med(bares), "ratio")
+	b.ReportMetric(float64(warm)/float64(len(calls)), "warm-share")
 }

@@ -382,7 +382,7 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 func (r *Router) fromSandbox(res *Result, sr *sandbox.Result) *Result {
 	code := sr.ExitCode
 	res.Status, res.Reason, res.ExitCode = Status(sr.Status), sr.Reason, &code
-	res.Rung, res.Limits, res.LimitHit, res.Poisoned = sr.Rung, sr.Limits, sr.LimitHit, sr.Poisoned
+	res.Rung, res.Limits, res.LimitHit, res.Poisoned, res.Warm = sr.Rung, sr.Limits, sr.LimitHit, sr.Poisoned, sr.Warm
 	res.Output = streams(sr.Stdout, sr.Stderr)
 	res.Data = sr
 	if sr.Poisoned != "" {

@@ -60,6 +60,9 @@ type Result struct {
 	Limits   []sandbox.Applied `json:"limits,omitempty"`
 	LimitHit string            `json:"limit_hit,omitempty"`
 	Poisoned string            `json:"poisoned,omitempty"`
+	// Warm says the command took a sandbox started before it was asked
+	// for (sandbox.Pool).
+	Warm bool `json:"warm,omitempty"`
 	// Data is the tool's structured result, when it has one.
 	Data any `json:"data,omitempty"`
 
