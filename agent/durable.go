@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -387,7 +389,7 @@ func (a deferrer) Approve(ctx context.Context, v *policy.Verdict) (policy.Approv
 	// now: an answer to something else is no answer to this.
 	reqs, err := d.durable.ApprovalRequests(ctx, d.router.RunID())
 	if err != nil {
-		return policy.Approval{}, err
+		return policy.Approval{}, d.fail(err)
 	}
 	for _, r := range reqs {
 		if r.Kind != "approval" || r.CallID != c.ID || r.Shown != shown {
@@ -395,7 +397,7 @@ func (a deferrer) Approve(ctx context.Context, v *policy.Verdict) (policy.Approv
 		}
 		dec, err := d.durable.Decision(ctx, r.RunID, r.Request)
 		if err != nil {
-			return policy.Approval{}, err
+			return policy.Approval{}, d.fail(err)
 		}
 		if dec == nil {
 			continue
@@ -630,6 +632,12 @@ func Resume(ctx context.Context, runID string, o Options) (Outcome, error) {
 		store.ReleaseLease(ctx, lease)
 		return Outcome{}, err
 	}
+	for p := range base {
+		if !slices.ContainsFunc(s.Contract.Protect, func(g string) bool { ok, _ := doublestar.Match(g, p); return ok }) {
+			store.ReleaseLease(ctx, lease)
+			return Outcome{}, fmt.Errorf("agent: run %s's checkpoint %d keeps the protected file %q, which no protect glob of its contract matches: the checkpoint was not written by rein, refused", runID, cp.Seq, p)
+		}
+	}
 	if s.Done != nil {
 		store.ReleaseLease(ctx, lease)
 		out := *s.Done
@@ -724,6 +732,9 @@ func (d *driver) await(ctx context.Context, w Waiting) *Outcome {
 	s := d.state
 	dec, err := d.durable.Decision(ctx, d.router.RunID(), w.Request)
 	if err != nil {
+		// Nothing is done on an answer that cannot be read, or that rein
+		// did not record: the run stops with why.
+		d.fail(err)
 		out := Outcome{Kind: w.Kind, Reason: fmt.Sprintf("waiting for request %s, whose answer could not be read: %v", w.Request, err), Waiting: &w}
 		return &out
 	}

@@ -214,7 +214,9 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 		d.closed()
 	}
 	router.Close(string(out.Kind))
-	if d.durable != nil && d.failure() == nil {
+	if d.durable != nil && !errors.As(d.failure(), new(*trace.FencedError)) {
+		// A lease taken over is the new driver's; any other stop leaves
+		// the run to the next.
 		d.durable.ReleaseLease(context.WithoutCancel(ctx), d.lease)
 	}
 	// Whatever the run did behind the policy's back to the files it may
@@ -226,7 +228,7 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 	}
 	{
 		if changed := diffHashes(baseline, now); len(changed) > 0 {
-			if err := restoreProtected(c.Workspace, baseline, now); err != nil {
+			if err := restoreProtected(c.Workspace, c.Protect, baseline, now); err != nil {
 				out.Reason += fmt.Sprintf("; protected files were changed and could not all be put back (%v): %s", err, strings.Join(changed, ", "))
 			} else {
 				out.Reason += "; rein put back the protected files changed behind the policy's back: " + strings.Join(changed, ", ")
@@ -712,7 +714,7 @@ func (d *driver) tampered(a *GateAttempt) bool {
 	}
 	a.Status, a.Tampered = GateTampered, changed
 	a.Output = "these protected files differ from the run's start, changed by a program the policy could not see into: " + strings.Join(changed, ", ") + "; rein put them back as they were"
-	if err := restoreProtected(d.c.Workspace, d.baseline, now); err != nil {
+	if err := restoreProtected(d.c.Workspace, d.c.Protect, d.baseline, now); err != nil {
 		a.Output += fmt.Sprintf(" (not all: %v)", err)
 	}
 	return true
@@ -818,8 +820,10 @@ func hashProtected(ws string, globs []string, keep bool) (map[string]protectedFi
 
 // restoreProtected puts the protected files back as the run began, never
 // through a link: what replaced one (a link, a directory) is removed
-// first, and protected files that appeared since are removed.
-func restoreProtected(ws string, base, now map[string]protectedFile) error {
+// first, and protected files that appeared since are removed. It writes
+// and removes only paths of the workspace that a protect glob matches,
+// under directories that are not links.
+func restoreProtected(ws string, globs []string, base, now map[string]protectedFile) error {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
 		return err
@@ -827,6 +831,10 @@ func restoreProtected(ws string, base, now map[string]protectedFile) error {
 	defer root.Close()
 	var errs []error
 	for _, p := range diffHashes(base, now) {
+		if err := protectable(root, globs, p); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if err := root.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 			continue
@@ -846,6 +854,30 @@ func restoreProtected(ws string, base, now map[string]protectedFile) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// protectable refuses a path restoreProtected may not touch: one outside
+// the workspace, one no protect glob matches, or one under a link.
+func protectable(root *os.Root, globs []string, p string) error {
+	if !filepath.IsLocal(p) || filepath.ToSlash(filepath.Clean(p)) != p {
+		return fmt.Errorf("%s is not a path inside the workspace: refused", p)
+	}
+	if !slices.ContainsFunc(globs, func(g string) bool { ok, _ := doublestar.Match(g, p); return ok }) {
+		return fmt.Errorf("%s is matched by no protect glob of the contract: refused", p)
+	}
+	for dir := filepath.Dir(p); dir != "."; dir = filepath.Dir(dir) {
+		fi, err := root.Lstat(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is under %s, which is not a directory (a link, or a file): refused", p, dir)
+		}
+	}
+	return nil
 }
 
 // diffHashes lists the paths whose hash changed, appeared or went.

@@ -263,6 +263,9 @@ func (s *SQLite) LastCheckpoint(ctx context.Context, runID string) (*Checkpoint,
 	if err != nil || len(cps) == 0 {
 		return nil, err
 	}
+	if err := s.linked(ctx, "checkpoints", cps[0].ID, cps[0], fmt.Sprintf("checkpoint %d of run %s", cps[0].Seq, runID)); err != nil {
+		return nil, err
+	}
 	return &cps[0], nil
 }
 
@@ -274,6 +277,9 @@ func (s *SQLite) Blobs(ctx context.Context, runID string) (map[string]string, er
 	}
 	out := make(map[string]string, len(bs))
 	for _, b := range bs {
+		if err := s.linked(ctx, "blobs", b.ID, b, fmt.Sprintf("blob %s of run %s", b.Hash, runID)); err != nil {
+			return nil, err
+		}
 		if _, ok := out[b.Hash]; !ok {
 			out[b.Hash] = b.Data
 		}
@@ -283,7 +289,16 @@ func (s *SQLite) Blobs(ctx context.Context, runID string) (map[string]string, er
 
 // ApprovalRequests lists the run's requests, oldest first.
 func (s *SQLite) ApprovalRequests(ctx context.Context, runID string) ([]ApprovalRequest, error) {
-	return query[ApprovalRequest](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+	rs, err := query[ApprovalRequest](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		if err := s.linked(ctx, "approval_requests", r.ID, r, fmt.Sprintf("request %s of run %s", r.Request, runID)); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
 }
 
 // Decision is the answer to a request, or nil while there is none.
@@ -292,7 +307,85 @@ func (s *SQLite) Decision(ctx context.Context, runID, request string) (*Approval
 	if err != nil || len(ds) == 0 {
 		return nil, err
 	}
+	if err := s.linked(ctx, "approval_decisions", ds[0].ID, ds[0], fmt.Sprintf("answer to request %s of run %s", request, runID)); err != nil {
+		return nil, err
+	}
 	return &ds[0], nil
+}
+
+// UnlinkedError is a row a durable run would act on (a checkpoint, a
+// blob, a request or its answer) that is not in the trace's chain as
+// rein wrote it: a row added or changed by other means than rein's.
+type UnlinkedError struct {
+	// What names the row; Table and Row are where it is.
+	What   string
+	Table  string
+	Row    int64
+	Reason string
+	// Keyed says the store's chain is keyed.
+	Keyed bool
+}
+
+func (e *UnlinkedError) Error() string {
+	chain := "chain"
+	if e.Keyed {
+		chain = "keyed chain"
+	}
+	return fmt.Sprintf("trace: the trace's %s (%s row %d) is not in its %s (%s): the trace was edited; rein trace verify says where", e.What, e.Table, e.Row, chain, e.Reason)
+}
+
+// linked checks that rec, read from row of tbl, is in the chain as it
+// was written: its link exists, is made with the store's key (or, in a
+// chain of SHA-256 alone, with none), hashes the link before it and the
+// row as it is now, and names the link before it as it is.
+func (s *SQLite) linked(ctx context.Context, tbl string, row int64, rec any, what string) error {
+	fail := func(format string, args ...any) error {
+		return &UnlinkedError{What: what, Table: tbl, Row: row, Reason: fmt.Sprintf(format, args...), Keyed: s.key != nil}
+	}
+	var seq int64
+	var prev, hash, keyID string
+	err := s.db.QueryRowContext(ctx, `SELECT seq, prev, hash, key_id FROM chain WHERE tbl = ? AND row = ?`, tbl, row).Scan(&seq, &prev, &hash, &keyID)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fail("it has no link: it was added outside the chain")
+	case err != nil:
+		return fmt.Errorf("trace: reading the link of %s: %w", what, err)
+	}
+	var key *Key
+	switch {
+	case keyID == "" && s.key != nil:
+		// Links of SHA-256 alone are the store's from before it was
+		// keyed: none may follow a keyed one.
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM chain WHERE seq < ? AND key_id != '' LIMIT 1)`, seq).Scan(&n); err != nil {
+			return fmt.Errorf("trace: reading the chain: %w", err)
+		}
+		if n > 0 {
+			return fail("its link %d is not keyed, and links before it are", seq)
+		}
+	case keyID == "":
+	case s.key != nil && keyID == s.key.ID():
+		key = s.key
+	case s.key == nil:
+		return fail("its link %d is keyed (key id %s), and the store was opened without a key to check it", seq, keyID)
+	default:
+		return fail("its link %d is keyed with the key of id %s, not with this store's (id %s): it cannot be checked", seq, keyID, s.key.ID())
+	}
+	if chainHash(key, prev, tbl, row, rec) != hash {
+		return fail("the row is not what its link %d was made of", seq)
+	}
+	var before string
+	err = s.db.QueryRowContext(ctx, `SELECT hash FROM chain WHERE seq < ? ORDER BY seq DESC LIMIT 1`, seq).Scan(&before)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		before = ""
+	case err != nil:
+		return fmt.Errorf("trace: reading the chain: %w", err)
+	}
+	if before != prev {
+		return fail("its link %d names a link before it that is not the one there", seq)
+	}
+	return nil
 }
 
 // AnsweredError is a second answer to a request, refused: the first one
