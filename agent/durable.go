@@ -34,8 +34,11 @@ const CheckpointFormat = 1
 const (
 	leaseTTL     = 30 * time.Second
 	leaseRenewal = 10 * time.Second
-	blobMin      = 1 << 10
-	chunkLen     = 16
+	// leaseMargin bounds how long the renewal before an effect may take:
+	// past it the lease renewed is too near its end to act under.
+	leaseMargin = leaseTTL / 2
+	blobMin     = 1 << 10
+	chunkLen    = 16
 )
 
 // chunk is a run of chunkLen messages as last kept, and its address.
@@ -74,6 +77,10 @@ type checkpointState struct {
 	// Snapshot is the address of the workspace's listing taken when the
 	// running calls started.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Router is what the run's router knew that the trace does not say
+	// (the refusals counted, the sandbox down), given back to the router
+	// of the run's next process.
+	Router *tool.Carried `json:"router,omitempty"`
 }
 
 type storedMessage struct {
@@ -143,6 +150,11 @@ func (d *driver) encode() (string, error) {
 		}
 	}
 	cs.Baseline = d.baselineBlobs
+	if d.router != nil {
+		if c := d.router.Carried(); len(c.Refusals) > 0 || c.SandboxDown != "" {
+			cs.Router = &c
+		}
+	}
 	data, err := json.Marshal(cs)
 	return string(data), err
 }
@@ -559,6 +571,28 @@ func interrupted(c ToolCall, change string) string {
 	return fmt.Sprintf("%s: interrupted\n[rein: this call was running when rein's process died, and it is not one rein repeats on its own (it may have changed the workspace, or the world, in part or in full). Its result is unknown. Look before you go on; %s]", c.Name, change)
 }
 
+// holdLease renews the run's lease just before an effect (a call that
+// may change the workspace, a gate attempt): the effect starts only while
+// the lease is still this driver's, renewed within leaseMargin, so that a
+// driver that was paused past its lease (a stopped process, a suspended
+// machine) and fenced out does not act on a run another driver owns.
+func (d *driver) holdLease(ctx context.Context) error {
+	if d.durable == nil {
+		return nil
+	}
+	if err := d.failure(); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := d.durable.RenewLease(context.WithoutCancel(ctx), d.lease, leaseTTL); err != nil {
+		return d.fail(err)
+	}
+	if took := time.Since(start); took > leaseMargin {
+		return d.fail(fmt.Errorf("agent: renewing run %s's lease took %s, more than the %s an effect may start within: the lease may have lapsed meanwhile, so nothing more is done; resume the run", d.lease.RunID, took.Round(time.Millisecond), leaseMargin))
+	}
+	return nil
+}
+
 // heartbeat renews the run's lease while the driver lives, so that a long
 // call (a command of minutes) does not let the lease lapse; a renewal
 // fenced out stops the run.
@@ -644,7 +678,11 @@ func Resume(ctx context.Context, runID string, o Options) (Outcome, error) {
 		out.Run, out.Active, out.Elapsed = runID, s.Active, time.Since(s.StartedAt)
 		return out, fmt.Errorf("%w: run %s has ended (%s: %s)", ErrNotResumable, runID, s.Done.Kind, s.Done.Reason)
 	}
-	rp := &resumePoint{state: s, baseline: base, baselineBlobs: baseBlobs, snapshot: snap, lease: lease, seq: cp.Seq, blobs: blobs}
+	var carried struct {
+		Router *tool.Carried `json:"router"`
+	}
+	json.Unmarshal([]byte(cp.State), &carried) // decode read it whole
+	rp := &resumePoint{state: s, baseline: base, baselineBlobs: baseBlobs, snapshot: snap, lease: lease, seq: cp.Seq, blobs: blobs, carried: carried.Router}
 	return start(ctx, s.Contract, o, rp)
 }
 
@@ -657,6 +695,7 @@ type resumePoint struct {
 	lease         trace.Lease
 	seq           int64
 	blobs         map[string]string
+	carried       *tool.Carried
 }
 
 // lastRequest is the whole of the last request the trace keeps of the

@@ -565,7 +565,7 @@ func TestLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		if _, err := db.Exec(`UPDATE leases SET expires_at = ? WHERE run_id = ?`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano), runs[0].RunID); err != nil {
+		if _, err := db.Exec(`UPDATE leases SET host = 'elsewhere', expires_at = ? WHERE run_id = ?`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano), runs[0].RunID); err != nil {
 			t.Fatal(err)
 		}
 		if lease, err = store.AcquireLease(context.Background(), runs[0].RunID, time.Minute); err != nil {

@@ -170,7 +170,7 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 		if d.durable == nil {
 			return Outcome{}, errors.New("agent: a resumed run needs its durable store")
 		}
-		o.Tool.Resume = rp.lease.RunID
+		o.Tool.Resume, o.Tool.Carried = rp.lease.RunID, rp.carried
 		d.lease, d.seq, d.snapshot, d.baselineBlobs, d.resumedBlobs = rp.lease, rp.seq, rp.snapshot, rp.baselineBlobs, rp.blobs
 		for a := range rp.blobs {
 			d.blobs[a] = true
@@ -253,6 +253,13 @@ func (a observedApprover) Approve(ctx context.Context, v *policy.Verdict) (polic
 	}
 	a.d.emit(Event{Kind: EventApproval, Step: step, Reason: v.Reason})
 	ap, err := a.inner.Approve(ctx, v)
+	if err == nil && ap.Answer == policy.Approve {
+		// An answer can take an operator minutes: the lease is checked
+		// again before the effect it allows.
+		if lerr := a.d.holdLease(ctx); lerr != nil {
+			ap, err = policy.Approval{Answer: policy.Reject, Reason: lerr.Error()}, lerr
+		}
+	}
 	status := map[policy.Answer]string{policy.Approve: "approved", policy.Reject: "rejected", policy.Defer: "deferred"}[ap.Answer]
 	if err != nil {
 		status = "error"
@@ -420,6 +427,9 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 			d.runTools(ctx, e.Calls)
 		case RunGate:
 			d.at("gate-before " + e.Key)
+			if d.holdLease(ctx) != nil {
+				continue // the loop's head says why
+			}
 			a := d.gate(withCall(ctx, e.Key))
 			batches := d.held.take(e.Key)
 			batches = append(batches, d.gateRecord(s.Steps, a))
@@ -626,6 +636,11 @@ func (d *driver) readOnly(name string) bool {
 }
 
 func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
+	if !d.readOnly(c.Name) {
+		if err := d.holdLease(ctx); err != nil {
+			return ToolResult{Observation: fmt.Sprintf("%s: cancelled: not made: %v", c.Name, err)}
+		}
+	}
 	d.mu.Lock()
 	d.calls[c.ID] = c
 	d.mu.Unlock()

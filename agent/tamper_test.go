@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -178,3 +182,190 @@ func TestRestoreProtectedOnlyProtected(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestFencedBeforeEffect: a driver paused between a call's journal entry
+// and the call (a stopped process, a suspended machine) while its lease
+// lapses and another driver, on another host, takes the run over and
+// ends it, does not make the call when it wakes: it is fenced out before
+// the effect, not only at its next commit.
+func TestFencedBeforeEffect(t *testing.T) {
+	requireSandbox(t)
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	os.MkdirAll(ws, 0o755)
+	os.MkdirAll(filepath.Join(root, "home"), 0o755)
+	t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "cache"))
+	dbPath := filepath.Join(root, "t.db")
+	storeA, err := trace.Open(dbPath, trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer storeA.Close()
+	mk := func(store *trace.SQLite, turns [][]ToolCall) Options {
+		mode := policy.ModeAuto
+		p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), NoFiles: true, Mode: &mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Options{Provider: &scriptModel{turns: turns}, Tool: tool.Config{Policy: p, Store: store, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}
+	}
+	turnsA := [][]ToolCall{{call("", "write_file", `{"path":"notes.txt","content":"from the driver fenced out\n"}`)}, {}}
+	oA := mk(storeA, turnsA)
+	var bOut Outcome
+	var bErr error
+	oA.boundary = func(name string) {
+		if name != "tool-started call_1_0" {
+			return
+		}
+		runs, _ := storeA.DurableRuns(context.Background())
+		// The lease lapses while A sleeps; B, on another host, takes the
+		// run and ends it.
+		rawExec(t, dbPath, `UPDATE leases SET host = 'elsewhere', expires_at = ? WHERE run_id = ?`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano), runs[0].RunID)
+		storeB, err := trace.Open(dbPath, trace.NewRedactor())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer storeB.Close()
+		turnsB := [][]ToolCall{turnsA[0], {call("", "write_file", `{"path":"notes.txt","content":"from the driver that owns the run\n"}`)}, {}}
+		bOut, bErr = Resume(context.Background(), runs[0].RunID, mk(storeB, turnsB))
+	}
+	out, err := Run(context.Background(), Contract{Goal: "x", Workspace: ws}, oA)
+	if bErr != nil || bOut.Kind != Finished {
+		t.Fatalf("the driver that took the run over: %+v %v", bOut, bErr)
+	}
+	var fenced *trace.FencedError
+	if !errors.As(err, &fenced) {
+		t.Errorf("the driver fenced out: %+v %v, want a FencedError", out, err)
+	}
+	data, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	if string(data) != "from the driver that owns the run\n" {
+		t.Errorf("notes.txt is %q: the driver fenced out made its call", data)
+	}
+}
+
+// TestLeaseOfLiveProcess: on this host, a live driver holds its run's
+// lease however long ago it expired (it may only have been stopped); a
+// process that took a dead driver's pid does not.
+func TestLeaseOfLiveProcess(t *testing.T) {
+	ctx := context.Background()
+	dbPath := filepath.Join(t.TempDir(), "t.db")
+	store, err := trace.Open(dbPath, trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	l, err := store.AcquireLease(ctx, "run1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.PIDStart == "" {
+		t.Skip("this system's /proc does not say when a process started")
+	}
+	rawExec(t, dbPath, `UPDATE leases SET expires_at = ? WHERE run_id = 'run1'`, time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano))
+	var held *trace.LeaseHeldError
+	if _, err := store.AcquireLease(ctx, "run1", time.Minute); !errors.As(err, &held) || !strings.Contains(err.Error(), "that process is alive") {
+		t.Errorf("the lease of a live driver, expired, taken: %v", err)
+	}
+	// The same pid, started at another time: another process.
+	rawExec(t, dbPath, `UPDATE leases SET pid_start = 'another boot:1' WHERE run_id = 'run1'`)
+	l2, err := store.AcquireLease(ctx, "run1", time.Minute)
+	if err != nil || l2.Generation != l.Generation+1 {
+		t.Errorf("the lease of a pid taken by another process: %+v %v", l2, err)
+	}
+}
+
+type rejectAll struct{}
+
+func (rejectAll) Approve(context.Context, *policy.Verdict) (policy.Approval, error) {
+	return policy.Approval{Answer: policy.Reject, Reason: "no"}, nil
+}
+
+// TestRepeatedRefusalsAcrossResumes: the refusals counted towards the
+// repeated-refusal stop are kept with the run: a model that has asks
+// deferred between the same refusal (each deferral ends the process) is
+// stopped at the limit as it is when the asks are answered at once.
+func TestRepeatedRefusalsAcrossResumes(t *testing.T) {
+	requireSandbox(t)
+	deny := call("", "shell", `{"line":"touch forbidden.txt"}`)
+	ask := func(n int) ToolCall { return call("", "shell", fmt.Sprintf(`{"line":"touch ask%d.txt"}`, n)) }
+	turns := [][]ToolCall{{deny}, {ask(1)}, {deny}, {ask(2)}, {deny}, {ask(3)}, {deny}, {ask(4)}, {deny}, {}}
+	drive := func(ws string, store *trace.SQLite, approver policy.Approver, resume string) (Outcome, error) {
+		mode := policy.ModeAuto
+		p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode, Rules: []policy.Rule{
+			{Act: policy.ActExec, Effect: policy.Deny, Pattern: "touch forbidden.txt"},
+			{Act: policy.ActExec, Effect: policy.Ask, Pattern: "touch ask*"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.RepeatedRefusals = 3
+		o := Options{Provider: &scriptModel{turns: turns}, Tool: tool.Config{Policy: p, Store: store, Approver: approver, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}
+		if resume != "" {
+			return Resume(context.Background(), resume, o)
+		}
+		return Run(context.Background(), Contract{Goal: "x", Workspace: ws, Budget: Budget{Steps: 40}}, o)
+	}
+	t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
+	open := func() *trace.SQLite {
+		s, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	refusals := func(store *trace.SQLite, run string) int {
+		steps, _ := store.Steps(context.Background(), run)
+		n := 0
+		for _, s := range steps {
+			if strings.Contains(s.Args, "forbidden") && s.Status == "denied" {
+				n++
+			}
+		}
+		return n
+	}
+	// Answered at once.
+	store := open()
+	at, err := drive(t.TempDir(), store, rejectAll{}, "")
+	if err != nil || at.Kind != RefusedRepeatedly || refusals(store, at.Run) != 3 {
+		t.Fatalf("answered at once: %s (%s) %v, %d refusals", at.Kind, at.Reason, err, refusals(store, at.Run))
+	}
+	// Deferred, answered no, resumed.
+	ws, store := t.TempDir(), open()
+	out, err := drive(ws, store, Defer{}, "")
+	for i := 0; i < 6 && err == nil && out.Kind == AwaitingApproval; i++ {
+		if err := store.Decide(context.Background(), trace.ApprovalDecision{RunID: out.Run, Request: out.Waiting.Request, Answer: "no", By: "op"}); err != nil {
+			t.Fatal(err)
+		}
+		out, err = drive(ws, store, Defer{}, out.Run)
+	}
+	if err != nil || out.Kind != RefusedRepeatedly || refusals(store, out.Run) != 3 {
+		t.Errorf("deferred and resumed: %s (%s) %v, %d refusals, want %s at 3", out.Kind, out.Reason, err, refusals(store, out.Run), RefusedRepeatedly)
+	}
+}
+
+// TestCarriedSandboxDown: why the sandbox is down is given back to the
+// router of a resumed run: its writes stay refused.
+func TestCarriedSandboxDown(t *testing.T) {
+	ws := t.TempDir()
+	mode := policy.ModeAuto
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Results: &tool.Results{Dir: t.TempDir()}, Carried: &tool.Carried{SandboxDown: "the sandbox failed its check"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close("done")
+	env := r.Call(context.Background(), "write_file", json.RawMessage(`{"path":"a.txt","content":"a"}`))
+	if env.Status != tool.Denied || !strings.Contains(env.Reason, "the sandbox is down in this run") {
+		t.Errorf("a write with the sandbox down: %s %s", env.Status, env.Reason)
+	}
+	if c := r.Carried(); c.SandboxDown != "the sandbox failed its check" {
+		t.Errorf("carried on: %+v", c)
+	}
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
@@ -53,6 +54,21 @@ func (t *RepeatTracker) Note(tool, target, refusal string) *Stop {
 		return &Stop{Tool: tool, Target: target, Refusal: refusal, Count: n}
 	}
 	return nil
+}
+
+// Counts are the refusals counted so far, by the operation refused and
+// its refusal: what a run that goes on in another process carries over.
+func (t *RepeatTracker) Counts() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.counts)
+}
+
+// Restore sets the counts to c, the Counts of the run's process before.
+func (t *RepeatTracker) Restore(c map[string]int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.counts = maps.Clone(c)
 }
 
 // NormalizeTarget sets aside what does not change an operation: spacing,

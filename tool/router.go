@@ -62,6 +62,28 @@ type Config struct {
 	// on from those recorded, and the handles of the process before are
 	// orphaned, never re-attached.
 	Resume string
+	// Carried is, with Resume, what the run's router knew in the process
+	// before (Router.Carried, as the run kept it): the refusals counted
+	// towards the repeated-refusal stop, and why the sandbox is down.
+	Carried *Carried
+}
+
+// Carried is what a router knows of its run that the trace does not say
+// and a run driven on in another process needs: the refusals counted
+// towards the repeated-refusal stop, and why the sandbox is down, if it
+// is.
+type Carried struct {
+	Refusals    map[string]int `json:"refusals,omitempty"`
+	SandboxDown string         `json:"sandbox_down,omitempty"`
+}
+
+// Carried is what the router knows of its run for the run's next
+// process (Config.Carried).
+func (r *Router) Carried() Carried {
+	r.mu.Lock()
+	down := r.sandboxDown
+	r.mu.Unlock()
+	return Carried{Refusals: r.repeats.Counts(), SandboxDown: down}
 }
 
 // Envelope is what the model is shown of a result: a bounded preview with
@@ -187,6 +209,10 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		r.runID, resultsDir = cfg.RunID, cfg.RunID+"-"+hex.EncodeToString(b[4:])
 	}
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
+	if cfg.Carried != nil {
+		r.repeats.Restore(cfg.Carried.Refusals)
+		r.sandboxDown = cfg.Carried.SandboxDown
+	}
 	r.files = &files.Tools{WS: ws}
 	r.handles = newHandleTable(r)
 	r.pool = sandbox.NewPool()

@@ -1,11 +1,13 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -90,12 +92,14 @@ type Durable interface {
 
 var _ Durable = (*SQLite)(nil)
 
-// Lease is one driver's claim on a run: its process, its host, and the
-// generation, bumped at each takeover, that every commit is checked
-// against.
+// Lease is one driver's claim on a run: its process (its pid, and the
+// start of that process, which tells it from a later one given the same
+// pid), its host, and the generation, bumped at each takeover, that
+// every commit and every effect is checked against.
 type Lease struct {
 	RunID      string    `json:"run_id"`
 	PID        int       `json:"pid"`
+	PIDStart   string    `json:"pid_start,omitempty"`
 	Host       string    `json:"host"`
 	Generation int64     `json:"generation"`
 	Expires    time.Time `json:"expires_at"`
@@ -107,6 +111,10 @@ type LeaseHeldError struct{ Lease Lease }
 
 func (e *LeaseHeldError) Error() string {
 	l := e.Lease
+	if host, _ := os.Hostname(); l.Host == host {
+		return fmt.Sprintf("trace: run %s is being driven by pid %d on host %s (lease generation %d; that process is alive, and holds the run while it lives, whatever its lease's expiry); wait for it to end, or stop that process and resume again",
+			l.RunID, l.PID, l.Host, l.Generation)
+	}
 	return fmt.Sprintf("trace: run %s is being driven by pid %d on host %s (lease generation %d, until %s); wait for it to end, or stop that process and resume again",
 		l.RunID, l.PID, l.Host, l.Generation, l.Expires.Format(time.RFC3339))
 }
@@ -124,23 +132,75 @@ func (e *FencedError) Error() string {
 	return fmt.Sprintf("trace: run %s: this driver's lease (generation %d) was taken over (the lease is now generation %d): its commits are fenced out, and it must stop", e.RunID, e.Held, e.Current)
 }
 
-// pidAlive says whether a process of that pid exists on this host.
-func pidAlive(pid int) bool {
+// pidAlive says whether the process of that pid, started at start (""
+// when it was not known), exists on this host: a pid of a process started
+// at another time is another process's.
+func pidAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
 	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if now := processStart(pid); start != "" && now != "" && now != start {
+		return false
+	}
+	return true
+}
+
+// processStart is when the process of pid started: the boot's id and the
+// start time in clock ticks since that boot (field 22 of /proc/PID/stat),
+// or "" where /proc does not say.
+func processStart(pid int) string {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	// The command's name, field 2, is in parentheses and may hold
+	// spaces: the fields are counted after its closing one.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := strings.Fields(string(stat[i+1:]))
+	// fields[0] is field 3; field 22 is fields[19].
+	if len(fields) < 20 {
+		return ""
+	}
+	return strings.TrimSpace(string(boot)) + ":" + fields[19]
+}
+
+// leaseLive says whether the lease's owner may still be driving the run:
+// on this host, while its process lives, whatever the lease's expiry (a
+// process stopped, or on a suspended machine, wakes to a run it still
+// holds); on another host, which cannot be looked into, until the lease
+// expires by this host's clock.
+func leaseLive(l Lease, host string, now time.Time) bool {
+	if l.PID == 0 {
+		return false
+	}
+	if l.Host == host {
+		return pidAlive(l.PID, l.PIDStart)
+	}
+	return now.Before(l.Expires)
 }
 
 // AcquireLease takes the run's lease for this process, for ttl: a run no
-// one drives is taken at generation 1; one whose owner is gone (its pid
-// no longer on this host, or its lease expired) is taken over at once
-// with the generation bumped; one whose owner is alive is refused with a
-// LeaseHeldError naming it.
+// one drives is taken at generation 1; one whose owner is gone is taken
+// over at once with the generation bumped; one whose owner may be alive
+// is refused with a LeaseHeldError naming it. An owner on this host is
+// gone when its process is (its pid ended, or taken by a later process),
+// and alive while it lives, however long ago its lease expired; an owner
+// on another host is gone when its lease has expired by this host's
+// clock, so that hosts sharing a trace must keep their clocks within a
+// small part of the lease's length of each other.
 func (s *SQLite) AcquireLease(ctx context.Context, runID string, ttl time.Duration) (Lease, error) {
 	host, _ := os.Hostname()
-	l := Lease{RunID: runID, PID: os.Getpid(), Host: host}
+	l := Lease{RunID: runID, PID: os.Getpid(), PIDStart: processStart(os.Getpid()), Host: host}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return l, fmt.Errorf("trace: %w", err)
@@ -148,7 +208,7 @@ func (s *SQLite) AcquireLease(ctx context.Context, runID string, ttl time.Durati
 	defer tx.Rollback()
 	var old Lease
 	var expires string
-	err = tx.QueryRowContext(ctx, `SELECT pid, host, generation, expires_at FROM leases WHERE run_id = ?`, runID).Scan(&old.PID, &old.Host, &old.Generation, &expires)
+	err = tx.QueryRowContext(ctx, `SELECT pid, pid_start, host, generation, expires_at FROM leases WHERE run_id = ?`, runID).Scan(&old.PID, &old.PIDStart, &old.Host, &old.Generation, &expires)
 	now := time.Now().UTC()
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -157,18 +217,15 @@ func (s *SQLite) AcquireLease(ctx context.Context, runID string, ttl time.Durati
 	default:
 		old.RunID = runID
 		old.Expires, _ = time.Parse(time.RFC3339Nano, expires)
-		// An owner on another host cannot be looked for: its lease is
-		// all there is to go by.
-		live := old.PID != 0 && now.Before(old.Expires) && (old.Host != host || pidAlive(old.PID))
-		if live {
+		if leaseLive(old, host, now) {
 			return l, &LeaseHeldError{Lease: old}
 		}
 	}
 	l.Generation = old.Generation + 1
 	l.Expires = now.Add(ttl)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO leases (run_id, pid, host, generation, expires_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, generation = excluded.generation, expires_at = excluded.expires_at`,
-		runID, l.PID, l.Host, l.Generation, l.Expires.Format(time.RFC3339Nano)); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO leases (run_id, pid, pid_start, host, generation, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_start = excluded.pid_start, host = excluded.host, generation = excluded.generation, expires_at = excluded.expires_at`,
+		runID, l.PID, l.PIDStart, l.Host, l.Generation, l.Expires.Format(time.RFC3339Nano)); err != nil {
 		return l, fmt.Errorf("trace: taking the lease of run %s: %w", runID, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -454,7 +511,7 @@ type DurableRun struct {
 // DurableRuns lists the runs that have checkpoints, newest first.
 func (s *SQLite) DurableRuns(ctx context.Context) ([]DurableRun, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT c.run_id, COALESCE(r.started_at, ''), c.status, c.waiting, c.at,
-		COALESCE(l.pid, -1), COALESCE(l.host, ''), COALESCE(l.generation, 0), COALESCE(l.expires_at, '')
+		COALESCE(l.pid, -1), COALESCE(l.pid_start, ''), COALESCE(l.host, ''), COALESCE(l.generation, 0), COALESCE(l.expires_at, '')
 		FROM checkpoints c LEFT JOIN runs r ON r.id = c.run_id LEFT JOIN leases l ON l.run_id = c.run_id
 		WHERE c.rowid = (SELECT MAX(rowid) FROM checkpoints WHERE run_id = c.run_id)
 		ORDER BY c.rowid DESC`)
@@ -469,7 +526,7 @@ func (s *SQLite) DurableRuns(ctx context.Context) ([]DurableRun, error) {
 		var r DurableRun
 		var started, at, expires string
 		var l Lease
-		if err := rows.Scan(&r.RunID, &started, &r.Status, &r.Waiting, &at, &l.PID, &l.Host, &l.Generation, &expires); err != nil {
+		if err := rows.Scan(&r.RunID, &started, &r.Status, &r.Waiting, &at, &l.PID, &l.PIDStart, &l.Host, &l.Generation, &expires); err != nil {
 			return nil, fmt.Errorf("trace: %w", err)
 		}
 		r.StartedAt, _ = time.Parse(time.RFC3339Nano, started)
@@ -478,7 +535,7 @@ func (s *SQLite) DurableRuns(ctx context.Context) ([]DurableRun, error) {
 			l.RunID = r.RunID
 			l.Expires, _ = time.Parse(time.RFC3339Nano, expires)
 			r.Lease = &l
-			r.Driven = l.PID != 0 && now.Before(l.Expires) && (l.Host != host || pidAlive(l.PID))
+			r.Driven = leaseLive(l, host, now)
 		}
 		out = append(out, r)
 	}

@@ -95,6 +95,10 @@ var migrations = []string{
 	CREATE UNIQUE INDEX approval_decisions_key ON approval_decisions (run_id, request);
 	CREATE TABLE leases (run_id TEXT PRIMARY KEY, pid INTEGER NOT NULL, host TEXT NOT NULL, generation INTEGER NOT NULL,
 		expires_at TEXT NOT NULL);`,
+	// 5: the start of the lease's process (its boot and its start time
+	// on that boot), so that a pid used again by another process is not
+	// taken for the driver.
+	`ALTER TABLE leases ADD COLUMN pid_start TEXT NOT NULL DEFAULT '';`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
