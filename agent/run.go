@@ -160,6 +160,9 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 		blobs: map[string]bool{}, newBlobs: map[string]string{}}
 	if ds, ok := o.Tool.Store.(trace.Durable); ok && ds != nil {
 		d.durable = ds
+		// A result the model was shown the id of is read again after a
+		// resumption: the results go when the run has its final outcome.
+		o.Tool.KeepResults = true
 		d.held = &heldRecords{Durable: ds, held: map[string][][]trace.Record{}}
 		o.Tool.Store = d.held
 		if _, ok := o.Tool.Approver.(Defer); ok {
@@ -214,6 +217,9 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 		d.closed()
 	}
 	router.Close(string(out.Kind))
+	if d.durable != nil && d.failure() == nil && d.state.Done != nil {
+		router.RemoveResults()
+	}
 	if d.durable != nil && !errors.As(d.failure(), new(*trace.FencedError)) {
 		// A lease taken over is the new driver's; any other stop leaves
 		// the run to the next.

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -367,5 +369,86 @@ func TestCarriedSandboxDown(t *testing.T) {
 	}
 	if c := r.Carried(); c.SandboxDown != "the sandbox failed its check" {
 		t.Errorf("carried on: %+v", c)
+	}
+}
+
+// idModel is scriptModel with $ID in a call's arguments replaced by the
+// last result id the transcript shows.
+type idModel struct{ scriptModel }
+
+var resultIDRe = regexp.MustCompile(`"id": "(r-[0-9a-f]+)"`)
+
+func (m *idModel) Stream(ctx context.Context, req Request) (*Response, error) {
+	resp, err := m.scriptModel.Stream(ctx, req)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	id := ""
+	for _, msg := range req.Messages {
+		if s := resultIDRe.FindStringSubmatch(msg.Text); s != nil {
+			id = s[1]
+		}
+	}
+	calls := slices.Clone(resp.ToolCalls)
+	for i := range calls {
+		calls[i].Args = strings.ReplaceAll(calls[i].Args, "$ID", id)
+	}
+	resp.ToolCalls = calls
+	return resp, nil
+}
+
+// TestResultsAcrossResumes: a result kept before a deferral ended the
+// process is read with read_result after the resumption; the results go
+// when the run has its final outcome.
+func TestResultsAcrossResumes(t *testing.T) {
+	requireSandbox(t)
+	ws := t.TempDir()
+	cache := filepath.Join(t.TempDir(), "cache")
+	t.Setenv("REIN_CACHE_DIR", cache)
+	store, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	turns := [][]ToolCall{{call("", "shell", `{"line":"seq 1 30000"}`)}, {call("", "shell", `{"line":"touch approved.txt"}`)}, {call("", "read_result", `{"id":"$ID","offset":0}`)}, {}}
+	drive := func(resume string) (Outcome, error) {
+		mode := policy.ModeAuto
+		p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode, Rules: []policy.Rule{{Act: policy.ActExec, Effect: policy.Ask, Pattern: "touch approved.txt"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Provider: &idModel{scriptModel{turns: turns}}, Tool: tool.Config{Policy: p, Store: store, Approver: Defer{}, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}
+		if resume != "" {
+			return Resume(context.Background(), resume, o)
+		}
+		return Run(context.Background(), Contract{Goal: "x", Workspace: ws}, o)
+	}
+	out, err := drive("")
+	if err != nil || out.Kind != AwaitingApproval {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if err := store.Decide(context.Background(), trace.ApprovalDecision{RunID: out.Run, Request: out.Waiting.Request, Answer: "yes", By: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = drive(out.Run); err != nil || out.Kind != Finished {
+		t.Fatalf("resumed: %+v %v", out, err)
+	}
+	steps, _ := store.Steps(context.Background(), out.Run)
+	read := false
+	for _, s := range steps {
+		if s.Tool == "read_result" {
+			read = true
+			if s.Status != "ok" || !strings.Contains(s.Observation, "\n1\n2\n3\n") {
+				t.Errorf("read_result after the resumption: %s %.300q", s.Status, s.Observation)
+			}
+		}
+	}
+	if !read {
+		t.Fatal("no read_result was made")
+	}
+	dirs, _ := filepath.Glob(filepath.Join(cache, "*", "results", out.Run+"*"))
+	dirs2, _ := filepath.Glob(filepath.Join(cache, "results", out.Run+"*"))
+	if len(dirs)+len(dirs2) != 0 {
+		t.Errorf("the results outlive the run's end: %v %v", dirs, dirs2)
 	}
 }

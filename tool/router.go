@@ -66,6 +66,12 @@ type Config struct {
 	// before (Router.Carried, as the run kept it): the refusals counted
 	// towards the repeated-refusal stop, and why the sandbox is down.
 	Carried *Carried
+	// KeepResults keeps the router's own result store past Close: a run
+	// that can go on in another process (a durable agent run) reads its
+	// results again there, and its owner removes them with RemoveResults
+	// once the run has its final outcome. The store is named by the run's
+	// id, so that the run's next router finds it.
+	KeepResults bool
 }
 
 // Carried is what a router knows of its run that the trace does not say
@@ -204,9 +210,8 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	r := &Router{reg: reg, cfg: cfg, ws: ws, runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:4])}
-	resultsDir := r.runID
 	if cfg.RunID != "" {
-		r.runID, resultsDir = cfg.RunID, cfg.RunID+"-"+hex.EncodeToString(b[4:])
+		r.runID = cfg.RunID
 	}
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
 	if cfg.Carried != nil {
@@ -221,6 +226,13 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 			ws.Close()
 			return nil, err
 		}
+	}
+	// The results of a run of the router's own are named by its id (a
+	// resumed run's is the run's); those of a router under a run of
+	// another's owner, by a name of the router's own.
+	resultsDir := r.runID
+	if cfg.RunID != "" {
+		resultsDir = cfg.RunID + "-" + hex.EncodeToString(b[4:])
 	}
 	if cfg.Results == nil {
 		dir, err := sandbox.StateDir("results")
@@ -333,7 +345,7 @@ func (r *Router) Close(status string) {
 	r.mu.Unlock()
 	left := r.handles.killAll(r.runID)
 	r.pool.Close()
-	if r.ownResults {
+	if r.ownResults && !r.cfg.KeepResults {
 		os.RemoveAll(r.cfg.Results.Dir)
 	}
 	if r.cfg.Store != nil {
@@ -343,6 +355,14 @@ func (r *Router) Close(status string) {
 				trace.Audit{RunID: r.runID, Kind: "run_end", Meta: mustJSON(map[string]any{"status": status, "calls": r.index}), At: time.Now()})
 		}
 		r.cfg.Store.AppendAll(context.Background(), recs...)
+	}
+}
+
+// RemoveResults removes the router's own result store (one kept past
+// Close with KeepResults), once its run has its final outcome.
+func (r *Router) RemoveResults() {
+	if r.ownResults {
+		os.RemoveAll(r.cfg.Results.Dir)
 	}
 }
 
