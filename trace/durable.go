@@ -495,6 +495,17 @@ func (s *SQLite) Decide(ctx context.Context, d ApprovalDecision) error {
 	return nil
 }
 
+// HasRun says whether the store holds anything of run id: its start, or
+// a checkpoint.
+func (s *SQLite) HasRun(ctx context.Context, id string) (bool, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE id = ? LIMIT 1)) + (SELECT COUNT(*) FROM (SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1))`, id, id).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("trace: %w", err)
+	}
+	return n > 0, nil
+}
+
 // DurableRun is a run with checkpoints as listed: its newest checkpoint's
 // status and what it waits on, and its lease.
 type DurableRun struct {

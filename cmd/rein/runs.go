@@ -69,6 +69,9 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 			defer store.Close()
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if err := runInTrace(ctx, store, runID, pre.Workspace); err != nil {
+				return err
+			}
 			st, err := agent.LoadState(ctx, store, runID)
 			if err != nil {
 				return &exitError{exitUsage, strings.TrimPrefix(err.Error(), "agent: ")}
@@ -210,6 +213,9 @@ resume RUN, which checks the policy again before it acts on a yes.`,
 			if host, err := os.Hostname(); err == nil {
 				by += "@" + host
 			}
+			if err := runInTrace(cmd.Context(), store, args[0], p.Workspace); err != nil {
+				return err
+			}
 			d := trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note, By: by, At: time.Now()}
 			if err := store.Decide(cmd.Context(), d); err != nil {
 				code := exitUsage
@@ -230,6 +236,19 @@ resume RUN, which checks the policy again before it acts on a yes.`,
 	f.BoolVar(&no, "no", false, "reject (or, for an interrupted call, tell the model)")
 	f.StringVar(&note, "note", "", "a note kept with the answer and shown to the model")
 	return cmd
+}
+
+// runInTrace refuses a run the trace opened does not hold: it is
+// another workspace's, or in another trace.
+func runInTrace(ctx context.Context, store *trace.SQLite, runID, ws string) error {
+	ok, err := store.HasRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &exitError{exitUsage, fmt.Sprintf("run %s is not in this workspace's trace (%s, the trace of %s): it is another workspace's; pass that workspace with --workspace, or its trace with --trace (rein runs lists the runs of a trace)", runID, store.Path(), ws)}
+	}
+	return nil
 }
 
 // runState is a run as rein runs lists it.

@@ -29,6 +29,15 @@ func TestRunDeferred(t *testing.T) {
 	if code != 0 || !strings.Contains(out, o.Run) || !strings.Contains(out, "awaiting_approval") || !strings.Contains(out, "request "+req+`: shell {"line":"touch approved.txt"}`) {
 		t.Errorf("rein runs: exit %d\n%s", code, out)
 	}
+	// From another workspace, whose trace is another: the run is not
+	// there, and rein says so.
+	other := t.TempDir()
+	if code, _, errOut := rein(t, "approve", "--workspace", other, o.Run, req, "--yes"); code != exitUsage || !strings.Contains(errOut, "run "+o.Run+" is not in this workspace's trace") || !strings.Contains(errOut, "--workspace") {
+		t.Errorf("rein approve from another workspace: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := rein(t, append(append([]string{"run", "resume", "--workspace", other}, model...), o.Run)...); code != exitUsage || !strings.Contains(errOut, "run "+o.Run+" is not in this workspace's trace") {
+		t.Errorf("rein run resume from another workspace: exit %d %s", code, errOut)
+	}
 	if code, _, errOut := rein(t, "approve", o.Run, req); code != exitUsage || !strings.Contains(errOut, "give one of --yes and --no") {
 		t.Errorf("rein approve without an answer: exit %d %s", code, errOut)
 	}
