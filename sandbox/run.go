@@ -36,50 +36,52 @@ var errRunTimeout = errors.New("the run's timeout")
 
 // run is one run in progress.
 type run struct {
-	rung, note  string
-	p           Profile
-	start       time.Time
-	cmd         *exec.Cmd
-	group       *cgroup.Group // groups.v2, when there is one
-	groups      *groups
-	applied     []Applied
-	limits      Limits        // in force: p.Limits with the defaults applied
-	lifeline    *os.File      // write end; closing it tells the init to end
-	signals     *os.File      // a session's: write end of the init's signal pipe
-	planW       *os.File      // a warm sandbox's: where its plan goes
-	readyR      *os.File      // a warm sandbox's: where its init says it is ready
-	masked      []string      // the system files the view masks
-	live        [2]io.Writer  // where the streams go live, besides the result
-	early       bool          // the result is ready when the init reports (bwrap rung, captured streams)
-	req         *request      // the init's request, on the bwrap rung
-	bwrapErr    *headTail     // bubblewrap's own messages, on the bwrap rung
-	bwrapRead   chan struct{} // closed when they are read
-	resultReady chan struct{} // closed when res is set
-	stop        func() bool   // stops the run's timeout, once begun
-	protectedAt []string      // a warm sandbox's: the protected paths that existed when its view was built
-	warm        bool          // the run took a warm sandbox
-	reportDone  chan struct{} // closed when the init's report is read
-	reportData  []byte
-	scratch     string
-	home, tmp   string // the host's HOME and TMPDIR of the landlock and none rungs
-	slot        int    // the session's slot they are in, or -1
-	hostIO      string
-	guard       *guard
-	hidden      []string  // the workspace paths hidden from the command
-	repos       *repoMeta // the repository metadata below the workspace, as it was
-	session     *session
-	changesAt   int
-	unlock      func()
-	outBuf      *headTail
-	errBuf      *headTail
-	spools      []*spool
-	copies      sync.WaitGroup
-	readers     []*os.File
-	preflight   bool
-	notFound    map[int]string // the stages whose program is not found, by index
-	egress      *egress        // the proxy, in network proxy
-	hostNet     string         // the proxy's socket directory, on the bwrap rung
-	full        *fullNet       // the user-mode network, in network full
+	rung, note   string
+	p            Profile
+	start        time.Time
+	cmd          *exec.Cmd
+	group        *cgroup.Group // groups.v2, when there is one
+	groups       *groups
+	applied      []Applied
+	limits       Limits        // in force: p.Limits with the defaults applied
+	lifeline     *os.File      // write end; closing it tells the init to end
+	signals      *os.File      // a session's: write end of the init's signal pipe
+	planW        *os.File      // a warm sandbox's: where its plan goes
+	readyR       *os.File      // a warm sandbox's: where its init says it is ready
+	masked       []string      // the system files the view masks
+	live         [2]io.Writer  // where the streams go live, besides the result
+	early        bool          // the result is ready when the init reports (bwrap rung, captured streams)
+	confirmLater bool          // the groups are confirmed empty after the result
+	lostTrack    bool          // confirm found a group not empty
+	req          *request      // the init's request, on the bwrap rung
+	bwrapErr     *headTail     // bubblewrap's own messages, on the bwrap rung
+	bwrapRead    chan struct{} // closed when they are read
+	resultReady  chan struct{} // closed when res is set
+	stop         func() bool   // stops the run's timeout, once begun
+	protectedAt  []string      // a warm sandbox's: the protected paths that existed when its view was built
+	warm         bool          // the run took a warm sandbox
+	reportDone   chan struct{} // closed when the init's report is read
+	reportData   []byte
+	scratch      string
+	home, tmp    string // the host's HOME and TMPDIR of the landlock and none rungs
+	slot         int    // the session's slot they are in, or -1
+	hostIO       string
+	guard        *guard
+	hidden       []string  // the workspace paths hidden from the command
+	repos        *repoMeta // the repository metadata below the workspace, as it was
+	session      *session
+	changesAt    int
+	unlock       func()
+	outBuf       *headTail
+	errBuf       *headTail
+	spools       []*spool
+	copies       sync.WaitGroup
+	readers      []*os.File
+	preflight    bool
+	notFound     map[int]string // the stages whose program is not found, by index
+	egress       *egress        // the proxy, in network proxy
+	hostNet      string         // the proxy's socket directory, on the bwrap rung
+	full         *fullNet       // the user-mode network, in network full
 
 	mu       sync.Mutex
 	killedAs Status // why rein ended the run, if it did
@@ -271,6 +273,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 			r.leave()
 			close(r.resultReady)
 			<-exited
+			r.confirm()
 			r.cleanup()
 		}
 		if r.p.pool != nil {
@@ -522,6 +525,13 @@ func (r *run) finish(waitErr error, waited bool) {
 	}
 	// Confirm that nothing of the run is left.
 	switch {
+	case !waited && haveReport && rep.Swept:
+		// The init, pid 1 of the namespace, saw every process of it dead
+		// and has ended: the groups (which hold bubblewrap too, until it
+		// ends) are confirmed empty after the result, and a failure
+		// poisons the sandbox for the runs after.
+		res.Containment = "pid namespace"
+		r.confirmLater = true
 	case r.group != nil:
 		res.Containment = "cgroup"
 		if err := r.group.KillAndWait(confirmWait); err != nil {
@@ -542,7 +552,7 @@ func (r *run) finish(waitErr error, waited bool) {
 			res.Poisoned = "the init ended before it confirmed that its tree was dead, and no cgroup can confirm it: processes the command started may still run"
 		}
 	}
-	if res.Poisoned == "" && res.Containment != "cgroup v1" {
+	if res.Poisoned == "" && res.Containment != "cgroup v1" && !r.confirmLater {
 		// The v1 groups must be empty before they can go; the tree is dead,
 		// so this only confirms it.
 		if err := r.groups.confirmV1(); err != nil {
@@ -681,7 +691,7 @@ func (r *run) cleanup() {
 			r.full.stop()
 		}
 	}
-	if r.res == nil || r.res.Poisoned == "" {
+	if r.res == nil || (r.res.Poisoned == "" && !r.lostTrack) {
 		r.groups.remove()
 	}
 	r.lifelineClose()
@@ -692,6 +702,27 @@ func (r *run) cleanup() {
 		r.session.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
 	}
 	r.leave()
+}
+
+// confirm is the check of the run's groups put off until after its
+// result: they must be empty; a group that is not poisons the sandbox
+// of its rung and workspace for the rest of the process.
+func (r *run) confirm() {
+	if !r.confirmLater {
+		return
+	}
+	err := r.groups.confirmV1()
+	if r.group != nil {
+		if gerr := r.group.KillAndWait(confirmWait); gerr != nil {
+			err = gerr
+		}
+	}
+	if err != nil {
+		// The result is out: the groups are kept, as for a poisoned run,
+		// and the sandbox refuses network work from now on.
+		r.lostTrack = true
+		poison(r.rung, r.p.Workspace, err.Error())
+	}
 }
 
 // leave ends the run's part in the workspace's session, once.
