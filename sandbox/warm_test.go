@@ -147,3 +147,17 @@ func TestWarmClose(t *testing.T) {
 		t.Error("a closed pool made a sandbox ready")
 	}
 }
+
+// TestNoCapabilitiesInside: a command has every capability set empty on
+// both rungs, whether the init dropped them (landlock, as root) or found
+// them dropped by bubblewrap and skipped the broadcast (bwrap).
+func TestNoCapabilitiesInside(t *testing.T) {
+	eachRungWarm(t, func(t *testing.T, rung string) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, "grep -E ^Cap /proc/self/status", Profile{Rung: rung})
+		want := "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+		if res.Status != OK || res.Stdout.Text != want {
+			t.Errorf("%s: %q %s", rung, res.Stdout.Text, res.Reason)
+		}
+	})
+}

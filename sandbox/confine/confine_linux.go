@@ -146,6 +146,13 @@ func allThreadsPrctl(option, arg2, arg3 uintptr) error {
 // CAP_SYS_TIME or CAP_MKNOD reach the host in ways neither sees. With
 // no_new_privs set and the bounding set empty, no exec can regain them.
 func dropCapabilities() error {
+	if data, err := os.ReadFile("/proc/thread-self/status"); err == nil && noCapabilities(string(data)) {
+		// Nothing to drop (bubblewrap's --cap-drop ALL under no_new_privs
+		// leaves every set empty): a thread can only lose capabilities
+		// without an exec, so every thread made since this one's exec has
+		// none either, and the broadcast to them all is skipped.
+		return nil
+	}
 	err := allThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0)
 	if err != nil && !errors.Is(err, unix.EINVAL) {
 		return err
@@ -180,6 +187,24 @@ func dropCapabilities() error {
 		return fmt.Errorf("capset: %w", e)
 	}
 	return nil
+}
+
+// noCapabilities reports whether a /proc status text shows every
+// capability set empty: inheritable, permitted, effective, bounding and
+// ambient, each present and zero.
+func noCapabilities(status string) bool {
+	seen := 0
+	for _, line := range strings.Split(status, "\n") {
+		name, value, ok := strings.Cut(line, ":\t")
+		switch name {
+		case "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb":
+			if !ok || strings.Trim(value, "0") != "" || value == "" {
+				return false
+			}
+			seen++
+		}
+	}
+	return seen == 5
 }
 
 func setRlimits(r Rlimits) error {

@@ -403,3 +403,23 @@ func TestErrorSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// The broadcast that drops every thread's capabilities is skipped only
+// when the status shows all five sets, each empty.
+func TestNoCapabilities(t *testing.T) {
+	empty := "Name:\tx\nCapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"
+	if !noCapabilities(empty) {
+		t.Error("every set empty")
+	}
+	for _, bad := range []string{
+		strings.Replace(empty, "CapBnd:\t0000000000000000", "CapBnd:\t000001ffffffffff", 1),
+		strings.Replace(empty, "CapEff:\t0000000000000000", "CapEff:\t0000000000000400", 1),
+		strings.Replace(empty, "CapAmb:\t0000000000000000\n", "", 1),
+		strings.Replace(empty, "CapPrm:\t0000000000000000", "CapPrm:\t", 1),
+		"",
+	} {
+		if noCapabilities(bad) {
+			t.Errorf("taken for empty: %q", bad)
+		}
+	}
+}
