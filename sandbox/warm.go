@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,6 +23,9 @@ const (
 	// MaxWarm is how many warm sandboxes a pool keeps at once, one per
 	// profile: bubblewrap and an idle init are about 16 MB of resident memory each.
 	MaxWarm = 4
+	// MaxWarmProcess is how many warm sandboxes all the pools of a
+	// process keep at once (rein mcp over HTTP has a pool per session).
+	MaxWarmProcess = 8
 	// WarmIdle is how long a warm sandbox waits to be used. It holds the
 	// workspace's session (and so the workspace's lock against runs of
 	// other processes) while it waits, so it does not wait long.
@@ -38,8 +42,9 @@ const (
 // files, the profile): otherwise it is thrown away and a fresh one made.
 // Each is used once.
 //
-// Only the bwrap rung with the network off and no process limit is kept
-// warm; every other profile starts cold, as Start does. A pool's sandboxes
+// A pool keeps at most MaxWarm sandboxes, and the pools of a process at
+// most MaxWarmProcess together. Only the bwrap rung with the network off
+// and no process limit is kept warm; every other profile starts cold, as Start does. A pool's sandboxes
 // die with the process (bubblewrap's --die-with-parent), at Close, and
 // after WarmIdle unused. The zero Pool is not usable: make one with
 // NewPool.
@@ -58,7 +63,15 @@ type Pool struct {
 type warmRun struct {
 	r     *run
 	timer *time.Timer
+	once  sync.Once
 }
+
+// warmCount is how many warm sandboxes the process's pools hold or are
+// making.
+var warmCount atomic.Int32
+
+// release gives back w's place in the process's count, once.
+func (w *warmRun) release() { w.once.Do(func() { warmCount.Add(-1) }) }
 
 // NewPool makes an empty pool.
 func NewPool() *Pool {
@@ -163,6 +176,7 @@ func (pl *Pool) take(key string) *warmRun {
 		// Its idle time is up and it is being discarded.
 		return nil
 	}
+	w.release()
 	return w
 }
 
@@ -171,6 +185,11 @@ func (pl *Pool) take(key string) *warmRun {
 func (pl *Pool) fill(key string, p Profile) {
 	pl.mu.Lock()
 	if pl.closed || pl.warm[key] != nil || pl.filling[key] || len(pl.warm)+len(pl.filling) >= MaxWarm {
+		pl.mu.Unlock()
+		return
+	}
+	if warmCount.Add(1) > MaxWarmProcess {
+		warmCount.Add(-1)
 		pl.mu.Unlock()
 		return
 	}
@@ -184,10 +203,12 @@ func (pl *Pool) fill(key string, p Profile) {
 		delete(pl.filling, key)
 		if err != nil {
 			pl.mu.Unlock()
+			warmCount.Add(-1)
 			return
 		}
 		if pl.closed || pl.warm[key] != nil {
 			pl.mu.Unlock()
+			warmCount.Add(-1)
 			r.kill(Cancelled)
 			<-r.done
 			return
@@ -207,6 +228,7 @@ func (pl *Pool) fill(key string, p Profile) {
 }
 
 func (w *warmRun) discard() {
+	w.release()
 	w.timer.Stop()
 	w.r.planW.Close()
 	w.r.kill(Cancelled)

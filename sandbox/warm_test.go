@@ -161,3 +161,32 @@ func TestNoCapabilitiesInside(t *testing.T) {
 		}
 	})
 }
+
+// TestWarmProcessBound: the pools of a process keep at most
+// MaxWarmProcess sandboxes together.
+func TestWarmProcessBound(t *testing.T) {
+	requireRung(t, RungBwrap)
+	var pools []*Pool
+	defer func() {
+		for _, pl := range pools {
+			pl.Close()
+		}
+	}()
+	for range MaxWarmProcess + 3 {
+		ws := workspaceDir(t)
+		pl := NewPool()
+		pools = append(pools, pl)
+		poolRun(t, pl, "true", Profile{Workspace: ws, Rung: RungBwrap, Env: []string{"PATH=/usr/bin:/bin"}})
+	}
+	time.Sleep(2 * time.Second)
+	n := 0
+	for _, pl := range pools {
+		n += pl.Warm()
+	}
+	if n != MaxWarmProcess {
+		t.Errorf("%d sandboxes warm in %d pools, want %d", n, len(pools), MaxWarmProcess)
+	}
+	if c := warmCount.Load(); int(c) != n {
+		t.Errorf("the count says %d, the pools hold %d", c, n)
+	}
+}
