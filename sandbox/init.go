@@ -113,6 +113,8 @@ type covered struct {
 	Dev, Ino uint64
 	// Any: a mask, whose identity is the mask's own.
 	Any bool
+	// Writable: the workspace, a mount of its own but not read-only.
+	Writable bool
 }
 
 // check is what a preflight asserts from inside the confinement.
@@ -343,7 +345,7 @@ func (c covered) check() string {
 		return c.Path + " is no longer covered by its mount (it was renamed or replaced on the host)"
 	}
 	var fs unix.Statfs_t
-	if err := unix.Statfs(c.Path, &fs); err != nil || fs.Flags&unix.ST_RDONLY == 0 {
+	if err := unix.Statfs(c.Path, &fs); err != nil || (fs.Flags&unix.ST_RDONLY == 0 && !c.Writable) {
 		return c.Path + " is not read-only"
 	}
 	if !c.Any && (unix.Mkdev(st.Dev_major, st.Dev_minor) != c.Dev || st.Ino != c.Ino) {

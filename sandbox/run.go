@@ -43,24 +43,25 @@ type run struct {
 	group        *cgroup.Group // groups.v2, when there is one
 	groups       *groups
 	applied      []Applied
-	limits       Limits        // in force: p.Limits with the defaults applied
-	lifeline     *os.File      // write end; closing it tells the init to end
-	signals      *os.File      // a session's: write end of the init's signal pipe
-	planW        *os.File      // a warm sandbox's: where its plan goes
-	readyR       *os.File      // a warm sandbox's: where its init says it is ready
-	masked       []string      // the system files the view masks
-	live         [2]io.Writer  // where the streams go live, besides the result
-	early        bool          // the result is ready when the init reports (bwrap rung, captured streams)
-	confirmLater bool          // the groups are confirmed empty after the result
-	lostTrack    bool          // confirm found a group not empty
-	req          *request      // the init's request, on the bwrap rung
-	bwrapErr     *headTail     // bubblewrap's own messages, on the bwrap rung
-	bwrapRead    chan struct{} // closed when they are read
-	resultReady  chan struct{} // closed when res is set
-	stop         func() bool   // stops the run's timeout, once begun
-	protectedAt  []string      // a warm sandbox's: the protected paths that existed when its view was built
-	warm         bool          // the run took a warm sandbox
-	reportDone   chan struct{} // closed when the init's report is read
+	limits       Limits            // in force: p.Limits with the defaults applied
+	lifeline     *os.File          // write end; closing it tells the init to end
+	signals      *os.File          // a session's: write end of the init's signal pipe
+	planW        *os.File          // a warm sandbox's: where its plan goes
+	readyR       *os.File          // a warm sandbox's: where its init says it is ready
+	masked       []string          // the system files the view masks
+	live         [2]io.Writer      // where the streams go live, besides the result
+	early        bool              // the result is ready when the init reports (bwrap rung, captured streams)
+	confirmLater bool              // the groups are confirmed empty after the result
+	lostTrack    bool              // confirm found a group not empty
+	req          *request          // the init's request, on the bwrap rung
+	bwrapErr     *headTail         // bubblewrap's own messages, on the bwrap rung
+	bwrapRead    chan struct{}     // closed when they are read
+	resultReady  chan struct{}     // closed when res is set
+	stop         func() bool       // stops the run's timeout, once begun
+	identities   map[string]fileID // a warm sandbox's: the workspace and read paths as its view bound them
+	protected    []string          // the protected paths the view binds (the session's; a warm sandbox's own)
+	warm         bool              // the run took a warm sandbox
+	reportDone   chan struct{}     // closed when the init's report is read
 	reportData   []byte
 	scratch      string
 	home, tmp    string // the host's HOME and TMPDIR of the landlock and none rungs
@@ -109,12 +110,20 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	}
 	// The runs of one workspace in this process share a session: the
 	// workspace lock (so runs of other processes wait) and the baseline of
-	// the protected files.
-	if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap); err != nil {
-		return nil, err
+	// the protected files. A warm sandbox (no line yet) joins it only when
+	// it is taken: it holds neither the lock nor a baseline while it
+	// waits, and binds the protected paths that exist as it is made,
+	// which the taking checks against the session's, by identity too.
+	if line != nil {
+		if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap); err != nil {
+			return nil, err
+		}
+		r.unlock = r.session.leave
+		r.changesAt = r.session.mark()
+		r.protected = r.session.protected
+	} else {
+		r.protected = existing(p.Workspace, protectedPaths(p.Workspace))
 	}
-	r.unlock = r.session.leave
-	r.changesAt = r.session.mark()
 	defer func() {
 		if err != nil {
 			r.cleanup()
@@ -165,7 +174,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 	if err := r.scanStart(); err != nil {
 		return nil, err
 	}
-	if !p.ReadOnly {
+	if !p.ReadOnly && r.session != nil {
 		// Kept on disk too: if rein is killed mid-run, the next run's
 		// sweep puts the protected files back from it.
 		r.guard = r.session.baseline
@@ -698,7 +707,7 @@ func (r *run) cleanup() {
 	if r.scratch != "" {
 		os.RemoveAll(r.scratch)
 	}
-	if r.slot >= 0 {
+	if r.slot >= 0 && r.session != nil {
 		r.session.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
 	}
 	r.leave()

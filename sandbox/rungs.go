@@ -125,7 +125,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	view := bwrap.View{
 		SystemMasked: masked,
 		Workspace:    p.Workspace, ReadOnlyWorkspace: p.ReadOnly,
-		Protected:      r.session.protected,
+		Protected:      r.protected,
 		Masked:         hidden,
 		EmptyFile:      empty,
 		Home:           filepath.Join(r.scratch, "home"),

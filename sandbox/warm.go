@@ -26,9 +26,9 @@ const (
 	// MaxWarmProcess is how many warm sandboxes all the pools of a
 	// process keep at once (rein mcp over HTTP has a pool per session).
 	MaxWarmProcess = 8
-	// WarmIdle is how long a warm sandbox waits to be used. It holds the
-	// workspace's session (and so the workspace's lock against runs of
-	// other processes) while it waits, so it does not wait long.
+	// WarmIdle is how long a warm sandbox waits to be used. It holds
+	// neither the workspace's session nor its lock while it waits; it
+	// joins them when it is taken.
 	WarmIdle = 10 * time.Second
 )
 
@@ -266,10 +266,18 @@ func prepareWarm(p Profile) (*run, error) {
 	}
 	// The spool directory and the timeout are the call's, set when taken.
 	p.SpoolDir = ""
+	// The workspace and the read paths as they are before the view binds
+	// them: the taking finds them the same on the host and, from inside,
+	// bound.
+	ids := map[string]fileID{p.Workspace: identity(p.Workspace)}
+	for _, h := range p.HostReadPaths {
+		ids[h] = identity(h)
+	}
 	r, err := start(context.Background(), nil, p, rung, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
+	r.identities = ids
 	ready := make(chan bool, 1)
 	go func() {
 		var b [1]byte
@@ -279,7 +287,6 @@ func prepareWarm(p Profile) (*run, error) {
 	select {
 	case ok := <-ready:
 		if ok {
-			r.protectedAt = existing(p.Workspace, protectedPaths(p.Workspace))
 			return r, nil
 		}
 	case <-time.After(10 * time.Second):
@@ -288,6 +295,19 @@ func prepareWarm(p Profile) (*run, error) {
 	r.kill(Cancelled)
 	<-r.done
 	return nil, fmt.Errorf("the warm sandbox's init never said it was ready")
+}
+
+// fileID is a file's device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// identity is path's device and inode, links not followed; zero when it
+// cannot be read.
+func identity(path string) fileID {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(path, &st); err != nil {
+		return fileID{}
+	}
+	return fileID{st.Dev, st.Ino}
 }
 
 // existing are the paths of rels that exist in ws.
@@ -313,22 +333,40 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	hiddenAt := r.hidden
 	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.Hidden
 	line, r.notFound = resolved(line, p)
-	// What the view was built from, listed again: the hidden files (and
-	// the repository metadata to compare with after the run), the
-	// protected paths that exist, /etc's private files.
+	// The workspace's session, as a cold run joins it: its lock (waiting
+	// for other processes' runs), its baseline of the protected files,
+	// taken now when the session begins now.
+	sess, err := joinSession(ctx, p.Workspace, false)
+	if err != nil {
+		return err
+	}
+	r.session, r.unlock = sess, sess.leave
+	// What the view was built from, listed again under the lock: the
+	// workspace and read paths themselves, the hidden files (and the
+	// repository metadata to compare with after the run), the protected
+	// paths (those that exist, and the session's), /etc's private files.
+	for path, id := range r.identities {
+		if identity(path) != id {
+			return fmt.Errorf("%s was replaced", path)
+		}
+	}
 	if err := r.scanStart(); err != nil {
 		return err
 	}
 	if !slices.Equal(hiddenAt, r.hidden) {
 		return fmt.Errorf("the files the protected set hides changed")
 	}
-	if !slices.Equal(r.protectedAt, existing(p.Workspace, protectedPaths(p.Workspace))) {
+	if !slices.Equal(r.protected, existing(p.Workspace, protectedPaths(p.Workspace))) || !slices.Equal(r.protected, sess.protected) {
 		return fmt.Errorf("the protected paths changed")
 	}
 	if masked, err := privateSystemFiles(); err != nil || !slices.Equal(masked, r.masked) {
 		return fmt.Errorf("/etc's private files changed")
 	}
-	if r.guard != nil {
+	if !p.ReadOnly {
+		r.guard = sess.baseline
+		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
+			return fmt.Errorf("saving the protected files: %v", err)
+		}
 		if err := r.repos.save(filepath.Join(r.scratch, "repos.json")); err != nil {
 			return fmt.Errorf("saving the repository metadata: %v", err)
 		}
@@ -347,7 +385,10 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	if plan.Dir == "" {
 		plan.Dir = p.Workspace
 	}
-	for _, rel := range r.session.protected {
+	for path, id := range r.identities {
+		plan.Covered = append(plan.Covered, covered{Path: path, Dev: id.dev, Ino: id.ino, Writable: path == p.Workspace && !p.ReadOnly})
+	}
+	for _, rel := range r.protected {
 		var st syscall.Stat_t
 		if err := syscall.Lstat(filepath.Join(p.Workspace, rel), &st); err == nil {
 			plan.Covered = append(plan.Covered, covered{Path: filepath.Join(p.Workspace, rel), Dev: st.Dev, Ino: st.Ino})
@@ -371,8 +412,8 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	r.live = [2]io.Writer{stdout, stderr}
 	r.warm = true
 	r.mu.Unlock()
-	r.start, r.changesAt = time.Now(), r.session.mark()
-	_, err := r.planW.Write(buf.Bytes())
+	r.start, r.changesAt = time.Now(), sess.mark()
+	_, err = r.planW.Write(buf.Bytes())
 	r.planW.Close()
 	if err != nil {
 		return fmt.Errorf("sending the plan: %v", err)
