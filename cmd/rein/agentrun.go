@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
@@ -141,28 +142,8 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
 				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery}
 			out := cmd.OutOrStdout()
-			o := agent.Options{
-				Provider: provider,
-				Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
-					Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
-			}
-			if !asJSON {
-				o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
-			}
-			res, err := agent.Run(ctx, c, o)
-			if err != nil {
-				return &exitError{exitUsage, red.Redact(strings.TrimPrefix(err.Error(), "agent: "))}
-			}
-			// A provider's error can quote what it was sent: the outcome is
-			// printed through the same chokepoint as everything else.
-			res.Reason = red.Redact(res.Reason)
-			if asJSON {
-				return writeJSON(out, res, res.Kind.ExitCode())
-			}
-			if code := res.Kind.ExitCode(); code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			res, err := agent.Run(ctx, c, agentOptions(provider, p, approver, store, red, out, asJSON))
+			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
 	cmd.AddCommand(newRunResumeCmd(sf))
@@ -260,4 +241,37 @@ func orNone(s string) string {
 		return "none (no command ran)"
 	}
 	return s
+}
+
+// agentOptions are the options rein run and rein run resume drive a run
+// with: the router under the policy, its commands' environment built from
+// it, each step printed as it happens unless the outcome is to be JSON.
+func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *trace.SQLite, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
+	o := agent.Options{
+		Provider: provider,
+		Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
+			Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
+	}
+	if !asJSON {
+		o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
+	}
+	return o
+}
+
+// outcomeExit prints a run's outcome (as JSON when asked) and gives its
+// exit status.
+func outcomeExit(out io.Writer, res agent.Outcome, err error, red *trace.Redactor, asJSON bool) error {
+	if err != nil {
+		return &exitError{exitUsage, red.Redact(strings.TrimPrefix(err.Error(), "agent: "))}
+	}
+	// A provider's error can quote what it was sent: the outcome is
+	// printed through the same chokepoint as everything else.
+	res.Reason = red.Redact(res.Reason)
+	if asJSON {
+		return writeJSON(out, res, res.Kind.ExitCode())
+	}
+	if code := res.Kind.ExitCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
 }

@@ -16,9 +16,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/policy"
-	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/shell"
-	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -121,26 +119,8 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			o := agent.Options{
-				Provider: provider,
-				Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
-					Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
-			}
-			if !asJSON {
-				o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
-			}
-			res, err := agent.Resume(ctx, runID, o)
-			if err != nil {
-				return &exitError{exitUsage, red.Redact(strings.TrimPrefix(err.Error(), "agent: "))}
-			}
-			res.Reason = red.Redact(res.Reason)
-			if asJSON {
-				return writeJSON(out, res, res.Kind.ExitCode())
-			}
-			if code := res.Kind.ExitCode(); code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			res, err := agent.Resume(ctx, runID, agentOptions(provider, p, approver, store, red, out, asJSON))
+			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
 	cf.register(cmd)
