@@ -90,11 +90,6 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	}
 	p.pool = pl
 	key, ok := warmKey(p)
-	if p.Rung == RungLandlock || p.Rung == RungNone {
-		// Their runs cannot share the workspace's session with the bwrap
-		// rung's, which the warm sandboxes hold.
-		pl.discardWorkspace(p.Workspace)
-	}
 	if !ok || line == nil || len(line.Pipelines) == 0 {
 		return Start(ctx, line, p, stdout, stderr)
 	}
@@ -103,12 +98,10 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 			pl.fill(key, p)
 			return w.r.handle(), nil
 		}
-		// Gone before the fresh run starts, with every other waiting for
-		// the workspace: they hold its session, whose protected paths are
-		// those that existed when it began, and the fresh run must begin a
-		// session of its own.
+		// Gone before the fresh run starts: the taking joined the
+		// workspace's session, which the fresh run must find as a cold
+		// run would (begun afresh when no other run holds it).
 		w.discard()
-		pl.discardWorkspace(p.Workspace)
 	}
 	h, err := Start(ctx, line, p, stdout, stderr)
 	if err == nil && h.rung == RungBwrap {
@@ -139,22 +132,6 @@ func (pl *Pool) Close() {
 	}
 	pl.wg.Wait()
 	pl.teardown.Wait()
-}
-
-// discardWorkspace ends the warm sandboxes of ws.
-func (pl *Pool) discardWorkspace(ws string) {
-	pl.mu.Lock()
-	var gone []*warmRun
-	for k, w := range pl.warm {
-		if w.r.p.Workspace == ws {
-			delete(pl.warm, k)
-			gone = append(gone, w)
-		}
-	}
-	pl.mu.Unlock()
-	for _, w := range gone {
-		w.discard()
-	}
 }
 
 // Warm is how many sandboxes are waiting.

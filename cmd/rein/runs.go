@@ -56,11 +56,7 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			runID := args[0]
-			pre, err := cf.load(sf)
-			if err != nil {
-				return err
-			}
-			store, red, err := tf.openFor(pre)
+			pre, store, red, err := loadWithTrace(&cf, sf, &tf)
 			if err != nil {
 				return err
 			}
@@ -173,11 +169,7 @@ resume RUN, which checks the policy again before it acts on a yes.`,
 			if yes == no {
 				return &exitError{exitUsage, "give one of --yes and --no"}
 			}
-			p, err := cf.load(sf)
-			if err != nil {
-				return err
-			}
-			store, red, err := tf.openFor(p)
+			p, store, red, err := loadWithTrace(&cf, sf, &tf)
 			if err != nil {
 				return err
 			}
@@ -258,11 +250,7 @@ awaiting_recovery (and the request that waits for rein approve), or the
 outcome it ended with.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := cf.load(sf)
-			if err != nil {
-				return err
-			}
-			store, red, err := tf.openFor(p)
+			_, store, red, err := loadWithTrace(&cf, sf, &tf)
 			if err != nil {
 				return err
 			}
@@ -309,4 +297,18 @@ outcome it ended with.`,
 	tf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
 	return cmd
+}
+
+// loadWithTrace loads the policy the flags name and opens its workspace's
+// trace, with the redactor of its secrets.
+func loadWithTrace(cf *commonFlags, sf *scopeFlags, tf *traceFlag) (*policy.Policy, *trace.SQLite, *trace.Redactor, error) {
+	p, err := cf.load(sf)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	store, red, err := tf.openFor(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return p, store, red, nil
 }
