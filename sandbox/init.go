@@ -36,6 +36,14 @@ func Main() {
 		mainCalled.Store(true)
 		return
 	}
+	fingerprint := ""
+	if len(os.Args) > 3 {
+		fingerprint = os.Args[3]
+	}
+	if fingerprint != wireFingerprint() {
+		fmt.Fprintf(os.Stderr, "rein init: this init (%s, wire %s) is of another build of rein than the program that started it (wire %q): install or build them together\n", os.Args[0], wireFingerprint(), fingerprint)
+		os.Exit(125)
+	}
 	os.Exit(initMain(os.Args[2]))
 }
 

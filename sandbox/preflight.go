@@ -131,7 +131,7 @@ func preflight(ctx context.Context, rung, network, workspace string, fresh bool)
 
 func preflightKey(rung, workspace string) string {
 	parts := []string{rung, workspace, fmt.Sprint(os.Getuid())}
-	if exe, err := os.Executable(); err == nil {
+	if exe, err := initExe(); err == nil {
 		parts = append(parts, fileStamp(exe))
 	}
 	if rung == RungBwrap+"-full" {

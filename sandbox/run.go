@@ -129,7 +129,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 			r.cleanup()
 		}
 	}()
-	exe, err := os.Executable()
+	exe, err := initExe()
 	if err != nil {
 		return nil, refuse(Unavailable, "cannot find this program's binary to run as the sandbox's init: %v", err)
 	}

@@ -145,7 +145,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		view.HomeFiles = p.Session.HomeFiles
 		req.Session = true
 	}
-	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir})
+	cmd, err := bwrap.Command(bw, view, []string{initFlag, ioDir, wireFingerprint()})
 	if err != nil {
 		return nil, refuse(Denied, "%v", err)
 	}
@@ -288,7 +288,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 		return nil, refuse(Unavailable, "making the init's lifeline: %v", err)
 	}
 	r.lifeline = wr
-	cmd := exec.Command(exe, initFlag, r.hostIO)
+	cmd := exec.Command(exe, initFlag, r.hostIO, wireFingerprint())
 	cmd.Env, cmd.Dir, cmd.ExtraFiles = env, dir, []*os.File{rd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := r.reportPipe(cmd, &req); err != nil {

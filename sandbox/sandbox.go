@@ -500,9 +500,9 @@ var ErrNoInit = errors.New("this program cannot serve as rein's sandbox init: ca
 var mainCalled atomic.Bool
 
 // checkInit refuses, before anything is started again, in a program that
-// has not called Main.
+// has not called Main and has chosen no other init (UseInit).
 func checkInit() error {
-	if !mainCalled.Load() {
+	if !mainCalled.Load() && initProgram.Load() == nil {
 		return &Error{Status: Unavailable, Reason: ErrNoInit.Error(), Err: ErrNoInit}
 	}
 	return nil

@@ -39,6 +39,11 @@ func TestMain(m *testing.M) {
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {
+		if init := os.Getenv("REIN_TEST_SANDBOX_INIT"); init != "" {
+			if err := UseInit(init); err != nil {
+				os.Exit(4)
+			}
+		}
 		l, err := shell.Parse(os.Getenv("REIN_TEST_SANDBOX_LINE"))
 		if err == nil {
 			p := Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}
@@ -59,7 +64,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if leanInitDir != "" {
+		os.RemoveAll(leanInitDir)
+	}
+	os.Exit(code)
 }
 
 var rungs = []string{RungBwrap, RungLandlock}
@@ -84,12 +93,52 @@ func requireRung(t testing.TB, rung string) {
 
 // eachRungWarm runs f for each confining rung, and on the bwrap rung
 // through a pool's warm sandboxes.
+// and each rung again with the init built from cmd/rein-init.
 func eachRungWarm(t *testing.T, f func(t *testing.T, rung string)) {
 	eachRung(t, f)
 	t.Run(rungWarm, func(t *testing.T) {
 		requireRung(t, RungBwrap)
 		f(t, rungWarm)
 	})
+	for _, r := range rungs {
+		t.Run(r+"-lean", func(t *testing.T) {
+			requireRung(t, r)
+			useLeanInit(t)
+			f(t, r)
+		})
+	}
+}
+
+// leanInit builds cmd/rein-init once for the test binary.
+var leanInit = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "rein-init-test-")
+	if err != nil {
+		return "", err
+	}
+	leanInitDir = dir
+	bin := filepath.Join(dir, "rein-init")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/rein-init").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building cmd/rein-init: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// leanInitDir is removed when the tests end.
+var leanInitDir string
+
+// useLeanInit makes the init built from cmd/rein-init the sandbox's init
+// for the rest of the test.
+func useLeanInit(t testing.TB) string {
+	t.Helper()
+	bin, err := leanInit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := UseInit(bin); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { UseInit("") })
+	return bin
 }
 
 // eachRung runs f for each confining rung.
@@ -502,6 +551,9 @@ func TestKill9LeavesNothing(t *testing.T) {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+rung,
 			"REIN_TEST_SANDBOX_LINE=sh -c 'echo ../evil > .git/commondir; setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
+		if init := initProgram.Load(); init != nil {
+			cmd.Env = append(cmd.Env, "REIN_TEST_SANDBOX_INIT="+*init)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

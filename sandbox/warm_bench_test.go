@@ -21,7 +21,16 @@ func median(ds []time.Duration) float64 {
 // BenchmarkColdRunTrue times sandbox.Run of true on the bwrap rung,
 // interleaved with bare bubblewrap running /bin/true with the same
 // namespaces, and reports both medians and their ratio.
-func BenchmarkColdRunTrue(b *testing.B) {
+func BenchmarkColdRunTrue(b *testing.B) { coldRunTrue(b) }
+
+// BenchmarkColdRunTrueLean is BenchmarkColdRunTrue with the init built
+// from cmd/rein-init instead of the test binary.
+func BenchmarkColdRunTrueLean(b *testing.B) {
+	useLeanInit(b)
+	coldRunTrue(b)
+}
+
+func coldRunTrue(b *testing.B) {
 	requireRung(b, RungBwrap)
 	ws := b.TempDir()
 	line, _ := shell.Parse("true")

@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"agent":                 {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool"},
 	"cmd/rein":              {"*"},
+	"cmd/rein-init":         {"shell", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain"},
 	"internal/layering":     {},
 	"internal/testenv":      {},
 }
