@@ -128,4 +128,3 @@ func TestInitOfAnotherBuild(t *testing.T) {
 		t.Error("a new field left the description unchanged")
 	}
 }
-
