@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -166,10 +167,74 @@ func (l Limits) perProcess(rung string) []Applied {
 
 // The cgroup finders, replaced by tests to stand for a host without them.
 var (
-	findCgroup   = cgroup.Find
-	findCgroupV1 = cgroup.FindV1
+	findCgroup   = found.v2
+	findCgroupV1 = found.v1
 	newCgroup    = func(h *cgroup.Hierarchy) (*cgroup.Group, error) { return h.New("rein-run") }
 )
+
+// found remembers this process's cgroup discovery: where each hierarchy
+// is mounted does not change under a running process, and which group the
+// process is in is the key, read again each time (the discovery reads
+// /proc/self/mountinfo, a quarter to half a millisecond at each run's and
+// each session's start).
+var found cgroupsFound
+
+type cgroupsFound struct {
+	mu    sync.Mutex
+	key   string
+	h     *cgroup.Hierarchy
+	herr  error
+	hDone bool
+	byV1  map[string]foundV1
+}
+
+type foundV1 struct {
+	v   *cgroup.V1
+	err error
+}
+
+// fresh drops what was found under another group; it holds f.mu.
+func (f *cgroupsFound) fresh() bool {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		f.key, f.hDone, f.byV1 = "", false, nil
+		return false
+	}
+	if string(data) != f.key {
+		f.key, f.hDone, f.byV1 = string(data), false, nil
+	}
+	return true
+}
+
+func (f *cgroupsFound) v2() (*cgroup.Hierarchy, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.fresh() {
+		return cgroup.Find()
+	}
+	if !f.hDone {
+		f.h, f.herr = cgroup.Find()
+		f.hDone = true
+	}
+	return f.h, f.herr
+}
+
+func (f *cgroupsFound) v1(controller string) (*cgroup.V1, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.fresh() {
+		return cgroup.FindV1(controller)
+	}
+	r, ok := f.byV1[controller]
+	if !ok {
+		r.v, r.err = cgroup.FindV1(controller)
+		if f.byV1 == nil {
+			f.byV1 = map[string]foundV1{}
+		}
+		f.byV1[controller] = r
+	}
+	return r.v, r.err
+}
 
 // groups are a run's cgroups: the v2 group that kills the tree, and
 // enforces the memory and process limits where its controllers are

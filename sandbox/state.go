@@ -13,13 +13,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/reinhq/rein/sandbox/bwrap"
-	"github.com/reinhq/rein/sandbox/cgroup"
 	"github.com/reinhq/rein/toolchain"
 )
 
@@ -541,29 +541,52 @@ func lockWorkspace(ctx context.Context, ws string) (func(), error) {
 // behind: their cgroups, with anything still in them, and their scratch
 // directories, after putting back the protected files they guarded. Their
 // names carry the pid of the rein that made them.
+//
+// The scratch directories are looked at every time (a glob); the cgroup
+// hierarchies, whose listing costs a quarter of a millisecond each, when a
+// dead rein's scratch directory is found, and otherwise at most once every
+// sweepEvery: a rein that died leaves its scratch directory behind, since
+// only its teardown removes it.
 func sweep() {
-	if h, err := cgroup.Find(); err == nil {
-		h.Sweep("rein-run")
-	}
-	for _, c := range []string{"memory", "pids"} {
-		if v, err := cgroup.FindV1(c); err == nil {
-			v.Sweep("rein-run")
-		}
-	}
 	runs, err := stateDir("runs")
 	if err != nil {
 		return
 	}
 	dirs, _ := filepath.Glob(filepath.Join(runs, "rein-run-*"))
+	var dead []string
 	for _, d := range dirs {
 		var pid int
 		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), "rein-run-"), "%d-", &pid); err != nil || pid <= 0 {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			restoreSaved(filepath.Join(d, "guard.json"))
-			repoMetaSaved(filepath.Join(d, "repos.json"))
-			os.RemoveAll(d)
+			dead = append(dead, d)
 		}
 	}
+	now := time.Now().UnixNano()
+	if last := lastCgroupSweep.Load(); len(dead) > 0 || now-last > int64(sweepEvery) {
+		lastCgroupSweep.Store(now)
+		if h, err := findCgroup(); err == nil {
+			h.Sweep("rein-run")
+		}
+		for _, c := range []string{"memory", "pids"} {
+			if v, err := findCgroupV1(c); err == nil {
+				v.Sweep("rein-run")
+			}
+		}
+	}
+	// After the cgroups: what was still running there cannot plant again.
+	for _, d := range dead {
+		restoreSaved(filepath.Join(d, "guard.json"))
+		repoMetaSaved(filepath.Join(d, "repos.json"))
+		os.RemoveAll(d)
+	}
 }
+
+// sweepEvery bounds how long a dead rein's cgroups can outlive it when it
+// left no scratch directory (it died between the two).
+const sweepEvery = 5 * time.Second
+
+// lastCgroupSweep is when the cgroup hierarchies were last swept, in Unix
+// nanoseconds.
+var lastCgroupSweep atomic.Int64
