@@ -95,8 +95,9 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	}
 	if w := pl.take(key); w != nil {
 		if err := w.r.take(ctx, line, p, stdout, stderr); err == nil {
-			pl.fill(key, p)
-			return w.r.handle(), nil
+			h := w.r.handle()
+			pl.fillAfter(h, key, p)
+			return h, nil
 		}
 		// Gone before the fresh run starts: the taking joined the
 		// workspace's session, which the fresh run must find as a cold
@@ -105,9 +106,20 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	}
 	h, err := Start(ctx, line, p, stdout, stderr)
 	if err == nil && h.rung == RungBwrap {
-		pl.fill(key, p)
+		pl.fillAfter(h, key, p)
 	}
 	return h, err
+}
+
+// fillAfter starts the next warm sandbox for p once h's result is ready:
+// started beside the command, its bubblewrap and init would take the CPU
+// the command and its result need, and the next call comes after the
+// result anyway.
+func (pl *Pool) fillAfter(h *Handle, key string, p Profile) {
+	go func() {
+		<-h.done
+		pl.fill(key, p)
+	}()
 }
 
 // Run is Run through the pool.
@@ -379,6 +391,11 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(plan); err != nil {
+		closeSpools(spools)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		// Ended before the plan is sent: nothing of it may run.
 		closeSpools(spools)
 		return err
 	}
