@@ -117,7 +117,7 @@ func toolchainCaches(ws string) (string, error) {
 // with the directories it was read from and their modification times: a
 // file added, removed or renamed changes its directory's time, and the
 // list is read again. A chmod does not, so the list is also read again
-// after privateTTL.
+// after privateTTL, unless this process's watch (etcWatch) saw nothing.
 type privateEtc struct {
 	Files []string          `json:"files"`
 	Dirs  map[string]string `json:"dirs"`
@@ -135,6 +135,83 @@ var privateMemo *privateEtc
 func privateSystemFiles() ([]string, error) {
 	privateMu.Lock()
 	defer privateMu.Unlock()
+	// A list read from the file may predate a chmod in place, which no
+	// stamp shows: the watch keeps it only as long as its age allows.
+	if privateMemo != nil && time.Since(privateMemo.At) < privateTTL && etcWatch.quiet() {
+		return privateMemo.Files, nil
+	}
+	files, err := privateSystemFilesStamped()
+	if err == nil {
+		// The watch is set on the directories the list was read from,
+		// then their stamps are checked again: a change between the
+		// reading and the watch shows in them, and leaves no watch.
+		etcWatch.watch(privateMemo.Dirs)
+		for d, stamp := range privateMemo.Dirs {
+			if dirStamp(d) != stamp {
+				etcWatch.stop()
+				break
+			}
+		}
+	}
+	return files, err
+}
+
+// etcWatch is an inotify descriptor on every directory of /etc the
+// private list was read from: a file made, removed, renamed, or whose
+// mode or owner changed (IN_ATTRIB reaches a directory's watch for its
+// entries too) queues an event as the change is made, before the call
+// making it returns. With no event queued, the list still holds, at the
+// cost of one read; with one, or no watch (inotify refused), the stamps
+// decide, as they did before.
+var etcWatch inotifyWatch
+
+type inotifyWatch struct {
+	fd int // -1 or 0 when there is no watch
+	on bool
+}
+
+// quiet reports whether the watch is in place and nothing changed since.
+func (w *inotifyWatch) quiet() bool {
+	if !w.on {
+		return false
+	}
+	var buf [4096]byte
+	n, err := unix.Read(w.fd, buf[:])
+	if n <= 0 && errors.Is(err, unix.EAGAIN) {
+		return true
+	}
+	// An event, an overflow or an error: the watch is spent.
+	w.stop()
+	return false
+}
+
+func (w *inotifyWatch) stop() {
+	if w.on {
+		unix.Close(w.fd)
+		w.on = false
+	}
+}
+
+func (w *inotifyWatch) watch(dirs map[string]string) {
+	w.stop()
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return
+	}
+	const mask = unix.IN_ATTRIB | unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW | unix.IN_ONLYDIR
+	for d := range dirs {
+		if _, err := unix.InotifyAddWatch(fd, d, mask); err != nil {
+			unix.Close(fd)
+			return
+		}
+	}
+	w.fd, w.on = fd, true
+}
+
+// privateSystemFilesStamped is the list as the stamps and the file
+// cache have it; it holds privateMu and leaves privateMemo set.
+func privateSystemFilesStamped() ([]string, error) {
 	file := filepath.Join(CacheDir(), "etc-private.json")
 	var c privateEtc
 	if privateMemo != nil {
