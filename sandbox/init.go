@@ -318,15 +318,21 @@ func waitForPlan(req *request) (int, bool) {
 	defer ready.Close()
 	planPipe := os.NewFile(uintptr(req.PlanFD), "plan")
 	defer planPipe.Close()
+	// The warm-up plan first (see warmUpPlan), then the plan.
+	dec := gob.NewDecoder(io.LimitReader(planPipe, maxReport))
+	var plan warmPlan
+	if err := dec.Decode(&plan); err != nil {
+		return 0, false
+	}
 	if _, err := ready.Write([]byte{'r'}); err != nil {
 		return 0, false
 	}
-	data, err := io.ReadAll(io.LimitReader(planPipe, maxReport))
-	if err != nil || len(data) == 0 {
-		return 0, false
-	}
-	var plan warmPlan
-	if err := gob.NewDecoder(bytes.NewReader(data)).Decode(&plan); err != nil || plan.Line == nil {
+	plan = warmPlan{}
+	if err := dec.Decode(&plan); err != nil || plan.Line == nil {
+		if errors.Is(err, io.EOF) {
+			// Not taken.
+			return 0, false
+		}
 		ready.Write([]byte("nthe plan could not be read"))
 		return 125, false
 	}

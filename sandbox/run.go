@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/gob"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,6 +48,7 @@ type run struct {
 	lifeline     *os.File          // write end; closing it tells the init to end
 	signals      *os.File          // a session's: write end of the init's signal pipe
 	planW        *os.File          // a warm sandbox's: where its plan goes
+	planEnc      *gob.Encoder      // on planW, past the warm-up plan
 	readyR       *os.File          // a warm sandbox's: where its init says it is ready
 	masked       []string          // the system files the view masks
 	live         [2]io.Writer      // where the streams go live, besides the result

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/gob"
 	"encoding/json"
@@ -267,6 +266,19 @@ func prepareWarm(p Profile) (*run, error) {
 		return nil, err
 	}
 	r.identities = ids
+	// The plan goes as the second value of one gob stream, whose first
+	// (a plan of every kind of field, never run) the init decodes while
+	// it waits: gob compiles its decoder for a type at the type's first
+	// value, a few hundred microseconds in a fresh process, which are
+	// then not on the call's path; the stream's type descriptions are
+	// sent once, too.
+	r.planEnc = gob.NewEncoder(r.planW)
+	if err := r.planEnc.Encode(warmUpPlan); err != nil {
+		r.planW.Close()
+		r.kill(Cancelled)
+		<-r.done
+		return nil, fmt.Errorf("sending the warm-up plan: %v", err)
+	}
 	ready := make(chan bool, 1)
 	go func() {
 		var b [1]byte
@@ -284,6 +296,22 @@ func prepareWarm(p Profile) (*run, error) {
 	r.kill(Cancelled)
 	<-r.done
 	return nil, fmt.Errorf("the warm sandbox's init never said it was ready")
+}
+
+// warmUpPlan is the first value of a warm sandbox's plan stream: every
+// field of a plan set, so that the init's decoder is compiled for all of
+// them. The init decodes it and waits for the next.
+var warmUpPlan = warmPlan{
+	Line: &shell.Line{
+		Pipelines: []*shell.Pipeline{{Stages: []*shell.Stage{
+			{Kind: shell.Command, Argv: []string{"true"}, Program: "true", Redirects: []shell.Redirect{{Fd: 1, Op: shell.Truncate, Path: "/dev/null"}}},
+			{Kind: shell.Cd, Dir: "/"},
+		}}},
+		Connectors: []shell.Connector{shell.And},
+	},
+	NotFound: map[int]string{0: "warm-up"},
+	Dir:      "/",
+	Covered:  []covered{{Path: "/", Dev: 1, Ino: 1, Any: true, Writable: true}},
 }
 
 // fileID is a file's device and inode.
@@ -389,11 +417,6 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	for _, m := range r.masked {
 		plan.Covered = append(plan.Covered, covered{Path: m, Any: true})
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(plan); err != nil {
-		closeSpools(spools)
-		return err
-	}
 	if err := ctx.Err(); err != nil {
 		// Ended before the plan is sent: nothing of it may run.
 		closeSpools(spools)
@@ -407,7 +430,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	r.warm = true
 	r.mu.Unlock()
 	r.start, r.changesAt = time.Now(), sess.mark()
-	_, err = r.planW.Write(buf.Bytes())
+	err = r.planEnc.Encode(plan)
 	r.planW.Close()
 	if err != nil {
 		return fmt.Errorf("sending the plan: %v", err)
