@@ -1,8 +1,8 @@
 package sandbox
 
 import (
-	"encoding/gob"
 	"context"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
