@@ -66,8 +66,9 @@ type run struct {
 	reportDone   chan struct{}     // closed when the init's report is read
 	reportData   []byte
 	scratch      string
-	home, tmp    string // the host's HOME and TMPDIR of the landlock and none rungs
-	slot         int    // the session's slot they are in, or -1
+	home, tmp    string   // the host's HOME and TMPDIR of the landlock and none rungs
+	slot         int      // the session's slot they are in, or -1
+	slotOf       *session // whose slot it is (a warm sandbox's before it joins)
 	hostIO       string
 	guard        *guard
 	hidden       []string  // the workspace paths hidden from the command
@@ -152,7 +153,12 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		// The bwrap rung mounts its HOME and /tmp at fixed paths; the
 		// others name host directories, which must not change from run to
 		// run either.
-		if r.slot, r.home, r.tmp, err = r.session.takeSlot(); err != nil {
+		// A warm sandbox takes its slot without joining the session.
+		r.slotOf = r.session
+		if r.slotOf == nil {
+			r.slotOf = sessionOf(p.Workspace)
+		}
+		if r.slot, r.home, r.tmp, err = r.slotOf.takeSlot(); err != nil {
 			return nil, err
 		}
 	}
@@ -709,8 +715,8 @@ func (r *run) cleanup() {
 	if r.scratch != "" {
 		os.RemoveAll(r.scratch)
 	}
-	if r.slot >= 0 && r.session != nil {
-		r.session.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
+	if r.slot >= 0 && r.slotOf != nil {
+		r.slotOf.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
 	}
 	r.leave()
 }

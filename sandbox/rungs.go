@@ -160,23 +160,10 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		return nil, err
 	}
 	if line == nil {
-		// A warm sandbox: the plan comes later, on a pipe, and the init
-		// says on another that it is ready, then whether its view holds.
-		planR, planW, err := os.Pipe()
-		if err != nil {
-			closeExtra(cmd)
-			return nil, refuse(Unavailable, "making the warm sandbox's plan pipe: %v", err)
+		if err := r.warmPipes(cmd, &req); err != nil {
+			return nil, err
 		}
-		readyR, readyW, err := os.Pipe()
-		if err != nil {
-			planR.Close()
-			planW.Close()
-			closeExtra(cmd)
-			return nil, refuse(Unavailable, "making the warm sandbox's ready pipe: %v", err)
-		}
-		cmd.ExtraFiles = append(cmd.ExtraFiles, planR, readyW)
-		req.PlanFD, req.ReadyFD = 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles)
-		r.planW, r.readyR, r.masked = planW, readyR, masked
+		r.masked = masked
 	}
 	if p.Session != nil {
 		rd, wr, err := os.Pipe()
@@ -218,6 +205,28 @@ func (r *run) hiddenView() (masked []string, empty string, err error) {
 // in the host's namespaces, in a session of its own (no controlling
 // terminal to read or push keystrokes into), with a lifeline on
 // descriptor 3 whose end tells it that rein is gone.
+// warmPipes gives a warm sandbox's init its pipes: the plan comes later
+// on one, and the init says on the other that it is ready, then whether
+// its view holds.
+func (r *run) warmPipes(cmd *exec.Cmd, req *request) error {
+	planR, planW, err := os.Pipe()
+	if err != nil {
+		closeExtra(cmd)
+		return refuse(Unavailable, "making the warm sandbox's plan pipe: %v", err)
+	}
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		planR.Close()
+		planW.Close()
+		closeExtra(cmd)
+		return refuse(Unavailable, "making the warm sandbox's ready pipe: %v", err)
+	}
+	cmd.ExtraFiles = append(cmd.ExtraFiles, planR, readyW)
+	req.PlanFD, req.ReadyFD = 1+len(cmd.ExtraFiles), 2+len(cmd.ExtraFiles)
+	r.planW, r.readyR = planW, readyR
+	return nil
+}
+
 func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cmd, error) {
 	p := r.p
 	dir := p.Dir
@@ -291,6 +300,25 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	cmd := exec.Command(exe, initFlag, r.hostIO, wireFingerprint())
 	cmd.Env, cmd.Dir, cmd.ExtraFiles = env, dir, []*os.File{rd}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if line == nil {
+		// Landlock's grants are made on the inodes that exist at the
+		// confinement: around a hidden file each entry is granted on its
+		// own, so an entry made between the start and the call would be
+		// out of reach. A workspace that hides nothing is granted whole.
+		if len(r.hidden) > 0 {
+			closeExtra(cmd)
+			return nil, refuse(Unavailable, "a workspace with hidden files is not kept warm on the %s rung", r.rung)
+		}
+		if err := r.warmPipes(cmd, &req); err != nil {
+			return nil, err
+		}
+		masked, err := privateSystemFiles()
+		if err != nil {
+			closeExtra(cmd)
+			return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
+		}
+		r.masked = masked
+	}
 	if err := r.reportPipe(cmd, &req); err != nil {
 		closeExtra(cmd)
 		return nil, err

@@ -48,9 +48,9 @@ func TestMain(m *testing.M) {
 		if err == nil {
 			p := Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}
 			fmt.Sscanf(os.Getenv("REIN_TEST_SANDBOX_LIMITS"), "%d,%d", &p.Limits.MemoryBytes, &p.Limits.Processes)
-			if p.Rung == rungWarm {
+			if p.Rung == rungWarm || p.Rung == rungWarmLandlock {
 				// Through a pool: a warm sandbox waits beside the run.
-				p.Rung = RungBwrap
+				p.Rung = warmBase(p.Rung)
 				pool := NewPool()
 				true_, _ := shell.Parse("true")
 				pool.Run(context.Background(), true_, p, nil, nil)
@@ -99,6 +99,10 @@ func eachRungWarm(t *testing.T, f func(t *testing.T, rung string)) {
 	t.Run(rungWarm, func(t *testing.T) {
 		requireRung(t, RungBwrap)
 		f(t, rungWarm)
+	})
+	t.Run(rungWarmLandlock, func(t *testing.T) {
+		requireRung(t, RungLandlock)
+		f(t, rungWarmLandlock)
 	})
 	for _, r := range rungs {
 		t.Run(r+"-lean", func(t *testing.T) {
@@ -170,7 +174,7 @@ func runLine(t *testing.T, ws, line string, p Profile) *Result {
 		t.Fatal(err)
 	}
 	p.Workspace = ws
-	if p.Rung == rungWarm {
+	if p.Rung == rungWarm || p.Rung == rungWarmLandlock {
 		return runWarm(t, l, p)
 	}
 	res, err := Run(context.Background(), l, p, nil, nil)
@@ -184,13 +188,24 @@ func runLine(t *testing.T, ws, line string, p Profile) *Result {
 // a sandbox started before the line was asked for.
 const rungWarm = "bwrap-warm"
 
+// rungWarmLandlock is rungWarm on the landlock rung.
+const rungWarmLandlock = "landlock-warm"
+
+// warmBase is the rung a warm variant runs on.
+func warmBase(rung string) string {
+	if rung == rungWarmLandlock {
+		return RungLandlock
+	}
+	return RungBwrap
+}
+
 var testPools sync.Map // *testing.T → *Pool
 
 // runWarm runs l through the test's pool once a sandbox for p is warm,
 // and fails the test if the run did not take it.
 func runWarm(t *testing.T, l *shell.Line, p Profile) *Result {
 	t.Helper()
-	p.Rung = RungBwrap
+	p.Rung = warmBase(p.Rung)
 	v, loaded := testPools.LoadOrStore(t, NewPool())
 	pool := v.(*Pool)
 	if !loaded {

@@ -458,13 +458,7 @@ var sessions = struct {
 // cannot bind it read-only); a run that needs that cannot join a session
 // whose baseline lacks it.
 func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
-	sessions.Lock()
-	s := sessions.m[ws]
-	if s == nil {
-		s = &session{ws: ws}
-		sessions.m[ws] = s
-	}
-	sessions.Unlock()
+	s := sessionOf(ws)
 	for {
 		s.mu.Lock()
 		if s.refs > 0 {
@@ -507,6 +501,18 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 		}
 		return s, nil
 	}
+}
+
+// sessionOf is the workspace's session in this process, joined or not.
+func sessionOf(ws string) *session {
+	sessions.Lock()
+	defer sessions.Unlock()
+	s := sessions.m[ws]
+	if s == nil {
+		s = &session{ws: ws}
+		sessions.m[ws] = s
+	}
+	return s
 }
 
 // startSession waits for the workspace lock (without holding the

@@ -104,7 +104,7 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 		w.discard()
 	}
 	h, err := Start(ctx, line, p, stdout, stderr)
-	if err == nil && h.rung == RungBwrap {
+	if err == nil && (h.rung == RungBwrap || h.rung == RungLandlock) {
 		pl.fillAfter(h, key, p)
 	}
 	return h, err
@@ -227,10 +227,11 @@ func (w *warmRun) discard() {
 // p can have one: the bwrap rung, the network off, no process limit (the
 // group's reserve counts the plan's stages), no session.
 func warmKey(p Profile) (string, bool) {
-	if p.Rung != RungBwrap && p.Rung != RungAuto || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 {
+	if p.Rung != RungBwrap && p.Rung != RungAuto && p.Rung != RungLandlock || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 {
 		return "", false
 	}
 	k := struct {
+		Landlock      bool
 		Workspace     string
 		ReadOnly      bool
 		HostReadPaths []string
@@ -240,7 +241,7 @@ func warmKey(p Profile) (string, bool) {
 		SpoolBytes    int64
 		Limits        Limits
 		Hidden        bool
-	}{p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
+	}{p.Rung == RungLandlock, p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
 	data, err := json.Marshal(k)
 	return string(data), err == nil
 }
@@ -249,8 +250,8 @@ func warmKey(p Profile) (string, bool) {
 // for its plan; it returns once the init says it is ready.
 func prepareWarm(p Profile) (*run, error) {
 	rung, _, err := chooseRung(context.Background(), p)
-	if err != nil || rung != RungBwrap {
-		return nil, fmt.Errorf("not the bwrap rung")
+	if err != nil || rung != RungBwrap && (rung != RungLandlock || p.Rung != RungLandlock) {
+		return nil, fmt.Errorf("not a rung kept warm")
 	}
 	// The spool directory and the timeout are the call's, set when taken.
 	p.SpoolDir = ""
@@ -353,7 +354,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	// The workspace's session, as a cold run joins it: its lock (waiting
 	// for other processes' runs), its baseline of the protected files,
 	// taken now when the session begins now.
-	sess, err := joinSession(ctx, p.Workspace, false)
+	sess, err := joinSession(ctx, p.Workspace, r.rung != RungBwrap)
 	if err != nil {
 		return err
 	}
@@ -402,20 +403,17 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	if plan.Dir == "" {
 		plan.Dir = p.Workspace
 	}
-	for path, id := range r.identities {
-		plan.Covered = append(plan.Covered, covered{Path: path, Dev: id.dev, Ino: id.ino, Writable: path == p.Workspace && !p.ReadOnly})
-	}
-	for _, rel := range r.protected {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(filepath.Join(p.Workspace, rel), &st); err == nil {
-			plan.Covered = append(plan.Covered, covered{Path: filepath.Join(p.Workspace, rel), Dev: st.Dev, Ino: st.Ino})
+	if r.rung == RungLandlock {
+		// No mounts to check inside: Landlock's grants hold the inodes
+		// checked above. The HOME and TMPDIR must still be as emptied.
+		for _, d := range []string{r.home, r.tmp} {
+			if entries, err := os.ReadDir(d); err != nil || len(entries) > 0 {
+				closeSpools(spools)
+				return fmt.Errorf("the run's %s is no longer empty", d)
+			}
 		}
-	}
-	for _, rel := range r.hidden {
-		plan.Covered = append(plan.Covered, covered{Path: filepath.Join(p.Workspace, rel), Any: true})
-	}
-	for _, m := range r.masked {
-		plan.Covered = append(plan.Covered, covered{Path: m, Any: true})
+	} else {
+		plan.Covered = r.covered(p)
 	}
 	if err := ctx.Err(); err != nil {
 		// Ended before the plan is sent: nothing of it may run.
@@ -445,6 +443,28 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	}
 	r.begin(ctx)
 	return nil
+}
+
+// covered is what a warm bwrap sandbox's init checks is still covered by
+// a read-only mount of its own before the plan runs.
+func (r *run) covered(p Profile) []covered {
+	var out []covered
+	for path, id := range r.identities {
+		out = append(out, covered{Path: path, Dev: id.dev, Ino: id.ino, Writable: path == p.Workspace && !p.ReadOnly})
+	}
+	for _, rel := range r.protected {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(filepath.Join(p.Workspace, rel), &st); err == nil {
+			out = append(out, covered{Path: filepath.Join(p.Workspace, rel), Dev: st.Dev, Ino: st.Ino})
+		}
+	}
+	for _, rel := range r.hidden {
+		out = append(out, covered{Path: filepath.Join(p.Workspace, rel), Any: true})
+	}
+	for _, m := range r.masked {
+		out = append(out, covered{Path: m, Any: true})
+	}
+	return out
 }
 
 func closeSpools(spools []*spool) {

@@ -65,11 +65,22 @@ func bareArgs() []string {
 // BenchmarkWarmRunTrue times a run of true through a pool, whose sandbox
 // was started before the call, interleaved with bare bubblewrap.
 func BenchmarkWarmRunTrue(b *testing.B) {
-	requireRung(b, RungBwrap)
+	bw, _ := bwrap.Find()
+	warmRunTrue(b, RungBwrap, bw, bareArgs())
+}
+
+// BenchmarkWarmLandlockTrue times a run of true through a pool on the
+// landlock rung, interleaved with a bare spawn of /bin/true from this
+// process; it reports the time added (goal: at most 1 ms).
+func BenchmarkWarmLandlockTrue(b *testing.B) {
+	warmRunTrue(b, RungLandlock, "/bin/true", nil)
+}
+
+func warmRunTrue(b *testing.B, rung, bare0 string, bareArgv []string) {
+	requireRung(b, rung)
 	ws := b.TempDir()
 	line, _ := shell.Parse("true")
-	bw, _ := bwrap.Find()
-	p := Profile{Workspace: ws, Rung: RungBwrap, Env: []string{"PATH=/usr/bin:/bin"}}
+	p := Profile{Workspace: ws, Rung: rung, Env: []string{"PATH=/usr/bin:/bin"}}
 	pool := NewPool()
 	defer pool.Close()
 	var warm, bare []time.Duration
@@ -95,7 +106,7 @@ func BenchmarkWarmRunTrue(b *testing.B) {
 			time.Sleep(time.Millisecond)
 		}
 		t0 = time.Now()
-		if err := exec.Command(bw, bareArgs()...).Run(); err != nil {
+		if err := exec.Command(bare0, bareArgv...).Run(); err != nil {
 			b.Fatal(err)
 		}
 		bare = append(bare, time.Since(t0))
@@ -103,5 +114,6 @@ func BenchmarkWarmRunTrue(b *testing.B) {
 	b.ReportMetric(median(warm), "run-ms")
 	b.ReportMetric(median(bare), "bare-ms")
 	b.ReportMetric(median(warm)/median(bare), "ratio")
+	b.ReportMetric(median(warm)-median(bare), "added-ms")
 	b.ReportMetric(float64(warmRuns)/float64(len(warm)), "warm-share")
 }
