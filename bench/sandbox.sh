@@ -13,7 +13,11 @@ for tool in go bwrap hyperfine; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-(cd "$here/.." && go build -o "$work/rein" ./cmd/rein && go build -o "$work/floor" ./bench/cmd/floor)
+# rein-init beside rein: the CLI's sandboxes start it as their init
+# (sandbox.UseInit) instead of rein's whole binary; rein-solo is rein alone,
+# its own init.
+(cd "$here/.." && go build -o "$work/" ./cmd/rein ./cmd/rein-init && go build -o "$work/floor" ./bench/cmd/floor)
+mkdir "$work/solo" && cp "$work/rein" "$work/solo/rein"
 mkdir -p "$work/ws"
 bare=(bwrap --unshare-all --unshare-user --die-with-parent --new-session --cap-drop ALL --as-pid-1
   --proc /proc --dev /dev --tmpfs /tmp --ro-bind /usr /usr --ro-bind /etc /etc
@@ -31,13 +35,15 @@ hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/out.json" \
   -n go-floor "$work/floor ${floorcmd[*]}" \
   -n go-start "$work/floor" \
   -n rein-start "$work/rein help" \
-  -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true"
+  -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true" \
+  -n rein-solo "$work/solo/rein sandbox --workspace $work/ws -- true"
 python3 - "$work/out.json" <<'PY'
 import json, sys
 r = {x["command"]: x["median"] for x in json.load(open(sys.argv[1]))["results"]}
 b, f, s = r["bare-bwrap"], r["go-floor"], r["rein-sandbox"]
 extra = r["rein-start"] - r["go-start"]
 print(f"median: bare bwrap {b*1000:.2f} ms, rein sandbox {s*1000:.2f} ms; rein/bare = {s/b:.2f}")
+print(f"without rein-init (rein's binary as the init): {r['rein-solo']*1000:.2f} ms; /bare = {r['rein-solo']/b:.2f}")
 print(f"floor of a Go CLI with a Go init: {f*1000:.2f} ms; floor/bare = {f/b:.2f}")
 print(f"a start of rein's binary costs {extra*1000:.2f} ms more than the smallest Go program's; "
       f"the floor with rein's binary in both places: {(f+2*extra)*1000:.2f} ms, /bare = {(f+2*extra)/b:.2f}")
@@ -59,6 +65,7 @@ PY
 # a run with only the default ones.
 hyperfine -N --warmup 5 --runs "${RUNS:-50}" --export-json "$work/lim.json" \
   -n rein-sandbox "$work/rein sandbox --workspace $work/ws -- true" \
+  -n rein-solo "$work/solo/rein sandbox --workspace $work/ws -- true" \
   -n rein-limits "$work/rein sandbox --workspace $work/ws --memory 1GiB --processes 512 --cpu-seconds 60 --open-files 1024 --file-size 1GiB -- true"
 python3 - "$work/lim.json" <<'PY'
 import json, sys
