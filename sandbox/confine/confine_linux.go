@@ -68,6 +68,10 @@ func apply(s Spec) error {
 	// their caller; the seccomp filter's TSYNC gives it to every other
 	// thread (checked below), without a round of signals to each. The
 	// filter goes on before the Landlock domain, whose setup it allows.
+	// Had from the exec (bubblewrap sets it for its command), it is every
+	// thread's: each was cloned from one that had it, and nothing in this
+	// process sets it on one thread before here.
+	inherited, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return &Error{Mechanism: MechanismNoNewPrivs, Err: fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)}
 	}
@@ -83,8 +87,10 @@ func apply(s Spec) error {
 		}
 	}
 	// Checked before Landlock, which leaves /proc/self/task unreadable.
-	if err := everyThreadNoNewPrivs(); err != nil {
-		return &Error{Mechanism: MechanismNoNewPrivs, Err: err}
+	if inherited != 1 {
+		if err := everyThreadNoNewPrivs(); err != nil {
+			return &Error{Mechanism: MechanismNoNewPrivs, Err: err}
+		}
 	}
 	if s.LandlockThisThread {
 		fd, flags, err := cfg.NewRulesetFD(rules...)
