@@ -16,7 +16,8 @@ trap 'rm -rf "$work"' EXIT
 # rein-init beside rein: the CLI's sandboxes start it as their init
 # (sandbox.UseInit) instead of rein's whole binary; rein-solo is rein alone,
 # its own init.
-(cd "$here/.." && go build -o "$work/" ./cmd/rein ./cmd/rein-init && go build -o "$work/floor" ./bench/cmd/floor)
+(cd "$here/.." && go build -o "$work/" ./cmd/rein && CGO_ENABLED=0 go build -o "$work/" ./cmd/rein-init &&
+  go build -o "$work/floor" ./bench/cmd/floor)
 mkdir "$work/solo" && cp "$work/rein" "$work/solo/rein"
 mkdir -p "$work/ws"
 bare=(bwrap --unshare-all --unshare-user --die-with-parent --new-session --cap-drop ALL --as-pid-1

@@ -121,7 +121,10 @@ var leanInit = sync.OnceValues(func() (string, error) {
 	}
 	leanInitDir = dir
 	bin := filepath.Join(dir, "rein-init")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/rein-init").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "../cmd/rein-init")
+	// Static, as the docs build it.
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building cmd/rein-init: %v\n%s", err, out)
 	}
 	return bin, nil
