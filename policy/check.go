@@ -114,7 +114,7 @@ func dedupe(s []string) []string {
 func (p *Policy) checkCd(st *shell.Stage, cwds []string) (StageVerdict, []string) {
 	target := st.Dir
 	if target == "" {
-		target = p.Home
+		target = p.home()
 	}
 	sv := StageVerdict{Argv: []string{"cd", st.Dir}, Class: ReadOnly}
 	if st.Dir == "" {
@@ -123,7 +123,14 @@ func (p *Policy) checkCd(st *shell.Stage, cwds []string) (StageVerdict, []string
 	var dirs []string
 	for _, cwd := range cwds {
 		pv := p.decidePath(target, cwd, ActRead)
-		if pv.Decision < Deny {
+		if rel, ok := p.inSandboxHome(pv.Resolved); ok && pv.Decision < Deny {
+			// The sandbox makes its HOME for the run, empty (but for a
+			// session's files): HOME itself is the one directory known to
+			// be there when the line starts.
+			if rel != "" {
+				pv.Decision, pv.Reason, pv.Rule = Deny, fmt.Sprintf("cd target %s lies below the sandbox's private HOME, which is made for the run: only a cd to HOME itself is known to land where it was checked", pv.Resolved), nil
+			}
+		} else if pv.Decision < Deny {
 			fi, err := os.Stat(pv.Resolved)
 			switch {
 			case err != nil:
@@ -249,7 +256,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		}
 	}
 	for _, cwd := range cwds {
-		writes := append(slices.Clone(writes), intoDirectory(path.Base(p.canonName(stripped[0], cwds)), facts.Reads, writes, cwd)...)
+		writes := append(slices.Clone(writes), p.intoDirectory(path.Base(p.canonName(stripped[0], cwds)), facts.Reads, writes, cwd)...)
 		for _, x := range reads {
 			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActRead))
 		}
@@ -260,6 +267,9 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			sv.Paths = appendPath(sv.Paths, p.decidePath(x, cwd, ActDelete))
 		}
 		for _, x := range facts.OutsideDangerous {
+			if _, own := p.inSandboxHome(lexicalAbs(p.expandHome(x), cwd)); own {
+				continue // the run's own HOME, like the workspace
+			}
 			if r, err := workspace.PhysicalIn(cwd, p.expandHome(x)); err == nil && !p.inWorkspace(r) && sv.Class < Dangerous {
 				sv.Class, classReason = Dangerous, fmt.Sprintf("%s aims at %s, outside the workspace", path.Base(stripped[0]), r)
 			}
@@ -526,8 +536,10 @@ func (p *Policy) runDirs(cwds []string, dir string) []string {
 // intoDirectory returns the files cp, mv, install and ln create when their
 // destination is an existing directory: DEST/basename(SOURCE) for each
 // source. Checking DEST alone would let cp -r hooks .git write
-// .git/hooks.
-func intoDirectory(prog string, sources, dests []string, cwd string) []string {
+// .git/hooks. A destination in the sandbox's private HOME is not on the
+// host to look at, so it is taken to be a directory: cp .gitconfig ~
+// writes ~/.gitconfig.
+func (p *Policy) intoDirectory(prog string, sources, dests []string, cwd string) []string {
 	switch prog {
 	case "cp", "mv", "install", "ln":
 	default:
@@ -535,11 +547,12 @@ func intoDirectory(prog string, sources, dests []string, cwd string) []string {
 	}
 	var out []string
 	for _, d := range dests {
+		_, own := p.inSandboxHome(lexicalAbs(p.expandHome(d), cwd))
 		r, err := workspace.PhysicalIn(cwd, d)
-		if err != nil {
+		if err != nil && !own {
 			continue
 		}
-		if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+		if fi, err := os.Stat(r); !own && (err != nil || !fi.IsDir()) {
 			continue
 		}
 		for _, s := range sources {
@@ -635,7 +648,7 @@ func (p *Policy) vitalDir(r string) string {
 	switch {
 	case r == "/":
 		return "the root"
-	case p.Home != "" && r == p.Home:
+	case p.Home != "" && r == p.Home, p.SandboxHome != "" && r == p.SandboxHome:
 		return "HOME"
 	case p.Workspace != "" && r == p.Workspace:
 		return "the workspace"
@@ -649,6 +662,31 @@ func (p *Policy) vitalDir(r string) string {
 
 func (p *Policy) inWorkspace(r string) bool {
 	return p.Workspace != "" && workspace.Within(p.Workspace, r)
+}
+
+// home is where a bare cd goes: the sandbox's HOME when the lines run in
+// one, else the user's.
+func (p *Policy) home() string {
+	if p.SandboxHome != "" {
+		return p.SandboxHome
+	}
+	return p.Home
+}
+
+// inSandboxHome reports whether abs, an absolute clean path, lies in the
+// sandbox's private HOME, and its rest below it ("" for HOME itself, else
+// starting with /).
+func (p *Policy) inSandboxHome(abs string) (rest string, ok bool) {
+	h := p.SandboxHome
+	switch {
+	case h == "":
+		return "", false
+	case abs == h:
+		return "", true
+	case strings.HasPrefix(abs, h+"/"):
+		return abs[len(h):], true
+	}
+	return "", false
 }
 
 // expandHome expands a leading ~ with the policy's HOME. The line's own
@@ -727,6 +765,16 @@ func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 	pv := PathVerdict{Path: x, Access: access}
 	x = p.expandHome(x)
 	abs := lexicalAbs(x, cwd)
+	if _, ok := p.inSandboxHome(abs); ok {
+		return p.decideSandboxHome(pv, abs)
+	}
+	if _, from := p.inSandboxHome(cwd); from && !filepath.IsAbs(x) {
+		// A .. out of the private HOME is lexical here, but on the rungs
+		// that keep HOME elsewhere it climbs from there instead.
+		pv.Resolved, pv.Decision = abs, Deny
+		pv.Reason = "climbs out of the sandbox's private HOME with ..: where that leads depends on the sandbox; name the path from / instead"
+		return pv
+	}
 	if isExemptDevice(abs) {
 		pv.Resolved, pv.Decision, pv.Reason = abs, Allow, "an exempt device"
 		return pv
@@ -782,5 +830,47 @@ func (p *Policy) decidePath(x, cwd string, access Act) PathVerdict {
 	if p.Mode == ModeSafe {
 		pv.Decision = Deny
 	}
+	return pv
+}
+
+// decideSandboxHome decides an access to abs, a clean path in the
+// sandbox's private HOME. The sandbox makes that directory for the run, so
+// it is not on the host to resolve and what it holds is the run's own: it
+// is decided like the workspace, writable but in safe mode. The protected
+// set and the deny and ask rules are tested on abs and on the same path in
+// Home, since a ~/.gitconfig or ~/.ssh written there is one the run's
+// later commands obey or read just the same.
+func (p *Policy) decideSandboxHome(pv PathVerdict, abs string) PathVerdict {
+	pv.Resolved = abs
+	paths := []string{abs}
+	if rest, _ := p.inSandboxHome(abs); p.Home != "" {
+		paths = append(paths, path.Join(p.Home, rest))
+	}
+	for _, x := range paths {
+		if pr := p.protectedOf(x, x, pv.Access); pr != nil {
+			pv.Decision, pv.Rule = Deny, pr.rule.attribution()
+			pv.Reason = "protected by " + pv.Rule.String()
+			return pv
+		}
+	}
+	rules := p.rules[pv.Access]
+	if r := rules[Deny].matchPath(paths...); r != nil {
+		pv.Decision, pv.Rule = Deny, r.attribution()
+		pv.Reason = "denied by " + pv.Rule.String()
+		return pv
+	}
+	if pv.Access != ActRead && p.Mode == ModeSafe {
+		pv.Decision, pv.Reason = Deny, "safe mode writes nothing, the sandbox's private HOME included"
+		return pv
+	}
+	if r := rules[Ask].matchPath(paths...); r != nil {
+		pv.Decision, pv.Rule = Ask, r.attribution()
+		if p.Mode == ModeSafe {
+			pv.Decision = Deny
+		}
+		pv.Reason = "asked by " + pv.Rule.String()
+		return pv
+	}
+	pv.Decision, pv.Reason = Allow, "in the sandbox's private HOME"
 	return pv
 }

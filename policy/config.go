@@ -128,6 +128,18 @@ type Options struct {
 	Workspace string
 	// Home is the user's home directory; defaults to $HOME.
 	Home string
+	// SandboxHome is the HOME the decided lines see when rein's sandbox
+	// runs them: a directory private to the run, which the line's ~ names
+	// (the parser expands ~ to it) and which a path under it means. Paths
+	// there are decided as that private HOME, never as Home: reads and
+	// writes are allowed like the workspace's (but in safe mode, which
+	// writes nothing), the protected set's ~/ entries hold there too, and
+	// a cd is allowed to HOME itself. Empty means DefaultSandboxHome.
+	SandboxHome string
+	// OnHost says the decided lines run on the host, outside rein's
+	// sandbox (a Claude Code hook): ~ is Home, and no path is a sandbox's
+	// private HOME. SandboxHome must then be empty.
+	OnHost bool
 	// OrgFile, UserFile, ProjectFile name a scope's file explicitly (the
 	// --org-policy, --user-policy and --project-policy flags). Otherwise
 	// REIN_ORG_POLICY, REIN_USER_POLICY and REIN_PROJECT_POLICY, then the
@@ -187,6 +199,10 @@ type SandboxSettings struct {
 
 // Defaults of the spec.
 const (
+	// DefaultSandboxHome is where rein's sandbox mounts the run's private
+	// HOME on the bwrap rung (sandbox/bwrap.SandboxHome); the other rungs
+	// move the plan's paths there to their own private directory.
+	DefaultSandboxHome      = "/run/rein/home"
 	DefaultTimeout          = 180 * time.Second
 	DefaultMaxTimeout       = 600 * time.Second
 	DefaultRepeatedRefusals = 5
@@ -197,7 +213,12 @@ type Policy struct {
 	Mode      Mode
 	Workspace string
 	Home      string
-	ReadOnly  bool
+	// SandboxHome is the private HOME of the sandbox the lines run in
+	// (Options.SandboxHome), clean and absolute, or empty when they run
+	// on the host (Options.OnHost). A line run by the policy's caller must
+	// be parsed with it as shell.Parser.Home.
+	SandboxHome string
+	ReadOnly    bool
 	// getenv reads the environment (Options.Getenv).
 	getenv func(string) string
 
@@ -286,6 +307,17 @@ func Load(o Options) (*Policy, error) {
 	if o.Home == "" {
 		p.Home = ""
 	}
+	switch {
+	case o.OnHost && o.SandboxHome != "":
+		return nil, fmt.Errorf("policy: a sandbox HOME (%q) was given for lines that run on the host: set one of SandboxHome and OnHost", o.SandboxHome)
+	case o.OnHost:
+	case o.SandboxHome == "":
+		p.SandboxHome = DefaultSandboxHome
+	case !filepath.IsAbs(o.SandboxHome) || filepath.Clean(o.SandboxHome) == "/":
+		return nil, fmt.Errorf("policy: the sandbox HOME %q is not an absolute directory below the root", o.SandboxHome)
+	default:
+		p.SandboxHome = filepath.Clean(o.SandboxHome)
+	}
 	p.getenv = env
 	if o.Workspace != "" {
 		ws, err := filepath.Abs(o.Workspace)
@@ -296,6 +328,9 @@ func Load(o Options) (*Policy, error) {
 			return nil, fmt.Errorf("policy: workspace %q: %w", o.Workspace, err)
 		}
 		p.Workspace = ws
+	}
+	if h := p.SandboxHome; h != "" && p.Workspace != "" && (workspace.Within(h, p.Workspace) || workspace.Within(p.Workspace, h)) {
+		return nil, fmt.Errorf("policy: the sandbox HOME %q and the workspace %q overlap: a path in one would be decided as the other", h, p.Workspace)
 	}
 	for _, a := range acts {
 		p.rules[a] = map[Decision]*ruleSet{Allow: {}, Ask: {}, Deny: {}}

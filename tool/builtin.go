@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/files"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/workspace"
 )
@@ -165,7 +166,7 @@ func jsonText(v any) string {
 // parseLine parses a line with rein's grammar; a refusal names the
 // construct.
 func parseLine(text string) (*shell.Line, *Result) {
-	line, err := shell.Parser{Home: bwrapHome}.Parse(text)
+	line, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(text)
 	if err != nil {
 		var ref *shell.Refusal
 		if errors.As(err, &ref) {
@@ -175,9 +176,6 @@ func parseLine(text string) (*shell.Line, *Result) {
 	}
 	return line, nil
 }
-
-// bwrapHome is the sandbox's HOME, where ~ in a line goes.
-const bwrapHome = "/run/rein/home"
 
 // decide takes a verdict through the approver and records what was
 // decided.

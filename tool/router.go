@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/files"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/workspace"
 )
@@ -189,6 +190,11 @@ type Router struct {
 func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	if cfg.Policy == nil {
 		return nil, fmt.Errorf("tool: a router needs a policy")
+	}
+	if h := cfg.Policy.SandboxHome; h != bwrap.SandboxHome {
+		// A line's ~ is the sandbox's HOME; a policy that decides it as
+		// another directory would decide paths the plan does not touch.
+		return nil, fmt.Errorf("tool: the policy decides the sandbox's HOME as %q, but the sandbox's HOME is %q: load it with policy.Options{SandboxHome: %q} (the default), not OnHost", h, bwrap.SandboxHome, bwrap.SandboxHome)
 	}
 	if cfg.Surface == "" {
 		cfg.Surface = "coding"

@@ -144,7 +144,8 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 	if ws == "" || !filepath.IsAbs(ws) {
 		return hook.Denied("no project directory: pass --workspace or run from Claude Code (CLAUDE_PROJECT_DIR)")
 	}
-	o := policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project}
+	// Claude Code runs its tools on the host, where ~ is the user's HOME.
+	o := policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project, OnHost: true}
 	p, err := policy.Load(o)
 	if err != nil {
 		return hook.Denied("the policy: " + err.Error())

@@ -118,7 +118,9 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 					return &exitError{exitUsage, err.Error()}
 				}
 			} else {
-				line, err = shell.Parse(args[0])
+				// ~ is the HOME of the sandbox rein shell runs the line
+				// in, as the policy decides it.
+				line, err = shell.Parser{Home: p.SandboxHome}.Parse(args[0])
 			}
 			out := cmd.OutOrStdout()
 			var ref *shell.Refusal
