@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/workspace"
 )
 
@@ -25,17 +26,17 @@ func TestSwappedLinks(t *testing.T) {
 	}
 	ws, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
 	for _, d := range []string{filepath.Join(ws, "inside-dir"), filepath.Join(ws, "d"), outside} {
-		must(t, os.MkdirAll(d, 0o755))
+		testenv.Must(t, os.MkdirAll(d, 0o755))
 	}
 	secret := []byte("outside secret\n")
-	must(t, os.WriteFile(filepath.Join(outside, "secret.txt"), secret, 0o600))
-	must(t, os.WriteFile(filepath.Join(outside, "f.txt"), secret, 0o600))
-	must(t, os.WriteFile(filepath.Join(ws, "inside.txt"), []byte("inside\n"), 0o644))
-	must(t, os.Symlink("inside.txt", filepath.Join(ws, "flip")))
+	testenv.Must(t, os.WriteFile(filepath.Join(outside, "secret.txt"), secret, 0o600))
+	testenv.Must(t, os.WriteFile(filepath.Join(outside, "f.txt"), secret, 0o600))
+	testenv.Must(t, os.WriteFile(filepath.Join(ws, "inside.txt"), []byte("inside\n"), 0o644))
+	testenv.Must(t, os.Symlink("inside.txt", filepath.Join(ws, "flip")))
 	before := snapshot(t, outside)
 
 	w, err := workspace.Open(ws)
-	must(t, err)
+	testenv.Must(t, err)
 	defer w.Close()
 	tools := &Tools{WS: w}
 
@@ -143,10 +144,10 @@ func snapshot(t *testing.T, dir string) map[string]fileState {
 	t.Helper()
 	out := map[string]fileState{}
 	entries, err := os.ReadDir(dir)
-	must(t, err)
+	testenv.Must(t, err)
 	for _, e := range entries {
 		fi, err := e.Info()
-		must(t, err)
+		testenv.Must(t, err)
 		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
 		out[e.Name()] = fileState{fi.Size(), fi.Mode(), fi.ModTime(), string(data)}
 	}
@@ -163,11 +164,4 @@ func equalSnapshots(a, b map[string]fileState) bool {
 		}
 	}
 	return true
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/workspace"
 )
@@ -22,7 +23,7 @@ type toolFixture struct {
 func newToolFixture(t *testing.T) *toolFixture {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
-	must(t, err)
+	testenv.Must(t, err)
 	f := &toolFixture{ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside")}
 	files := map[string]string{
 		"ws/a.txt":            "one\ntwo\nthree\nfour\nfive\n",
@@ -40,22 +41,22 @@ func newToolFixture(t *testing.T) *toolFixture {
 	}
 	for name, content := range files {
 		p := filepath.Join(root, name)
-		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		must(t, os.WriteFile(p, []byte(content), 0o644))
+		testenv.Must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		testenv.Must(t, os.WriteFile(p, []byte(content), 0o644))
 	}
-	must(t, os.Chmod(filepath.Join(f.ws, "src/main.go"), 0o755))
-	must(t, os.Link(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.ws, "hard.txt")))
-	must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.ws, "out-link")))
-	must(t, os.MkdirAll(filepath.Join(f.ws, ".rein"), 0o755))
-	must(t, os.WriteFile(filepath.Join(f.ws, ".rein", "policy.toml"), []byte("[workspace]\nprotected = [\"keep/**\"]\n"), 0o644))
+	testenv.Must(t, os.Chmod(filepath.Join(f.ws, "src/main.go"), 0o755))
+	testenv.Must(t, os.Link(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.ws, "hard.txt")))
+	testenv.Must(t, os.Symlink(filepath.Join(f.outside, "secret.txt"), filepath.Join(f.ws, "out-link")))
+	testenv.Must(t, os.MkdirAll(filepath.Join(f.ws, ".rein"), 0o755))
+	testenv.Must(t, os.WriteFile(filepath.Join(f.ws, ".rein", "policy.toml"), []byte("[workspace]\nprotected = [\"keep/**\"]\n"), 0o644))
 
 	w, err := workspace.Open(f.ws)
-	must(t, err)
+	testenv.Must(t, err)
 	t.Cleanup(func() { w.Close() })
 	mode := policy.ModeAuto
 	p, err := policy.Load(policy.Options{Workspace: f.ws, Home: filepath.Join(root, "home"), Mode: &mode, ProjectFile: filepath.Join(f.ws, ".rein", "policy.toml"),
 		Getenv: func(string) string { return "" }})
-	must(t, err)
+	testenv.Must(t, err)
 	f.tools = &Tools{WS: w, Guard: PolicyGuardForTest(p), Limits: Limits{MaxFileBytes: 1024}}
 	return f
 }
@@ -134,7 +135,7 @@ func TestWriteFile(t *testing.T) {
 	f := newToolFixture(t)
 	ctx := context.Background()
 	ch, err := f.tools.WriteFile(ctx, WriteFileArgs{Path: "src/main.go", Content: "package main\n"})
-	must(t, err)
+	testenv.Must(t, err)
 	if ch.Paths[0] != "src/main.go" || !strings.Contains(ch.Diff, "-func main() {") || !strings.HasPrefix(ch.Diff, "diff --git a/src/main.go b/src/main.go\n--- a/src/main.go\n+++ b/src/main.go\n") {
 		t.Errorf("change: %+v", ch)
 	}
@@ -142,7 +143,7 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("mode not kept: %v", fi.Mode())
 	}
 	ch, err = f.tools.WriteFile(ctx, WriteFileArgs{Path: "new/deep/file.txt", Content: "hi\n"})
-	must(t, err)
+	testenv.Must(t, err)
 	if !strings.Contains(ch.Diff, "--- /dev/null\n+++ b/new/deep/file.txt\n") {
 		t.Errorf("new file diff: %q", ch.Diff)
 	}
@@ -236,7 +237,7 @@ deleted file mode 100644
 -func util() {}
 `
 	ch, err := f.tools.ApplyPatch(ctx, ApplyPatchArgs{Patch: gitPatch})
-	must(t, err)
+	testenv.Must(t, err)
 	if strings.Join(ch.Paths, ",") != "src/main.go,src/new.go,src/util.go" {
 		t.Errorf("paths %v", ch.Paths)
 	}
@@ -252,7 +253,7 @@ deleted file mode 100644
 
 	// A traditional diff, with a/ and b/ prefixes.
 	_, err = f.tools.ApplyPatch(ctx, ApplyPatchArgs{Patch: "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"})
-	must(t, err)
+	testenv.Must(t, err)
 	if data, _ := os.ReadFile(filepath.Join(f.ws, "a.txt")); !strings.HasPrefix(string(data), "one\nTWO\n") {
 		t.Errorf("traditional patch: %q", data)
 	}
@@ -286,7 +287,7 @@ func TestDeleteFile(t *testing.T) {
 	f := newToolFixture(t)
 	ctx := context.Background()
 	ch, err := f.tools.DeleteFile(ctx, DeleteFileArgs{Path: "a.txt"})
-	must(t, err)
+	testenv.Must(t, err)
 	if ch.Paths[0] != "a.txt" || !strings.Contains(ch.Diff, "+++ /dev/null") {
 		t.Errorf("change %+v", ch)
 	}
@@ -306,16 +307,16 @@ func TestDeleteFile(t *testing.T) {
 		}
 	}
 	// A directory holding a protected file is refused whole.
-	must(t, os.WriteFile(filepath.Join(f.ws, "src", "id_rsa"), []byte("k"), 0o600))
+	testenv.Must(t, os.WriteFile(filepath.Join(f.ws, "src", "id_rsa"), []byte("k"), 0o600))
 	if _, err := f.tools.DeleteFile(ctx, DeleteFileArgs{Path: "src", Recursive: true}); kindOf(err) != "protected" {
 		t.Fatalf("recursive delete over a key: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, "src", "main.go")); err != nil {
 		t.Fatal("a refused recursive delete removed files")
 	}
-	must(t, os.Remove(filepath.Join(f.ws, "src", "id_rsa")))
+	testenv.Must(t, os.Remove(filepath.Join(f.ws, "src", "id_rsa")))
 	ch, err = f.tools.DeleteFile(ctx, DeleteFileArgs{Path: "src", Recursive: true})
-	must(t, err)
+	testenv.Must(t, err)
 	if strings.Join(ch.Paths, ",") != "src/main.go,src/util.go,src" {
 		t.Errorf("paths %v", ch.Paths)
 	}

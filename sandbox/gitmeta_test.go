@@ -239,12 +239,12 @@ func TestRepoMetadataPutBack(t *testing.T) {
 		}
 		t.Run("changes to what was there", func(t *testing.T) {
 			ws := workspaceDir(t)
-			writeFiles(t, ws, map[string]string{
+			testenv.WriteFiles(t, ws, map[string]string{
 				"lib/.git/config":         "[core]\n\tbare = false\n",
 				"lib/.git/HEAD":           "ref: refs/heads/main\n",
 				".gitmodules":             "[submodule \"lib\"]\n\tpath = lib\n\turl = https://example.com/lib\n",
 				"lib/.git/hooks/x.sample": "sample",
-			})
+			}, 0o600)
 			res := runLine(t, ws, `sh -c 'printf "[alias]\n\tst = !touch m\n" >> lib/.git/config; printf "\tupdate = !touch m\n" >> .gitmodules; echo x > lib/.git/hooks/pre-commit; echo y > lib/.git/hooks/x.sample'`, Profile{Rung: rung})
 			if res.Status != Failed || !strings.Contains(res.Reason, "lib/.git/config sets alias.st: put back") || !strings.Contains(res.Reason, ".gitmodules sets submodule.lib.update: put back") || !strings.Contains(res.Reason, "lib/.git/hooks/pre-commit is a hook: removed") {
 				t.Fatalf("%+v", res)
@@ -280,10 +280,10 @@ func TestRepoMetadataPutBack(t *testing.T) {
 func TestUsersOwnKeysKept(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
-		writeFiles(t, ws, map[string]string{
+		testenv.WriteFiles(t, ws, map[string]string{
 			"lib/.git/config": "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n",
 			"lib/.git/HEAD":   "ref: refs/heads/main\n",
-		})
+		}, 0o600)
 		res := runLine(t, ws, `sh -c 'printf "[user]\n\tname = x\n" >> lib/.git/config'`, Profile{Rung: rung})
 		if res.Status != OK {
 			t.Fatalf("%+v", res)
@@ -303,13 +303,13 @@ func TestUsersOwnKeysKept(t *testing.T) {
 // tell), and so finds what was made in any of them.
 func TestScanReusesUnchanged(t *testing.T) {
 	ws := t.TempDir()
-	writeFiles(t, ws, map[string]string{"a/b/c/f": "x", "d/f": "x", "e/f": "x"})
+	testenv.WriteFiles(t, ws, map[string]string{"a/b/c/f": "x", "d/f": "x", "e/f": "x"}, 0o600)
 	time.Sleep(trustAfter + 100*time.Millisecond)
 	pre, err := scanRepos(ws, true, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, ws, map[string]string{"a/b/c/new/.git/config": "[core]\n\tfsmonitor = touch m\n", "e/g": "y"})
+	testenv.WriteFiles(t, ws, map[string]string{"a/b/c/new/.git/config": "[core]\n\tfsmonitor = touch m\n", "e/g": "y"}, 0o600)
 	now, err := scanRepos(ws, false, pre.listed, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
 )
@@ -22,26 +23,13 @@ func secretsIn(ws string) func(string) bool {
 	}
 }
 
-func writeFiles(t *testing.T, ws string, files map[string]string) {
-	t.Helper()
-	for rel, data := range files {
-		p := filepath.Join(ws, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // TestHiddenInWorkspace: the workspace's protected files cannot be read
 // from inside, by name, through a link or by renaming them, on either rung,
 // while everything else reads as before.
 func TestHiddenInWorkspace(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
-		writeFiles(t, ws, map[string]string{
+		testenv.WriteFiles(t, ws, map[string]string{
 			".env":                  "SECRET-ENV",
 			"sub/deep/k.pem":        "SECRET-PEM",
 			"sub/deep/ok.txt":       "visible-1",
@@ -51,11 +39,11 @@ func TestHiddenInWorkspace(t *testing.T) {
 			".git/config":           "[core]\n",
 			".git/refs/heads/x.pem": "0123\n",
 			"sub/deep/.env.txt":     "visible-4",
-		})
+		}, 0o600)
 		// A link beside a hidden file, where Landlock grants entries one by
 		// one, is not followed to grant what it leads to.
 		outside := filepath.Join(filepath.Dir(ws), "outside")
-		writeFiles(t, outside, map[string]string{"f": "SECRET-OUTSIDE"})
+		testenv.WriteFiles(t, outside, map[string]string{"f": "SECRET-OUTSIDE"}, 0o600)
 		if err := os.Symlink(outside, filepath.Join(ws, "out")); err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +119,7 @@ func TestHiddenInWorkspace(t *testing.T) {
 func TestHiddenNotUTF8(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung string) {
 		ws := workspaceDir(t)
-		writeFiles(t, ws, map[string]string{"d\xff/.env": "SECRET-1", "d\xff/k.pem": "SECRET-2", "x\xfe.pem": "SECRET-3", "d\xff/ok.txt": "visible"})
+		testenv.WriteFiles(t, ws, map[string]string{"d\xff/.env": "SECRET-1", "d\xff/k.pem": "SECRET-2", "x\xfe.pem": "SECRET-3", "d\xff/ok.txt": "visible"}, 0o600)
 		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
 		res := runLine(t, ws, "sh -c 'cat d*/.env d*/k.pem x*.pem; cat d*/ok.txt'", p)
 		if out := res.Stdout.Text + res.Stderr.Text; strings.Contains(out, "SECRET") || !strings.Contains(out, "visible") {
@@ -162,7 +150,7 @@ func TestHiddenMadeDuringRun(t *testing.T) {
 func TestHiddenAroundBound(t *testing.T) {
 	ws := workspaceDir(t)
 	dir := filepath.Join(ws, ".conf")
-	writeFiles(t, ws, map[string]string{".conf/.env": "SECRET"})
+	testenv.WriteFiles(t, ws, map[string]string{".conf/.env": "SECRET"}, 0o600)
 	for i := range confine.MaxAround {
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%d", i)), nil, 0o644); err != nil {
 			t.Fatal(err)

@@ -300,7 +300,7 @@ func TestLimitsHygiene(t *testing.T) {
 	if len(left) > 0 {
 		t.Fatalf("scratch directories left behind: %v", left)
 	}
-	if left := append(processesWith("/bin/sleep\x0060\x00"), processesWith("./probe\x00")...); len(left) > 0 {
+	if left := append(testenv.ProcessesWith("/bin/sleep\x0060\x00"), testenv.ProcessesWith("./probe\x00")...); len(left) > 0 {
 		t.Fatalf("processes left behind: %v", left)
 	}
 	t.Logf("%d runs, %d of them with their rein killed", total, killed)
@@ -336,7 +336,7 @@ func killRunner(t *testing.T, ws, rung string, lim Limits) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith(marker)) == 0 {
+	for len(testenv.ProcessesWith(marker)) == 0 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatal("the helper's line never started")
@@ -345,9 +345,9 @@ func killRunner(t *testing.T, ws, rung string, lim Limits) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	for deadline = time.Now().Add(5 * time.Second); len(processesWith(marker)) > 0; time.Sleep(10 * time.Millisecond) {
+	for deadline = time.Now().Add(5 * time.Second); len(testenv.ProcessesWith(marker)) > 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the line outlived its killed rein: %v", processesWith(marker))
+			t.Fatalf("the line outlived its killed rein: %v", testenv.ProcessesWith(marker))
 		}
 	}
 }

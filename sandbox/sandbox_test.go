@@ -465,7 +465,7 @@ func TestEndOfRunKillsTree(t *testing.T) {
 		if res.Status != OK || res.Stdout.Text != "started\n" {
 			t.Fatalf("%+v", res)
 		}
-		if left := processesWith(marker); len(left) > 0 {
+		if left := testenv.ProcessesWith(marker); len(left) > 0 {
 			t.Fatalf("processes outlived their line: %v", left)
 		}
 	})
@@ -576,7 +576,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for len(processesWith(marker)) < 2 {
+		for len(testenv.ProcessesWith(marker)) < 2 {
 			if time.Now().After(deadline) {
 				cmd.Process.Kill()
 				t.Fatalf("the sandboxed processes never started")
@@ -601,7 +601,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 		for {
 			// bubblewrap's command line names the workspace: no sandbox,
 			// warm or running, outlives its rein either.
-			left := append(processesWith(marker), processesWith(ws)...)
+			left := append(testenv.ProcessesWith(marker), testenv.ProcessesWith(ws)...)
 			if len(left) == 0 {
 				return
 			}
@@ -611,19 +611,6 @@ func TestKill9LeavesNothing(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
-}
-
-// processesWith lists the pids whose command line holds marker.
-func processesWith(marker string) []string {
-	var pids []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(data), marker) && !strings.Contains(string(data), "REIN_TEST") {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }
 
 // TestProtectedPaths: hooks, git config and .rein cannot be changed from
@@ -845,7 +832,7 @@ func TestInitCannotBeKilledFromInside(t *testing.T) {
 			t.Errorf("%+v", res)
 		}
 		if res.Containment == "cgroup" {
-			if left := processesWith(marker); len(left) > 0 {
+			if left := testenv.ProcessesWith(marker); len(left) > 0 {
 				t.Errorf("processes outlived their killed init: %v", left)
 			}
 		}
@@ -949,7 +936,7 @@ func TestHandle(t *testing.T) {
 		if h.Rung() != rung {
 			t.Fatalf("rung %s", h.Rung())
 		}
-		for deadline := time.Now().Add(5 * time.Second); len(processesWith(marker)) == 0; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(5 * time.Second); len(testenv.ProcessesWith(marker)) == 0; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the daemon never started")
 			}
@@ -959,7 +946,7 @@ func TestHandle(t *testing.T) {
 		if res.Status != Cancelled || res.ExitCode != 130 {
 			t.Fatalf("%+v", res)
 		}
-		if left := processesWith(marker); len(left) > 0 {
+		if left := testenv.ProcessesWith(marker); len(left) > 0 {
 			t.Fatalf("killed handle left %v", left)
 		}
 	})
@@ -1014,7 +1001,7 @@ func TestNoneRung(t *testing.T) {
 	if res.Status != OK {
 		t.Fatalf("%+v", res)
 	}
-	if left := processesWith(marker); len(left) > 0 {
+	if left := testenv.ProcessesWith(marker); len(left) > 0 {
 		t.Fatalf("processes outlived their line: %v", left)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -331,7 +332,7 @@ func TestWarmAcrossCancelWarm(t *testing.T) {
 		t.Errorf("cancelled mid-run: %v %+v", err, res)
 	}
 	pool.Close()
-	if left := processesWith(ws); len(left) > 0 {
+	if left := testenv.ProcessesWith(ws); len(left) > 0 {
 		t.Errorf("left after Close: %v", left)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/shell"
 )
 
@@ -133,11 +134,11 @@ func TestWarmClose(t *testing.T) {
 	p := Profile{Workspace: ws, Rung: RungBwrap, Env: []string{"PATH=/usr/bin:/bin"}}
 	poolRun(t, pool, "true", p)
 	waitWarm(t, pool)
-	if len(processesWith(ws)) == 0 {
+	if len(testenv.ProcessesWith(ws)) == 0 {
 		t.Fatal("no warm sandbox is running")
 	}
 	pool.Close()
-	if left := processesWith(ws); len(left) > 0 {
+	if left := testenv.ProcessesWith(ws); len(left) > 0 {
 		t.Errorf("left running after Close: %v", left)
 	}
 	if res := poolRun(t, pool, "echo after", p); res.Warm || strings.TrimSpace(res.Stdout.Text) != "after" {

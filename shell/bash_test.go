@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -41,29 +40,9 @@ type corpusEntry struct {
 // testdata/bash_corpus.txt.
 func readCorpus(tb testing.TB, path string) []corpusEntry {
 	tb.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var out []corpusEntry
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		text := sc.Text()
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		if q, ok := strings.CutPrefix(text, "go:"); ok {
-			s, err := strconv.Unquote(q)
-			if err != nil {
-				tb.Fatalf("%s:%d: %v", path, n, err)
-			}
-			text = s
-		}
-		out = append(out, corpusEntry{name: fmt.Sprintf("line%03d", n), line: text})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
+	for _, c := range testenv.ReadCorpus(tb, path) {
+		out = append(out, corpusEntry{name: c.Name(), line: c.Text})
 	}
 	return out
 }
@@ -106,21 +85,6 @@ func longLines() []corpusEntry {
 		{"ascii-quoted", "cmd '" + ascii.String() + "' x"},
 		{"high-bytes-quoted", "cmd '" + high.String() + "' x"},
 	}
-}
-
-// requireBash returns the path of bash, or skips the test when there is
-// none; with REIN_REQUIRE_SANDBOX=1 a missing bash fails it instead.
-func requireBash(t *testing.T) string {
-	t.Helper()
-	bash := "/usr/bin/bash"
-	if _, err := os.Stat(bash); err != nil {
-		p, lerr := exec.LookPath("bash")
-		if lerr != nil {
-			testenv.Missing(t, "bash is required (REIN_REQUIRE_SANDBOX=1) but missing: %v", lerr)
-		}
-		bash = p
-	}
-	return bash
 }
 
 // realDir returns dir with symlinks resolved, so that bash's $PWD and the
@@ -581,7 +545,7 @@ func crossCheck(t *testing.T, w *bashWorld, line string, l *Line) {
 }
 
 func TestBashQuoteRemoval(t *testing.T) {
-	bash := requireBash(t)
+	bash := testenv.Bash(t)
 	corpus := readCorpus(t, filepath.Join("testdata", "bash_corpus.txt"))
 	if len(corpus) < 250 {
 		t.Fatalf("bash corpus has %d lines, want at least 250", len(corpus))
@@ -627,7 +591,7 @@ var fromArgvCases = [][]string{
 }
 
 func TestBashFromArgv(t *testing.T) {
-	bash := requireBash(t)
+	bash := testenv.Bash(t)
 	bin := stubBin(t, bash)
 	for i, argv := range fromArgvCases {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {

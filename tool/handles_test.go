@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 )
 
@@ -101,7 +102,7 @@ func TestHandleCap(t *testing.T) {
 		t.Fatalf("after a kill: %+v", env)
 	}
 	f.r.Close("ok")
-	if left := processesWith(marker); len(left) > 0 {
+	if left := testenv.ProcessesWith(marker); len(left) > 0 {
 		t.Fatalf("the run's end left %v running", left)
 	}
 }
@@ -168,7 +169,7 @@ func TestOrphanedHandle(t *testing.T) {
 	n, _ := stdout.Read(buf)
 	h := strings.TrimSpace(string(buf[:n]))
 	deadline := time.Now().Add(10 * time.Second)
-	for len(processesWith(marker)) == 0 {
+	for len(testenv.ProcessesWith(marker)) == 0 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatalf("the handle never started (%q)", h)
@@ -177,9 +178,9 @@ func TestOrphanedHandle(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	for deadline = time.Now().Add(10 * time.Second); len(processesWith(marker)) > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline = time.Now().Add(10 * time.Second); len(testenv.ProcessesWith(marker)) > 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the handle outlived its killed process: %v", processesWith(marker))
+			t.Fatalf("the handle outlived its killed process: %v", testenv.ProcessesWith(marker))
 		}
 	}
 	env := f.call(t, "shell_poll", obj{"handle": h})
@@ -212,17 +213,4 @@ func handleHelper(ws, line string) {
 	}
 	fmt.Println(env.Result().Data.(map[string]any)["handle"])
 	select {}
-}
-
-// processesWith lists the pids whose command line holds marker.
-func processesWith(marker string) []string {
-	var pids []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		data, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(data), marker) && !strings.Contains(string(data), "REIN_TEST") {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }

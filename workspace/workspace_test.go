@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // escapeTree is a workspace with every kind of link an agent's repository
@@ -22,7 +24,7 @@ func newEscapeTree(t testing.TB) escapeTree {
 	}
 	e := escapeTree{root: root, ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside"), home: filepath.Join(root, "home"), wsLink: filepath.Join(root, "ws-link")}
 	for _, d := range []string{"ws/src/deep", "ws/docs", "outside/dir", "home/.ssh"} {
-		must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
+		testenv.Must(t, os.MkdirAll(filepath.Join(root, d), 0o755))
 	}
 	files := map[string]string{
 		"ws/src/a.go":        "package a\n",
@@ -33,7 +35,7 @@ func newEscapeTree(t testing.TB) escapeTree {
 		"ws/bad\xffname":     "x",
 	}
 	for name, content := range files {
-		must(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
+		testenv.Must(t, os.WriteFile(filepath.Join(root, name), []byte(content), 0o644))
 	}
 	links := map[string]string{
 		"ws/to-outside":      e.outside,
@@ -55,24 +57,17 @@ func newEscapeTree(t testing.TB) escapeTree {
 		"ws-link":            "ws",
 	}
 	for name, target := range links {
-		must(t, os.Symlink(target, filepath.Join(root, name)))
+		testenv.Must(t, os.Symlink(target, filepath.Join(root, name)))
 	}
 	// A hard link made before the run: the same inode as a file outside.
-	must(t, os.Link(filepath.Join(root, "outside/secret.txt"), filepath.Join(root, "ws/hard")))
+	testenv.Must(t, os.Link(filepath.Join(root, "outside/secret.txt"), filepath.Join(root, "ws/hard")))
 	return e
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestResolveEscapes(t *testing.T) {
 	e := newEscapeTree(t)
 	w, err := Open(e.wsLink) // the workspace itself sits behind a link
-	must(t, err)
+	testenv.Must(t, err)
 	defer w.Close()
 	cases := []struct {
 		path      string
@@ -149,7 +144,7 @@ func TestResolveEscapes(t *testing.T) {
 func TestResolveMultipleRoots(t *testing.T) {
 	e := newEscapeTree(t)
 	w, err := Open(e.ws, e.outside)
-	must(t, err)
+	testenv.Must(t, err)
 	defer w.Close()
 	tg, err := w.Resolve(filepath.Join(e.outside, "secret.txt"))
 	if err != nil || tg.Root.Real != e.outside || tg.Rel != "secret.txt" {
@@ -177,7 +172,7 @@ func FuzzResolve(f *testing.F) {
 	}
 	e := newEscapeTree(f)
 	w, err := Open(e.ws)
-	must(f, err)
+	testenv.Must(f, err)
 	f.Fuzz(func(t *testing.T, p string) {
 		tg, err := w.Resolve(p)
 		if err != nil {

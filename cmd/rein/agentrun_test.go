@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // scriptedModel answers Chat Completions requests from a script, one
@@ -58,11 +60,11 @@ func TestRunCommand(t *testing.T) {
 	home, ws := docFixture(t)
 	os.Remove(filepath.Join(ws, "main.go"))
 	os.RemoveAll(filepath.Join(ws, "src"))
-	writeFiles(t, ws, map[string]string{
+	testenv.WriteFiles(t, ws, map[string]string{
 		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
 		"calc.go":      "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
 		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n",
-	})
+	}, 0o644)
 	srv, n := scriptedModel(t,
 		`edit_file {"path":"calc.go","old":"a - b","new":"a + b"}`,
 		`shell {"line":"go vet ./..."}`,
@@ -88,7 +90,7 @@ func TestRunCommand(t *testing.T) {
 	}
 	// Replayed from the recording, with the workspace as it was, the run
 	// succeeds the same way and no model is asked.
-	writeFiles(t, ws, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"})
+	testenv.WriteFiles(t, ws, map[string]string{"calc.go": "package calc\n\nfunc Add(a, b int) int { return a - b }\n"}, 0o644)
 	code, out, errOut = rein(t, append(args, "--replay", runID, "make the tests pass")...)
 	if code != 0 || !strings.Contains(out, "succeeded") || *n != 3 {
 		t.Fatalf("replay: exit %d, %d model calls\n%s\n%s", code, *n, out, errOut)
@@ -103,7 +105,7 @@ func TestRunCommand(t *testing.T) {
 		t.Fatalf("exit %d %v\n%s\n%s", code, err, out, errOut)
 	}
 	// A net rule denying the provider's host: nothing is sent.
-	writeFiles(t, home, map[string]string{".config/rein/policy.toml": "[net]\ndeny = [\"127.0.0.1\"]\n"})
+	testenv.WriteFiles(t, home, map[string]string{".config/rein/policy.toml": "[net]\ndeny = [\"127.0.0.1\"]\n"}, 0o644)
 	srv, n = scriptedModel(t, "never")
 	args[4] = srv.URL + "/v1"
 	code, _, errOut = rein(t, append(args, "x")...)
@@ -132,10 +134,10 @@ func TestRunCommand(t *testing.T) {
 func TestRunConfigured(t *testing.T) {
 	requireBwrap(t)
 	home, ws := docFixture(t)
-	writeFiles(t, ws, map[string]string{"go.mod": "module example.com/m\n\ngo 1.22\n"})
+	testenv.WriteFiles(t, ws, map[string]string{"go.mod": "module example.com/m\n\ngo 1.22\n"}, 0o644)
 	srv, n := scriptedModel(t, `list_dir {"path":"."}`, `list_dir {"path":"src"}`, "never reached")
-	writeFiles(t, home, map[string]string{".config/rein/policy.toml": fmt.Sprintf(
-		"mode = \"auto\"\n\n[run]\nmax_steps = 2\nverify = \"go vet ./...\"\n\n[[provider]]\nname = \"scripted\"\nbase_url = %q\nmodel = \"m\"\n", srv.URL+"/v1")})
+	testenv.WriteFiles(t, home, map[string]string{".config/rein/policy.toml": fmt.Sprintf(
+		"mode = \"auto\"\n\n[run]\nmax_steps = 2\nverify = \"go vet ./...\"\n\n[[provider]]\nname = \"scripted\"\nbase_url = %q\nmodel = \"m\"\n", srv.URL+"/v1")}, 0o644)
 	code, out, errOut := rein(t, "run", "--json", "look around")
 	var res map[string]any
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 3 || res["outcome"] != "budget_exhausted" || res["steps"] != float64(2) || *n != 2 {

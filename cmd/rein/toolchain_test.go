@@ -36,19 +36,6 @@ func hostGoModCache(t *testing.T) string {
 	return strings.TrimSpace(string(out))
 }
 
-func writeFiles(t *testing.T, dir string, files map[string]string) {
-	t.Helper()
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // copyTree copies the regular files under src to dst.
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
@@ -88,7 +75,7 @@ func TestToolchainGoOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeFiles(t, ws, map[string]string{f: string(data)})
+		testenv.WriteFiles(t, ws, map[string]string{f: string(data)}, 0o644)
 	}
 	for _, d := range []string{"shell", "internal/bashstub", "internal/testenv"} {
 		copyTree(t, filepath.Join(module, d), filepath.Join(ws, d))
@@ -138,15 +125,15 @@ func TestToolchainGoOnline(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOMODCACHE", empty)
-	writeFiles(t, ws, map[string]string{
+	testenv.WriteFiles(t, ws, map[string]string{
 		"go.mod":  "module example.com/app\n\ngo 1.22\n\nrequire github.com/pkg/errors v0.9.1\n",
 		"go.sum":  "github.com/pkg/errors v0.9.1 h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=\ngithub.com/pkg/errors v0.9.1/go.mod h1:bwawxfHBFNV+L2hUp1rHADufV3IMtnDRdf1r5NINEl0=\n",
 		"main.go": "package main\n\nimport \"github.com/pkg/errors\"\n\nfunc main() { println(errors.New(\"fetched\").Error()) }\n",
-	})
+	}, 0o644)
 	// The preset grants the Go proxy by name; where a registry resolves to
 	// a reserved address (a mirror, as on some CI hosts), only a rule
 	// naming the host exactly reaches it.
-	writeFiles(t, home, map[string]string{".config/rein/policy.toml": "[net]\npresets = [\"go\"]\nallow = [\"proxy.golang.org:443\"]\n"})
+	testenv.WriteFiles(t, home, map[string]string{".config/rein/policy.toml": "[net]\npresets = [\"go\"]\nallow = [\"proxy.golang.org:443\"]\n"}, 0o644)
 	// Offline first: the module is nowhere to be had.
 	if code, _, errOut := rein(t, "shell", "--approve", "all", "go build ./..."); code == 0 || !strings.Contains(errOut, "github.com/pkg/errors") {
 		t.Fatalf("offline build without the module: exit %d\n%s", code, errOut)
@@ -172,12 +159,12 @@ func TestToolchainNpm(t *testing.T) {
 	requireBwrap(t)
 	requireProgram(t, "npm")
 	_, ws := docFixture(t)
-	writeFiles(t, ws, map[string]string{
+	testenv.WriteFiles(t, ws, map[string]string{
 		"package.json":       `{"name": "app", "version": "1.0.0", "private": true, "dependencies": {"adder": "file:adder"}, "scripts": {"test": "node test.js"}}`,
 		"adder/package.json": `{"name": "adder", "version": "1.0.0", "main": "index.js"}`,
 		"adder/index.js":     "module.exports = (a, b) => a + b;\n",
 		"test.js":            "const add = require('adder');\nif (add(2, 3) !== 5) process.exit(1);\nconsole.log('adder adds: ' + add(2, 3));\n",
-	})
+	}, 0o644)
 	if code, out, errOut := rein(t, "shell", "--approve", "all", "npm install"); code != 0 {
 		t.Fatalf("npm install: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -196,7 +183,7 @@ func TestToolchainPythonVenv(t *testing.T) {
 	requireBwrap(t)
 	requireProgram(t, "python3")
 	_, ws := docFixture(t)
-	writeFiles(t, ws, map[string]string{
+	testenv.WriteFiles(t, ws, map[string]string{
 		"requirements.txt": "",
 		"test_venv.py": `import sys, unittest
 
@@ -205,7 +192,7 @@ class InVenv(unittest.TestCase):
         self.assertNotEqual(sys.prefix, sys.base_prefix)
         self.assertTrue(sys.prefix.endswith("/.venv"), sys.prefix)
 `,
-	})
+	}, 0o644)
 	if code, out, errOut := rein(t, "shell", "--approve", "all", "python3 -m venv --without-pip .venv"); code != 0 {
 		t.Fatalf("venv: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -226,14 +213,14 @@ func TestToolchainCargoVendored(t *testing.T) {
 	requireBwrap(t)
 	requireProgram(t, "cargo")
 	_, ws := docFixture(t)
-	writeFiles(t, ws, map[string]string{
+	testenv.WriteFiles(t, ws, map[string]string{
 		"Cargo.toml":                        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ngreet = \"0.1\"\n",
 		"src/main.rs":                       "fn main() { println!(\"{}\", greet::hello()); }\n",
 		".cargo/config.toml":                "[source.crates-io]\nreplace-with = \"vendored\"\n\n[source.vendored]\ndirectory = \"vendor\"\n",
 		"vendor/greet/Cargo.toml":           "[package]\nname = \"greet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
 		"vendor/greet/src/lib.rs":           "pub fn hello() -> &'static str { \"hello from a vendored crate\" }\n",
 		"vendor/greet/.cargo-checksum.json": `{"files":{},"package":"` + strings.Repeat("0", 64) + `"}`,
-	})
+	}, 0o644)
 	code, out, errOut := rein(t, "shell", "--approve", "all", "cargo run --offline -q")
 	if code != 0 || out != "hello from a vendored crate\n" {
 		t.Fatalf("cargo run: exit %d\n%s\n%s", code, out, errOut)
@@ -258,7 +245,7 @@ func TestProgramOutsideView(t *testing.T) {
 	if tools == "" {
 		testenv.Missing(t, "no directory outside /tmp could be made for a read path (/srv, /opt, /var/lib)")
 	}
-	writeFiles(t, tools, map[string]string{"rein-fixture-tool": "#!/bin/sh\necho tool ran\n"})
+	testenv.WriteFiles(t, tools, map[string]string{"rein-fixture-tool": "#!/bin/sh\necho tool ran\n"}, 0o644)
 	if err := os.Chmod(filepath.Join(tools, "rein-fixture-tool"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +273,7 @@ func TestProgramOutsideView(t *testing.T) {
 // without the bytes that would move its cursor.
 func TestToolchainPrintable(t *testing.T) {
 	_, ws := docFixture(t)
-	writeFiles(t, ws, map[string]string{"\x1b[2K\r\x1b[1Aok everything fine\x1b[8m.csproj": ""})
+	testenv.WriteFiles(t, ws, map[string]string{"\x1b[2K\r\x1b[1Aok everything fine\x1b[8m.csproj": ""}, 0o644)
 	_, out, _ := rein(t, "toolchain")
 	if strings.ContainsAny(out, "\x1b\r") || !strings.Contains(out, "dotnet (") {
 		t.Fatalf("%q", out)

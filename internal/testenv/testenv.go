@@ -1,8 +1,11 @@
 // Package testenv owns what rein's tests share about the machine they run
 // on: with REIN_REQUIRE_SANDBOX=1 (as CI sets) a missing mechanism or
 // program fails the test that needs it, and elsewhere it skips it, so that
-// a test that would skip in CI does not exist. It imports nothing of rein,
-// and only tests import it.
+// a test that would skip in CI does not exist. It also holds, written once,
+// the helpers more than one package's tests use: the bash to cross-check
+// with, the shell line corpus, the processes a test left running, a tree
+// of files to start from. It imports nothing of rein, and only tests
+// import it.
 package testenv
 
 import (

@@ -35,3 +35,64 @@ func TestOneHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// goFiles calls f with each Go file of the module (outside node_modules
+// and .git), its path relative to the module root and its text.
+func goFiles(t *testing.T, f func(rel, text string)) {
+	t.Helper()
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		f(filepath.ToSlash(rel), string(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSharedHelpers: a helper this package holds is not written again in
+// another package's tests, where the copies would drift.
+func TestSharedHelpers(t *testing.T) {
+	copies := map[string]string{
+		"func processesWith(": "ProcessesWith",
+		"func must(":          "Must",
+		"func writeFiles(":    "WriteFiles",
+		"func requireBash(":   "Bash",
+		"func bashPath(":      "Bash",
+		"bash_corpus.txt\")":  "ReadCorpus",
+	}
+	seen := 0
+	goFiles(t, func(rel, text string) {
+		if !strings.HasSuffix(rel, "_test.go") || strings.HasPrefix(rel, "internal/testenv/") {
+			return
+		}
+		seen++
+		for _, line := range strings.Split(text, "\n") {
+			for copy, helper := range copies {
+				if strings.Contains(line, copy) && !strings.Contains(line, "ReadCorpus(") && !strings.Contains(line, "readCorpus(") {
+					t.Errorf("%s: %q: use testenv.%s", rel, strings.TrimSpace(line), helper)
+				}
+			}
+		}
+	})
+	if seen < 20 {
+		t.Fatalf("saw only %d test files; the walk is not looking at the module", seen)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // fakeHost builds a small host tree: a merged-/usr system, an /etc with a
@@ -31,7 +33,7 @@ func newFakeHost(t *testing.T) fakeHost {
 	for _, d := range []string{h.usr, h.private, h.home, filepath.Join(h.ws, ".git", "hooks"), filepath.Join(h.ws, ".rein")} {
 		mustMkdir(t, d)
 	}
-	must(t, os.Symlink("usr/bin", h.bin))
+	testenv.Must(t, os.Symlink("usr/bin", h.bin))
 	mustWrite(t, h.shadow, "root:x", 0o640)
 	mustWrite(t, filepath.Join(h.ws, ".git", "config"), "[core]\n", 0o644)
 	mustWrite(t, filepath.Join(h.ws, ".env"), "TOKEN=1\n", 0o600)
@@ -202,7 +204,7 @@ func TestArgsRefuses(t *testing.T) {
 	ok := View{Workspace: h.ws, Network: NetworkOff}
 	link := filepath.Join(h.root, "linked")
 	mustMkdir(t, filepath.Join(link, ".git"))
-	must(t, os.Symlink(h.root, filepath.Join(link, ".git", "hooks")))
+	testenv.Must(t, os.Symlink(h.root, filepath.Join(link, ".git", "hooks")))
 	inner := filepath.Join(h.root, "inner")
 	mustMkdir(t, inner)
 	mustWrite(t, filepath.Join(inner, ".git"), "gitdir: ./modules/x\n", 0o644)
@@ -267,9 +269,9 @@ func TestViewErrorHidesEnvValues(t *testing.T) {
 func TestPrivateFiles(t *testing.T) {
 	h := newFakeHost(t)
 	mustWrite(t, filepath.Join(h.private, "key.pem"), "k", 0o600)
-	must(t, os.Chmod(h.private, 0o710))
+	testenv.Must(t, os.Chmod(h.private, 0o710))
 	mustWrite(t, filepath.Join(h.etc, "passwd"), "root", 0o644)
-	must(t, os.Symlink("shadow", filepath.Join(h.etc, "link")))
+	testenv.Must(t, os.Symlink("shadow", filepath.Join(h.etc, "link")))
 	got, err := PrivateFiles(h.etc)
 	if err != nil {
 		t.Fatal(err)
@@ -301,20 +303,13 @@ func TestFindAndVersion(t *testing.T) {
 	}
 }
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func mustMkdir(t testing.TB, dir string) {
 	t.Helper()
-	must(t, os.MkdirAll(dir, 0o755))
+	testenv.Must(t, os.MkdirAll(dir, 0o755))
 }
 
 func mustWrite(t testing.TB, path, data string, perm os.FileMode) {
 	t.Helper()
-	must(t, os.WriteFile(path, []byte(data), perm))
-	must(t, os.Chmod(path, perm))
+	testenv.Must(t, os.WriteFile(path, []byte(data), perm))
+	testenv.Must(t, os.Chmod(path, perm))
 }

@@ -231,7 +231,7 @@ func TestProtectedWorktree(t *testing.T) {
 	f := newSandbox(t)
 	main := filepath.Join(filepath.Dir(f.ws), "main.git")
 	mustMkdir(t, filepath.Join(main, "worktrees", "w", "hooks"))
-	must(t, os.RemoveAll(filepath.Join(f.ws, ".git")))
+	testenv.Must(t, os.RemoveAll(filepath.Join(f.ws, ".git")))
 	dotgit := "gitdir: " + filepath.Join(main, "worktrees", "w") + "\n"
 	mustWrite(t, filepath.Join(f.ws, ".git"), dotgit, 0o644)
 	got := sh(t, bwrap, f.view, attempts+`

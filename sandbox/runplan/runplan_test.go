@@ -1,7 +1,6 @@
 package runplan
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,39 +26,6 @@ import (
 // exits 0 (or 1 for "fail"). The two runs must leave the same records in
 // the same order, the same files with the same lines, the same stand-in
 // output and the same exit status.
-
-func bashPath(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("bash")
-	if err != nil {
-		testenv.Missing(t, "bash is required for the cross-check and is not installed")
-	}
-	return p
-}
-
-func corpus(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile("../../shell/testdata/bash_corpus.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		text := sc.Text()
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		if q, ok := strings.CutPrefix(text, "go:"); ok {
-			if text, err = strconv.Unquote(q); err != nil {
-				t.Fatal(err)
-			}
-		}
-		out = append(out, text)
-	}
-	return out
-}
 
 // world is one fresh tree: root holds home and work; logs gets records.
 type world struct {
@@ -195,17 +160,18 @@ func sorted(s string) string {
 }
 
 func TestRunMatchesBash(t *testing.T) {
-	bash := bashPath(t)
+	bash := testenv.Bash(t)
 	bin := t.TempDir()
 	if err := bashstub.Write(bin, bash); err != nil {
 		t.Fatal(err)
 	}
-	lines := corpus(t)
+	lines := testenv.ReadCorpus(t, "../../shell/testdata/bash_corpus.txt")
 	if len(lines) < 200 {
 		t.Fatalf("the corpus has %d lines", len(lines))
 	}
-	for i, line := range lines {
-		t.Run(strconv.Itoa(i), func(t *testing.T) {
+	for _, c := range lines {
+		line := c.Text
+		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()
 			a, b := newWorld(t, bin), newWorld(t, bin)
 			la, err := shell.Parser{Home: a.home}.Parse(line)
