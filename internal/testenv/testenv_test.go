@@ -3,6 +3,7 @@ package testenv
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -94,5 +95,40 @@ func TestSharedHelpers(t *testing.T) {
 	})
 	if seen < 20 {
 		t.Fatalf("saw only %d test files; the walk is not looking at the module", seen)
+	}
+}
+
+// TestFuzzCorpora: every fuzzer has a seed corpus in its package's
+// testdata/fuzz/FuzzXxx, in Go's corpus file format, so that a plain go
+// test runs the inputs it was written for and the crashers it found.
+func TestFuzzCorpora(t *testing.T) {
+	fuzzers := 0
+	goFiles(t, func(rel, text string) {
+		if !strings.HasSuffix(rel, "_test.go") {
+			return
+		}
+		for _, line := range strings.Split(text, "\n") {
+			rest, ok := strings.CutPrefix(line, "func Fuzz")
+			if !ok {
+				continue
+			}
+			name, _, _ := strings.Cut("Fuzz"+rest, "(")
+			fuzzers++
+			dir := filepath.Join("..", "..", filepath.FromSlash(path.Dir(rel)), "testdata", "fuzz", name)
+			entries, err := os.ReadDir(dir)
+			if err != nil || len(entries) == 0 {
+				t.Errorf("%s: %s has no seed corpus in %s: add a few inputs as files in Go's corpus format (go test fuzz v1)", rel, name, path.Join(path.Dir(rel), "testdata", "fuzz", name))
+				continue
+			}
+			for _, e := range entries {
+				data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+				if err != nil || !strings.HasPrefix(string(data), "go test fuzz v1\n") {
+					t.Errorf("%s: %s is not a corpus file (go test fuzz v1): %v", name, e.Name(), err)
+				}
+			}
+		}
+	})
+	if fuzzers < 10 {
+		t.Fatalf("found only %d fuzzers; the walk is not looking at the module", fuzzers)
 	}
 }
