@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/workspace"
 )
 
@@ -343,24 +345,55 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	if bad != nil {
 		return bad
 	}
-	log := &egressLog{}
+	live := liveOf(ctx)
+	log := &egressLog{observe: live.Egress}
 	prof := c.profile(timeout, log)
 	// The policy decides the programs the sandbox's PATH finds, which are
 	// the ones that run.
 	sandbox.ResolvePrograms(line, prof)
-	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
+	// A line is decided from where it starts.
+	check := func() *policy.Verdict {
+		if prof.Dir != "" {
+			return p.CheckIn(line, prof.Dir)
+		}
+		return p.Check(line)
+	}
+	v := c.decide(res, check(), check)
+	if live.Decided != nil {
+		live.Decided(v)
+	}
 	if v.Decision != policy.Allow {
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
 		return res
 	}
-	dir, err := c.resultDir()
-	if err != nil {
-		return &Result{Status: Unavailable, Reason: err.Error()}
+	if live.SpoolDir != "" {
+		prof.SpoolDir = live.SpoolDir
+	} else {
+		dir, err := c.resultDir()
+		if err != nil {
+			return &Result{Status: Unavailable, Reason: err.Error()}
+		}
+		defer os.RemoveAll(dir)
+		// The result store keeps no more than this of a stream.
+		prof.SpoolDir, prof.SpoolBytes = dir, MaxStoredBytes+1
 	}
-	defer os.RemoveAll(dir)
-	// The result store keeps no more than this of a stream.
-	prof.SpoolDir, prof.SpoolBytes = dir, MaxStoredBytes+1
-	sr, err := c.Router.pool.Run(ctx, line, prof, nil, nil)
+	// Whatever is shown live goes through the redactor the result does.
+	var stdout, stderr io.Writer
+	var shown []*trace.RedactingWriter
+	for _, s := range []struct {
+		to  io.Writer
+		dst *io.Writer
+	}{{live.Stdout, &stdout}, {live.Stderr, &stderr}} {
+		if s.to != nil {
+			w := c.Router.cfg.Redactor.Writer(s.to)
+			shown = append(shown, w)
+			*s.dst = w
+		}
+	}
+	sr, err := c.Router.run(ctx, line, prof, stdout, stderr)
+	for _, w := range shown {
+		w.Flush()
+	}
 	res.records = append(res.records, log.take(c.Router.runID)...)
 	if err != nil {
 		var se *sandbox.Error
@@ -414,6 +447,22 @@ func readWhole(o sandbox.Output) string {
 		}
 	}
 	return o.Text
+}
+
+// run runs a command's line, and start starts a handle's, through the
+// router's pool unless it is cold.
+func (r *Router) run(ctx context.Context, line *shell.Line, prof sandbox.Profile, stdout, stderr io.Writer) (*sandbox.Result, error) {
+	if r.cfg.Cold {
+		return sandbox.Run(ctx, line, prof, stdout, stderr)
+	}
+	return r.pool.Run(ctx, line, prof, stdout, stderr)
+}
+
+func (r *Router) start(ctx context.Context, line *shell.Line, prof sandbox.Profile, stdout, stderr io.Writer) (*sandbox.Handle, error) {
+	if r.cfg.Cold {
+		return sandbox.Start(ctx, line, prof, stdout, stderr)
+	}
+	return r.pool.Start(ctx, line, prof, stdout, stderr)
 }
 
 func (r *Router) markDown(why string) {

@@ -54,14 +54,19 @@ func (e *egressPolicy) Record(ev netproxy.Event) {
 	}
 }
 
-// egressLog keeps one call's connections for the trace.
+// egressLog keeps one call's connections for the trace, and shows each
+// to observe (Live.Egress) as it ends.
 type egressLog struct {
 	mu      sync.Mutex
 	events  []netproxy.Event
 	dropped int
+	observe func(netproxy.Event)
 }
 
 func (l *egressLog) add(ev netproxy.Event) {
+	if l.observe != nil {
+		l.observe(ev)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.events) < maxEgressRecords {

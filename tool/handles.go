@@ -237,7 +237,7 @@ func (c *Call) start(a StartArgs) *Result {
 	runCtx, cancel := context.WithCancel(t.ctx)
 	watch := context.AfterFunc(c.ctx, cancel)
 	capped := &cappedWriter{f: out, left: MaxCaptureBytes}
-	h, err := t.r.pool.Start(runCtx, line, prof, capped, capped)
+	h, err := t.r.start(runCtx, line, prof, capped, capped)
 	if !watch() && err == nil {
 		h.Kill()
 	}

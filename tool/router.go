@@ -73,6 +73,10 @@ type Config struct {
 	// once the run has its final outcome. The store is named by the run's
 	// id, so that the run's next router finds it.
 	KeepResults bool
+	// Cold starts each command's sandbox afresh and keeps none warm
+	// behind it (sandbox.Pool): a router for one call (rein exec, rein
+	// shell) has no next command to start one for.
+	Cold bool
 }
 
 // Carried is what a router knows of its run that the trace does not say

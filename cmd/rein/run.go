@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,8 +22,10 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // runFlags are the flags of rein exec and rein shell.
@@ -33,6 +38,7 @@ type runFlags struct {
 	asJSON  bool
 	limits  limitFlags
 	net     netFlags
+	trace   traceFlag
 }
 
 func newExecCmd(sf *scopeFlags) *cobra.Command {
@@ -46,11 +52,10 @@ the terminal, or is denied when there is none (--approve all|none for
 scripts). Then run it in the sandbox; the exit status is the program's.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			line, err := shell.FromArgv(args)
-			if err != nil {
+			if _, err := shell.FromArgv(args); err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
-			return runDecided(cmd, sf, &rf, line, strings.Join(args, " "))
+			return runDecided(cmd, sf, &rf, "exec", tool.ExecArgs{Argv: args, Timeout: rf.timeoutArg()})
 		},
 	}
 	rf.register(cmd)
@@ -69,13 +74,15 @@ then run the plan in the sandbox without a shell; the exit status is the
 line's.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			line, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(args[0])
+			// The grammar's refusal is shown under the line, with a caret
+			// at the construct; the router parses the line again, alike.
+			_, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(args[0])
 			var ref *shell.Refusal
 			if errors.As(err, &ref) {
 				printRefusal(cmd.ErrOrStderr(), args[0], ref)
 				return &exitError{code: exitRefuse}
 			}
-			return runDecided(cmd, sf, &rf, line, args[0])
+			return runDecided(cmd, sf, &rf, "shell", tool.ShellArgs{Line: args[0], Timeout: rf.timeoutArg()})
 		},
 	}
 	rf.register(cmd)
@@ -84,6 +91,7 @@ line's.`,
 
 func (rf *runFlags) register(cmd *cobra.Command) {
 	rf.commonFlags.register(cmd)
+	rf.trace.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&rf.dir, "dir", "", "the directory the line is decided from and starts in, inside the workspace (default: the current directory when it is inside the workspace, else the workspace)")
 	f.StringVar(&rf.approve, "approve", "", "answer for asked actions without a terminal: all or none (default: ask the terminal, or deny without one)")
@@ -92,6 +100,15 @@ func (rf *runFlags) register(cmd *cobra.Command) {
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
 	rf.limits.register(f)
 	rf.net.register(f, "")
+}
+
+// timeoutArg is the tool's timeout argument: the flag's, or "" for the
+// policy's sandbox.timeout.
+func (rf *runFlags) timeoutArg() string {
+	if rf.timeout == 0 {
+		return ""
+	}
+	return rf.timeout.String()
 }
 
 // startDir is where a line is decided from and starts, an absolute path
@@ -123,10 +140,15 @@ func startDir(flag, ws string) (string, error) {
 	return "", nil
 }
 
-// runDecided is the life of a line from the command line: policy, approver,
-// check again, sandbox.
-func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Line, text string) error {
-	rf.extraRules = rf.net.rules()
+// runDecided is the life of a line from the command line: one call of
+// the exec or shell tool through a router, as every call has (policy,
+// approver, sandbox, the policy's limits, redaction, the trace), its
+// output streamed to the terminal as it is produced.
+func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, args any) error {
+	// The command names its tool itself: the flags layer allows it, as a
+	// [tool] allow rule would, so that safe mode's default deny of an
+	// unnamed tool does not stop it; a [tool] deny of a file still does.
+	rf.extraRules = append(rf.net.rules(), policy.Rule{Act: policy.ActTool, Effect: policy.Allow, Pattern: name})
 	rf.networkFlag = rf.net.network
 	p, err := rf.load(sf)
 	if err != nil {
@@ -136,15 +158,6 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	timeout := rf.timeout
-	if timeout == 0 {
-		timeout = p.Sandbox.Timeout
-	}
-	if timeout > p.Sandbox.MaxTimeout {
-		return &exitError{exitSandbox, fmt.Sprintf("timeout %s is above the policy's %s ceiling (sandbox.max_timeout)", timeout, p.Sandbox.MaxTimeout)}
-	}
 	limits, err := rf.limits.limits(p.Limits, p.Settings)
 	if err != nil {
 		return err
@@ -153,45 +166,123 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, line *shell.Li
 	if err != nil {
 		return err
 	}
-	prof := sandbox.Profile{
-		Workspace: p.Workspace, Dir: dir, ReadOnly: p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite,
-		Timeout: timeout, Rung: p.Sandbox.Rung, Env: runEnv(os.Environ(), p), Limits: limits,
-		HostReadPaths: p.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), p), Hidden: tool.Hidden(p),
-	}
-	if rf.rung != "" {
-		prof.Rung = rf.rung
-	}
-	rf.net.profile(&prof, p, approver, cmd.ErrOrStderr(), rf.asJSON)
-	// The policy decides the programs the sandbox's PATH finds, which are
-	// the ones that run.
-	sandbox.ResolvePrograms(line, prof)
-	from := p.Workspace
-	if dir != "" {
-		from = dir
-	}
-	check := func() *policy.Verdict { return p.CheckIn(line, from) }
-	v := policy.Resolve(ctx, approver, check(), check)
-	if v.Decision != policy.Allow {
-		if rf.asJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]any{"decision": v.Decision.String(), "reason": v.Reason, "stages": v.Stages}, exitDeny)
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "rein: not run: %s: %s\n", v.Decision, policy.Printable(v.Reason))
-		return &exitError{code: exitDeny}
-	}
-	res, err := runSandboxed(cmd, ctx, line, prof, rf.asJSON)
+	store, red, err := rf.trace.openFor(p)
 	if err != nil {
 		return err
 	}
+	defer store.Close()
+	reg, err := tool.Builtin()
+	if err != nil {
+		return err
+	}
+	prof := sandbox.Profile{Dir: dir, Rung: rf.rung, Limits: limits}
+	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red,
+		Profile: prof, Source: "cli", Cold: true})
+	if err != nil {
+		return &exitError{exitUsage, err.Error()}
+	}
+	stderr := cmd.ErrOrStderr()
+	if rung := cmp.Or(rf.rung, p.Sandbox.Rung); rung == sandbox.RungNone {
+		fmt.Fprintln(stderr, unconfinedWarning)
+	}
+	var verdict *policy.Verdict
+	live := tool.Live{Decided: func(v *policy.Verdict) { verdict = v }}
 	if rf.asJSON {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"decision": "allow", "reason": v.Reason, "stages": v.Stages, "result": res}); err != nil {
+		// The full streams are spooled to a result directory instead, and
+		// the result names the files.
+		d, err := resultDir()
+		if err != nil {
+			r.Close("failed")
+			return &exitError{exitSandbox, "making the result directory: " + err.Error()}
+		}
+		live.SpoolDir = d
+	} else {
+		var mu sync.Mutex
+		live.Stdout, live.Stderr = cmd.OutOrStdout(), stderr
+		live.Egress = func(ev netproxy.Event) {
+			if ev.Refused == "" {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(stderr, "rein: egress refused: %s %s: %s\n", ev.Proto, policy.Printable(red.Redact(ev.Target)), policy.Printable(red.Redact(ev.Refused)))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	raw, _ := json.Marshal(args)
+	env := r.Call(tool.WithLive(ctx, live), name, raw)
+	r.Close(cmp.Or(map[tool.Status]string{tool.OK: "ok"}[env.Status], string(env.Status)))
+	if verdict == nil && env.Status == tool.Denied && env.Rule != "" {
+		// A [tool] deny rule refused the tool itself.
+		verdict = &policy.Verdict{Decision: policy.Deny, Reason: env.Reason, Stages: []policy.StageVerdict{}}
+	}
+	switch {
+	case verdict != nil && verdict.Decision != policy.Allow:
+		if rf.asJSON {
+			return writeRedactedJSON(cmd.OutOrStdout(), red, map[string]any{"decision": verdict.Decision.String(), "reason": verdict.Reason, "stages": verdict.Stages}, exitDeny)
+		}
+		fmt.Fprintf(stderr, "rein: not run: %s: %s\n", verdict.Decision, policy.Printable(red.Redact(verdict.Reason)))
+		return &exitError{code: exitDeny}
+	case env.ExitCode == nil && verdict == nil:
+		// Refused before the policy was asked (a timeout above the
+		// ceiling).
+		return &exitError{exitSandbox, policy.Printable(env.Reason)}
+	case env.ExitCode == nil:
+		return &exitError{exitSandbox, fmt.Sprintf("sandbox: %s: %s", env.Status, policy.Printable(env.Reason))}
+	}
+	res := sandboxResult(env)
+	if rf.asJSON {
+		if err := writeRedactedJSON(cmd.OutOrStdout(), red, map[string]any{"decision": "allow", "reason": verdict.Reason, "stages": verdict.Stages, "result": res}, 0); err != nil {
 			return err
 		}
-	} else if res.Reason != "" {
-		fmt.Fprintf(cmd.ErrOrStderr(), "rein: %s: %s\n", res.Status, res.Reason)
+	} else {
+		if res.RungNote != "" {
+			fmt.Fprintf(stderr, "rein: ran on the %s rung, the strongest that runs here (%s)\n", res.Rung, res.RungNote)
+		}
+		if res.Poisoned != "" {
+			fmt.Fprintf(stderr, "rein: warning: %s\n", res.Poisoned)
+		}
+		if res.Reason != "" {
+			fmt.Fprintf(stderr, "rein: %s: %s\n", res.Status, res.Reason)
+		}
 	}
 	if code := exitOf(res); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// sandboxResult is the sandbox's result of a command the router ran, as
+// its envelope gives it (redacted); what the envelope alone says when the
+// result did not come back whole.
+func sandboxResult(env *tool.Envelope) *sandbox.Result {
+	res := &sandbox.Result{Status: sandbox.Status(env.Status), ExitCode: *env.ExitCode, Reason: env.Reason, Rung: env.Rung, LimitHit: env.LimitHit}
+	if data, err := json.Marshal(env.Result().Data); err == nil {
+		var whole sandbox.Result
+		if json.Unmarshal(data, &whole) == nil && whole.Status != "" {
+			return &whole
+		}
+	}
+	return res
+}
+
+// writeRedactedJSON is writeJSON through the redactor: the stages name
+// the line's words, which may hold a secret.
+func writeRedactedJSON(w io.Writer, red *trace.Redactor, v any, code int) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, []byte(red.Redact(string(data))), "", "  "); err != nil {
+		return fmt.Errorf("printing the result: %w", err)
+	}
+	out.WriteByte('\n')
+	if _, err := out.WriteTo(w); err != nil {
+		return err
+	}
+	if code != exitOK {
 		return &exitError{code: code}
 	}
 	return nil

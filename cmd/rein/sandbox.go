@@ -129,20 +129,23 @@ func exitOf(res *sandbox.Result) int {
 	return res.ExitCode
 }
 
+// unconfinedWarning is printed before a command runs on the none rung.
+const unconfinedWarning = "rein: warning: running unconfined (rung none): no filesystem, network or process confinement; only the timeout and the tree kill apply"
+
 // runSandboxed runs line under p, streaming its output live unless asJSON,
 // where the full streams are spooled to a result directory instead and
 // the result names the files.
 func runSandboxed(cmd *cobra.Command, ctx context.Context, line *shell.Line, p sandbox.Profile, asJSON bool) (*sandbox.Result, error) {
 	stderr := cmd.ErrOrStderr()
 	if p.Rung == sandbox.RungNone {
-		fmt.Fprintln(stderr, "rein: warning: running unconfined (rung none): no filesystem, network or process confinement; only the timeout and the tree kill apply")
+		fmt.Fprintln(stderr, unconfinedWarning)
 	}
 	var stdout io.Writer = cmd.OutOrStdout()
 	if asJSON {
 		stdout, stderr = nil, nil
 		dir, err := resultDir()
 		if err != nil {
-			return nil, &exitError{exitSandbox, "rein: making the result directory: " + err.Error()}
+			return nil, &exitError{exitSandbox, "making the result directory: " + err.Error()}
 		}
 		p.SpoolDir = dir
 	}
