@@ -49,7 +49,9 @@ func newExecCmd(sf *scopeFlags) *cobra.Command {
 		Long: `Decide PROGRAM ARG... (used verbatim) with the policy; a denial prints
 the rule and layer and exits 11 without running anything; an ask goes to
 the terminal, or is denied when there is none (--approve all|none for
-scripts). Then run it in the sandbox; the exit status is the program's.`,
+scripts). Then run it in the sandbox; the exit status is the program's.
+It is one call of the exec tool through rein's router, recorded as a run
+in the trace; its output streams to the terminal, secrets redacted.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := shell.FromArgv(args); err != nil {
@@ -71,7 +73,9 @@ func newShellCmd(sf *scopeFlags) *cobra.Command {
 decide every stage with the policy (exit 11 naming the rule and layer),
 ask the terminal when the policy asks (--approve all|none for scripts),
 then run the plan in the sandbox without a shell; the exit status is the
-line's.`,
+line's. It is one call of the shell tool through rein's router, recorded
+as a run in the trace; its output streams to the terminal, secrets
+redacted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The grammar's refusal is shown under the line, with a caret
