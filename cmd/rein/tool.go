@@ -65,7 +65,7 @@ for any other status.`,
 			}
 			prof := sandbox.Profile{Rung: rung, Limits: limits}
 			r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Surface: surface, Store: store,
-				Redactor: red, Profile: prof, Source: "cli"})
+				Redactor: red, Profile: prof, Source: "cli", Cold: true})
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
