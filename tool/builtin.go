@@ -351,13 +351,7 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	// The policy decides the programs the sandbox's PATH finds, which are
 	// the ones that run.
 	sandbox.ResolvePrograms(line, prof)
-	// A line is decided from where it starts.
-	check := func() *policy.Verdict {
-		if prof.Dir != "" {
-			return p.CheckIn(line, prof.Dir)
-		}
-		return p.Check(line)
-	}
+	check := checkFrom(p, line, prof.Dir)
 	v := c.decide(res, check(), check)
 	if live.Decided != nil {
 		live.Decided(v)
@@ -407,6 +401,17 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	return c.Router.fromSandbox(res, sr)
+}
+
+// checkFrom decides line from where it starts: dir, the profile's Dir,
+// else the workspace.
+func checkFrom(p *policy.Policy, line *shell.Line, dir string) func() *policy.Verdict {
+	return func() *policy.Verdict {
+		if dir != "" {
+			return p.CheckIn(line, dir)
+		}
+		return p.Check(line)
+	}
 }
 
 // fromSandbox turns a sandbox result into the tool result.

@@ -201,7 +201,8 @@ func (c *Call) start(a StartArgs) *Result {
 	log := &egressLog{}
 	prof := c.profile(timeout, log)
 	sandbox.ResolvePrograms(line, prof)
-	v := c.decide(res, p.Check(line), func() *policy.Verdict { return p.Check(line) })
+	check := checkFrom(p, line, prof.Dir)
+	v := c.decide(res, check(), check)
 	if v.Decision != policy.Allow {
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
 		return res

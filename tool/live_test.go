@@ -72,8 +72,8 @@ func TestLive(t *testing.T) {
 	}
 }
 
-// TestStartDir: a line is decided from the profile's start directory, and
-// starts there; a cold router keeps no sandbox warm behind its command.
+// TestStartDir: a line, and a handle's, is decided from the profile's
+// start directory, and starts there; a cold router keeps no sandbox warm behind its command.
 func TestStartDir(t *testing.T) {
 	requireSandbox(t)
 	f := newFixture(t, policy.ModeAuto, []policy.Rule{{Act: policy.ActRead, Effect: policy.Deny, Pattern: "src/**"}}, policy.AllowAll{})
@@ -83,6 +83,9 @@ func TestStartDir(t *testing.T) {
 	env := f.call(t, "shell", obj{"line": "cat main.go"})
 	if env.Status != Denied || env.Rule != "src/**" {
 		t.Fatalf("%+v", env)
+	}
+	if env := f.call(t, "shell_start", obj{"line": "cat main.go"}); env.Status != Denied || env.Rule != "src/**" {
+		t.Fatalf("a handle: %+v", env)
 	}
 	env = f.call(t, "shell", obj{"line": "pwd"})
 	if env.Status != OK || env.Preview != filepath.Join(f.ws, "src")+"\n" || env.Result().Warm {
