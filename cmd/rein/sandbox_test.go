@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	// Inside a launched session, where the test binary is the init and
 	// nothing passes REIN_TEST_MAIN, as the session's relay.
 	if os.Getenv("REIN_TEST_MAIN") == "1" || (len(os.Args) > 1 && os.Args[1] == "relay") {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(profiled(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
 	}
 	os.Exit(m.Run())
 }
