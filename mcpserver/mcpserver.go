@@ -160,22 +160,33 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		// reads too: the output, the handle to poll, the result id to
 		// page through.
 		text := env.Text()
-		structured := map[string]any{"status": env.Status, "text": text, "chars": env.Chars, "elided_chars": env.ElidedChars}
-		for k, v := range map[string]string{"reason": env.Reason, "rule": env.Rule, "layer": env.Layer, "file": env.File,
-			"result_id": env.ResultID, "rung": env.Rung, "limit_hit": env.LimitHit} {
-			if v != "" {
-				structured[k] = v
-			}
-		}
-		if env.ExitCode != nil {
-			structured["exit_code"] = *env.ExitCode
-		}
+		structured := &structuredContent{Status: string(env.Status), Text: text, Chars: env.Chars, ElidedChars: env.ElidedChars,
+			ExitCode: env.ExitCode, Reason: env.Reason, Rule: env.Rule, Layer: env.Layer, File: env.File,
+			ResultID: env.ResultID, Rung: env.Rung, LimitHit: env.LimitHit}
 		return &mcp.CallToolResult{
 			IsError:           env.Status != tool.OK,
 			Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 			StructuredContent: structured,
 		}, nil
 	}
+}
+
+// structuredContent is a result's structured content, as outputSchema declares
+// it: a struct rather than a map, which encoding/json writes without
+// sorting keys or boxing each value.
+type structuredContent struct {
+	Status      string `json:"status"`
+	Text        string `json:"text"`
+	ExitCode    *int   `json:"exit_code,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	Rule        string `json:"rule,omitempty"`
+	Layer       string `json:"layer,omitempty"`
+	File        string `json:"file,omitempty"`
+	ResultID    string `json:"result_id,omitempty"`
+	Rung        string `json:"rung,omitempty"`
+	LimitHit    string `json:"limit_hit,omitempty"`
+	Chars       int    `json:"chars"`
+	ElidedChars int    `json:"elided_chars"`
 }
 
 // PreviewChars is how much of a result an MCP client's model sees inline

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,6 +117,23 @@ func TestToolsAndCalls(t *testing.T) {
 	r := call(t, cs, "read_file", map[string]any{"path": "src/main.go"})
 	if r.IsError || !strings.Contains(text(r), "package main") {
 		t.Fatalf("%s", text(r))
+	}
+	// Exactly the fields a result has: the required ones always, the
+	// others only when set (an exit status of 0 is one).
+	keys := func(sc any) string {
+		var ks []string
+		for k := range sc.(map[string]any) {
+			ks = append(ks, k)
+		}
+		slices.Sort(ks)
+		return strings.Join(ks, " ")
+	}
+	if got := keys(r.StructuredContent); got != "chars elided_chars status text" {
+		t.Fatalf("read_file's structured content has %s", got)
+	}
+	r = call(t, cs, "shell", map[string]any{"line": "true"})
+	if got := keys(r.StructuredContent); r.IsError || got != "chars elided_chars exit_code rung status text" || r.StructuredContent.(map[string]any)["exit_code"] != 0.0 {
+		t.Fatalf("shell's structured content has %s: %+v", got, r.StructuredContent)
 	}
 	// The envelope: a bounded preview, the elided size and the result id.
 	r = call(t, cs, "shell", map[string]any{"line": "seq 1 20000"})
