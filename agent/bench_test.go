@@ -14,6 +14,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // instantModel answers at once: a read_file call each step (a limit of
@@ -48,7 +49,7 @@ func BenchmarkLoopStep(b *testing.B) {
 			}
 			cfg := tool.Config{Policy: p}
 			if traced {
-				store, err := trace.Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor())
+				store, err := sqlite.Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -93,7 +94,7 @@ func BenchmarkLoopStep(b *testing.B) {
 
 // timedStore times the durable commits of a run.
 type timedStore struct {
-	*trace.SQLite
+	*sqlite.Store
 	mu   sync.Mutex
 	sum  time.Duration
 	each []time.Duration
@@ -101,7 +102,7 @@ type timedStore struct {
 
 func (s *timedStore) Commit(ctx context.Context, l trace.Lease, ttl time.Duration, cp trace.Checkpoint, batches ...[]trace.Record) error {
 	start := time.Now()
-	err := s.SQLite.Commit(ctx, l, ttl, cp, batches...)
+	err := s.Store.Commit(ctx, l, ttl, cp, batches...)
 	took := time.Since(start)
 	s.mu.Lock()
 	s.sum += took
@@ -168,8 +169,8 @@ func pct(d []time.Duration, p int) float64 {
 // (the store seen only as a trace.Store), and ratio the one over the
 // other. Run: go test ./agent -run '^$' -bench DurableStep -benchtime 1000x
 func BenchmarkDurableStep(b *testing.B) {
-	open := func() *trace.SQLite {
-		s, err := trace.Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor())
+	open := func() *sqlite.Store {
+		s, err := sqlite.Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,7 +179,7 @@ func BenchmarkDurableStep(b *testing.B) {
 	}
 	b.ResetTimer()
 	plain, _ := stepTimes(b, struct{ trace.Store }{open()}, nil)
-	timed := &timedStore{SQLite: open()}
+	timed := &timedStore{Store: open()}
 	steps, commits := stepTimes(b, timed, timed)
 	b.StopTimer()
 	if len(steps) < 2 || len(commits) < 2 {

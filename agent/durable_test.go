@@ -23,6 +23,7 @@ import (
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // killChildEnv, when set, makes the test binary a driver of one scripted
@@ -112,7 +113,7 @@ func scriptContract(ws, recovery string) Contract {
 	return Contract{Goal: "write the notes", Workspace: ws, Verify: &Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: Budget{Steps: 40}}
 }
 
-func scriptOptions(ws, calls string, store *trace.SQLite) (Options, error) {
+func scriptOptions(ws, calls string, store *sqlite.Store) (Options, error) {
 	mode := policy.ModeAuto
 	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(filepath.Dir(ws), "home"), NoFiles: true, Mode: &mode})
 	if err != nil {
@@ -131,7 +132,7 @@ func killChild() int {
 		return 2
 	}
 	os.Setenv("REIN_CACHE_DIR", cfg.Cache)
-	store, err := trace.Open(cfg.Store, trace.NewRedactor())
+	store, err := sqlite.Open(cfg.Store, trace.NewRedactor())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -216,7 +217,7 @@ func (k kit) child(resume string, killAt int, recovery string) (rep childReport,
 // runID is the one run of k's store.
 func (k kit) runID(t *testing.T) string {
 	t.Helper()
-	s, err := trace.Open(k.store, trace.NewRedactor())
+	s, err := sqlite.Open(k.store, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ type result struct {
 
 func (k kit) result(t *testing.T, run string) result {
 	t.Helper()
-	s, err := trace.Open(k.store, trace.NewRedactor())
+	s, err := sqlite.Open(k.store, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +389,7 @@ func boundaryIndex(t *testing.T, root, name string) int {
 // requestsOf are the model calls' requests of run, whole.
 func requestsOf(t *testing.T, path, run string) string {
 	t.Helper()
-	s, err := trace.Open(path, trace.NewRedactor())
+	s, err := sqlite.Open(path, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,7 @@ func TestInterruptedCall(t *testing.T) {
 
 func decide(t *testing.T, path, run, request, answer string) error {
 	t.Helper()
-	s, err := trace.Open(path, trace.NewRedactor())
+	s, err := sqlite.Open(path, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +504,7 @@ func TestLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Wait()
-	s, err := trace.Open(k.store, trace.NewRedactor())
+	s, err := sqlite.Open(k.store, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestLease(t *testing.T) {
 	// next commit, and records nothing more.
 	ws := fixture(t, nil)
 	calls := filepath.Join(t.TempDir(), "calls")
-	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +589,7 @@ func TestLease(t *testing.T) {
 
 // approvalRun drives a run whose first call the policy asks about, with
 // the Defer approver; extra are rules added to the policy.
-func approvalRun(t *testing.T, ws string, store *trace.SQLite, resume string, extra ...policy.Rule) (Outcome, error) {
+func approvalRun(t *testing.T, ws string, store *sqlite.Store, resume string, extra ...policy.Rule) (Outcome, error) {
 	t.Helper()
 	mode := policy.ModeAuto
 	rules := append([]policy.Rule{{Act: policy.ActExec, Effect: policy.Ask, Pattern: "touch approved.txt"}}, extra...)
@@ -624,7 +625,7 @@ func TestDeferredApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
 			t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
-			store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+			store, err := sqlite.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -653,7 +654,7 @@ func TestDeferredApproval(t *testing.T) {
 			if err := decide(t, store.Path(), out.Run, req, tc.answer); err != nil {
 				t.Fatal(err)
 			}
-			var answered *trace.AnsweredError
+			var answered *sqlite.AnsweredError
 			if err := decide(t, store.Path(), out.Run, req, "no"); !errors.As(err, &answered) || answered.First.Answer != tc.answer {
 				t.Errorf("a second answer: %v", err)
 			}
@@ -686,7 +687,7 @@ func TestCheckpointFormat(t *testing.T) {
 	requireSandbox(t)
 	ws := t.TempDir()
 	t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
-	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ type Event struct {
 // call what cannot run: a bad contract, a gate the policy does not allow
 // outright, a protect glob that matches nothing.
 //
-// When the trace store is durable (trace.Durable: the SQLite store is),
+// When the trace store is durable (trace.Durable: the SQLite store of trace/sqlite is),
 // the run is too: it holds the run's lease, journals each tool call as
 // running before it runs it, and commits a checkpoint with every step's
 // records in one transaction, so that Resume can continue it after its

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // The test binary serves as the sandbox's init, as rein's binary does.
@@ -94,7 +95,7 @@ func runScriptCtx(t *testing.T, ctx context.Context, ws string, c Contract, turn
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor("sk-test-key"))
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor("sk-test-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +319,7 @@ func TestRunKeyNeverLeaks(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(t.TempDir(), "trace.db")
-	store, err := trace.Open(db, trace.NewRedactor("sk-test-key"))
+	store, err := sqlite.Open(db, trace.NewRedactor("sk-test-key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +347,7 @@ func TestRunKeyNeverLeaks(t *testing.T) {
 // on the first one, naming where.
 func TestReplay(t *testing.T) {
 	ws := fixture(t, nil)
-	store, err := trace.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "trace.db"), trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,11 +19,12 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // keyedApprovalRun is a run of approvalRun in a keyed store, ended
 // awaiting the operator's answer.
-func keyedApprovalRun(t *testing.T) (ws, dbPath string, store *trace.SQLite, out Outcome) {
+func keyedApprovalRun(t *testing.T) (ws, dbPath string, store *sqlite.Store, out Outcome) {
 	t.Helper()
 	ws = t.TempDir()
 	t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
@@ -32,7 +33,7 @@ func keyedApprovalRun(t *testing.T) (ws, dbPath string, store *trace.SQLite, out
 		t.Fatal(err)
 	}
 	dbPath = filepath.Join(t.TempDir(), "trace.db")
-	store, err = trace.Open(dbPath, trace.NewRedactor(), trace.WithKey(key))
+	store, err = sqlite.Open(dbPath, trace.NewRedactor(), sqlite.WithKey(key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,12 +199,12 @@ func TestFencedBeforeEffect(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "home"), 0o755)
 	t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "cache"))
 	dbPath := filepath.Join(root, "t.db")
-	storeA, err := trace.Open(dbPath, trace.NewRedactor())
+	storeA, err := sqlite.Open(dbPath, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer storeA.Close()
-	mk := func(store *trace.SQLite, turns [][]ToolCall) Options {
+	mk := func(store *sqlite.Store, turns [][]ToolCall) Options {
 		mode := policy.ModeAuto
 		p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), NoFiles: true, Mode: &mode})
 		if err != nil {
@@ -223,7 +224,7 @@ func TestFencedBeforeEffect(t *testing.T) {
 		// The lease lapses while A sleeps; B, on another host, takes the
 		// run and ends it.
 		rawExec(t, dbPath, `UPDATE leases SET host = 'elsewhere', expires_at = ? WHERE run_id = ?`, time.Now().Add(-time.Second).UTC().Format(time.RFC3339Nano), runs[0].RunID)
-		storeB, err := trace.Open(dbPath, trace.NewRedactor())
+		storeB, err := sqlite.Open(dbPath, trace.NewRedactor())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +252,7 @@ func TestFencedBeforeEffect(t *testing.T) {
 func TestLeaseOfLiveProcess(t *testing.T) {
 	ctx := context.Background()
 	dbPath := filepath.Join(t.TempDir(), "t.db")
-	store, err := trace.Open(dbPath, trace.NewRedactor())
+	store, err := sqlite.Open(dbPath, trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +293,7 @@ func TestRepeatedRefusalsAcrossResumes(t *testing.T) {
 	deny := call("", "shell", `{"line":"touch forbidden.txt"}`)
 	ask := func(n int) ToolCall { return call("", "shell", fmt.Sprintf(`{"line":"touch ask%d.txt"}`, n)) }
 	turns := [][]ToolCall{{deny}, {ask(1)}, {deny}, {ask(2)}, {deny}, {ask(3)}, {deny}, {ask(4)}, {deny}, {}}
-	drive := func(ws string, store *trace.SQLite, approver policy.Approver, resume string) (Outcome, error) {
+	drive := func(ws string, store *sqlite.Store, approver policy.Approver, resume string) (Outcome, error) {
 		mode := policy.ModeAuto
 		p, err := policy.Load(policy.Options{Workspace: ws, Home: t.TempDir(), NoFiles: true, Mode: &mode, Rules: []policy.Rule{
 			{Act: policy.ActExec, Effect: policy.Deny, Pattern: "touch forbidden.txt"},
@@ -308,15 +309,15 @@ func TestRepeatedRefusalsAcrossResumes(t *testing.T) {
 		return Run(context.Background(), Contract{Goal: "x", Workspace: ws, Budget: Budget{Steps: 40}}, o)
 	}
 	t.Setenv("REIN_CACHE_DIR", filepath.Join(t.TempDir(), "cache"))
-	open := func() *trace.SQLite {
-		s, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
+	open := func() *sqlite.Store {
+		s, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	refusals := func(store *trace.SQLite, run string) int {
+	refusals := func(store *sqlite.Store, run string) int {
 		steps, _ := store.Steps(context.Background(), run)
 		n := 0
 		for _, s := range steps {
@@ -406,7 +407,7 @@ func TestResultsAcrossResumes(t *testing.T) {
 	ws := t.TempDir()
 	cache := filepath.Join(t.TempDir(), "cache")
 	t.Setenv("REIN_CACHE_DIR", cache)
-	store, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), trace.NewRedactor())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 func TestMain(m *testing.M) {
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 type fixture struct {
-	store *trace.SQLite
+	store *sqlite.Store
 	srv   *Server
 }
 
@@ -44,7 +45,7 @@ func newFixture(t *testing.T, mode policy.Mode, approver policy.Approver) *fixtu
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := trace.Open(filepath.Join(root, "trace.db"), nil)
+	store, err := sqlite.Open(filepath.Join(root, "trace.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 	"github.com/reinhq/rein/workspace"
 )
 
@@ -81,7 +82,7 @@ func BenchmarkReadFileRouter(b *testing.B) { benchRouter(b, nil) }
 // BenchmarkReadFileRouterTraced adds the SQLite trace: the step, its
 // audit record and their links in the hash chain.
 func BenchmarkReadFileRouterTraced(b *testing.B) {
-	store, err := trace.Open(filepath.Join(b.TempDir(), "trace.db"), nil)
+	store, err := sqlite.Open(filepath.Join(b.TempDir(), "trace.db"), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
-	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // TestSandboxHomeIsBwrapHome: the policy's default sandbox HOME is where
@@ -83,7 +83,7 @@ func TestRouterTildeIsHome(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				store, err := trace.Open(filepath.Join(root, "trace.db"), nil)
+				store, err := sqlite.Open(filepath.Join(root, "trace.db"), nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // The test binary serves as the sandbox's init.
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 // helperRouter is a router over the workspace's trace store, as rein tool
 // makes one.
 func helperRouter(ws string, p *policy.Policy) (*Router, error) {
-	store, err := trace.Open(filepath.Join(filepath.Dir(ws), "trace.db"), nil)
+	store, err := sqlite.Open(filepath.Join(filepath.Dir(ws), "trace.db"), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func requireSandbox(t *testing.T) {
 
 type fixture struct {
 	ws    string
-	store *trace.SQLite
+	store *sqlite.Store
 	r     *Router
 }
 
@@ -73,7 +74,7 @@ func newFixture(t *testing.T, mode policy.Mode, rules []policy.Rule, approver po
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := trace.Open(filepath.Join(root, "trace.db"), trace.NewRedactor("sekrit-value-123"))
+	store, err := sqlite.Open(filepath.Join(root, "trace.db"), trace.NewRedactor("sekrit-value-123"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,10 @@
 package trace
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -76,4 +79,39 @@ func (c *Chain) Form() string {
 	default:
 		return fmt.Sprintf("unkeyed (SHA-256) before link %d, made before the store had a key and sealed by the keyed links; %s from link %d", c.FirstKeyed, keyed(), c.FirstKeyed)
 	}
+}
+
+// Link is the link of one record in a store's hash chain: the previous
+// link, where the record is (its Table and its row there), and its
+// canonical JSON, hashed with SHA-256 (k nil, the chain of a store made
+// before keys) or HMAC-SHA256 with k. A store writes it beside the record
+// and recomputes it to verify; the form never changes, so that traces
+// written before stay verifiable.
+func Link(k *Key, prev, table string, row int64, rec Record) string {
+	data, _ := json.Marshal(rec)
+	h := sha256.New()
+	if k != nil {
+		h = hmac.New(sha256.New, k.secret)
+	}
+	fmt.Fprintf(h, "%s\n%s\n%d\n", prev, table, row)
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// VerifyError is a record that does not match the chain.
+type VerifyError struct {
+	Seq    int64
+	Table  string
+	Row    int64
+	Reason string
+}
+
+func (e *VerifyError) Error() string {
+	switch {
+	case e.Table == "":
+		return "trace: the chain: " + e.Reason
+	case e.Seq == 0:
+		return fmt.Sprintf("trace: %s: %s", e.Table, e.Reason)
+	}
+	return fmt.Sprintf("trace: chain link %d (%s row %d): %s", e.Seq, e.Table, e.Row, e.Reason)
 }

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"encoding/hex"
 	"regexp"
 	"slices"
 	"sort"
@@ -63,6 +64,12 @@ func NewRedactor(values ...string) *Redactor {
 	sort.SliceStable(r.values, func(i, j int) bool { return len(r.values[i]) > len(r.values[j]) })
 	return r
 }
+
+// WithKey is a redactor that also redacts k's secret, in hex, r left as
+// it is: a store keyed with k redacts with it, because a command that
+// could read the key (on the none rung) and printed it would hand it to
+// whoever reads the trace.
+func (r *Redactor) WithKey(k *Key) *Redactor { return r.with(hex.EncodeToString(k.secret)) }
 
 // with is a redactor that also redacts values, r left as it is.
 func (r *Redactor) with(values ...string) *Redactor {

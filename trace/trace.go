@@ -5,15 +5,18 @@
 // metadata, and what makes an agent run durable: its checkpoints
 // (committed with a step's records in one transaction), their large parts
 // by content address, the decisions a run waits for, and the lease of its
-// one driver (a generation every commit is fenced by). A Store keeps them; SQLite is the implementation, append-only
-// (enforced by triggers, not promised) and hash-chained with the user's Key
-// (HMAC-SHA256), so that an edited or deleted row is detected by Verify
-// even when whoever changed it linked the chain again, and a head kept
-// elsewhere detects the newest rows removed. Every text passes the
-// Redactor before it is persisted.
+// one driver (a generation every commit is fenced by). A Store keeps them,
+// and a Durable store also the durable runs' parts; the library sees a
+// store only through these interfaces. Every record is linked in a hash
+// chain keyed with the user's Key (HMAC-SHA256, Link), so that an edited
+// or deleted row is detected even when whoever changed it linked the
+// chain again, and a Head kept elsewhere detects the newest rows removed.
+// Every text passes the Redactor before it is persisted.
 //
-// trace imports nothing of rein: callers hand it plain records, and it
-// must not learn how a decision was made or a command confined.
+// trace imports nothing of rein, and no database: the SQLite store is
+// package trace/sqlite, so that a program with a store of its own links
+// no SQLite. Callers hand it plain records, and it must not learn how a
+// decision was made or a command confined.
 package trace
 
 import (
@@ -200,24 +203,30 @@ type RunSummary struct {
 	Handles  int        `json:"handles"`
 }
 
-// Store keeps the trace. Append returns the record's id. Every method is
-// safe for concurrent use, also by several processes on one store.
+// Table names the kind of a record, the same in every store: the SQLite
+// store keeps it in the table of that name and hashes it into the record's
+// Link.
+func Table(r Record) string { return r.table() }
+
+// Store is what the router and the agent need of a trace: appending
+// records, reading back the steps and handles of a run they resume and the
+// model calls and gate attempts of one they replay, and closing it. Every
+// method is safe for concurrent use. The SQLite store (package
+// trace/sqlite) is one, safe also for several processes on one file; an
+// embedder with a store of their own implements this and links no SQLite.
 type Store interface {
+	// Append appends r and returns its id.
 	Append(ctx context.Context, r Record) (int64, error)
 	// AppendAll appends records in one transaction; a record after a Step
 	// whose StepID is zero gets the step's id.
 	AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
-	Runs(ctx context.Context, limit int) ([]RunSummary, error)
+	// Steps lists a run's steps in order.
 	Steps(ctx context.Context, runID string) ([]Step, error)
-	PolicyEvents(ctx context.Context, runID string) ([]PolicyEvent, error)
+	// Handles lists a run's background handles.
 	Handles(ctx context.Context, runID string) ([]Handle, error)
-	HandleOutput(ctx context.Context, runID, handle string) ([]HandleOutput, error)
-	SandboxEvents(ctx context.Context, runID string) ([]SandboxEvent, error)
-	Edits(ctx context.Context, runID string) ([]Edit, error)
+	// ProviderCalls lists an agent run's model calls, every attempt.
 	ProviderCalls(ctx context.Context, runID string) ([]ProviderCall, error)
+	// GateAttempts lists an agent run's gate attempts.
 	GateAttempts(ctx context.Context, runID string) ([]GateAttempt, error)
-	// Verify walks the hash chain and reports the first record that does
-	// not match it, or nil.
-	Verify(ctx context.Context) error
 	Close() error
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
@@ -246,7 +247,7 @@ func orNone(s string) string {
 // agentOptions are the options rein run and rein run resume drive a run
 // with: the router under the policy, its commands' environment built from
 // it, each step printed as it happens unless the outcome is to be JSON.
-func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *trace.SQLite, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
+func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *sqlite.Store, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
 	o := agent.Options{
 		Provider: provider,
 		Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",

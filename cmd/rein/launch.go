@@ -35,6 +35,7 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // The exit statuses of rein launch that are rein's own; any other is the
@@ -777,7 +778,7 @@ type launchServer struct {
 	once  sync.Once
 }
 
-func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *trace.SQLite, red *trace.Redactor, path string,
+func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *sqlite.Store, red *trace.Redactor, path string,
 	hosts []launchHost, record func(netproxy.Event)) (*launchServer, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("the socket path %s is too long for a unix socket: set REIN_CACHE_DIR to a shorter directory", path)
@@ -884,7 +885,7 @@ func (e *cappedEgress) Record(ev netproxy.Event) { e.record(ev) }
 
 // serve answers one connection: a first line naming the service, "hook"
 // or "mcp", then its bytes.
-func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store *trace.SQLite) {
+func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store *sqlite.Store) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var name []byte
 	var b [1]byte
@@ -915,7 +916,7 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 // decide is the hook's answer to one call of the session, made as rein
 // hook makes it (Bash is not rewritten: the whole session is confined),
 // bounded in time, and recorded under the session's run.
-func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, store *trace.SQLite) hook.Decision {
+func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, store *sqlite.Store) hook.Decision {
 	data, err := readHookInput(c)
 	if err != nil {
 		return hook.Denied(err.Error())

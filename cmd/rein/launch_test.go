@@ -19,6 +19,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // launchProc runs rein launch (the test binary standing in for rein) as a
@@ -202,7 +203,7 @@ func TestLaunchClaudeCode(t *testing.T) {
 		t.Errorf("left running after the session: %q", left)
 	}
 
-	store, err := trace.Open(tr, nil)
+	store, err := sqlite.Open(tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +324,7 @@ func TestLaunchServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := trace.Open(filepath.Join(t.TempDir(), "t.db"), nil)
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

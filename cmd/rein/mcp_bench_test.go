@@ -27,6 +27,7 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // BenchmarkMCPShellWarm times a shell call of true through rein mcp over
@@ -292,7 +293,7 @@ func BenchmarkMCPReadFile4K(b *testing.B) {
 			b.Fatal(err)
 		}
 		red := trace.NewRedactor(trace.SecretValues(os.Environ(), p.EnvSecrets...)...)
-		store, err := trace.Open(filepath.Join(root, "inproc.db"), red, trace.WithKey(key))
+		store, err := sqlite.Open(filepath.Join(root, "inproc.db"), red, sqlite.WithKey(key))
 		if err != nil {
 			b.Fatal(err)
 		}

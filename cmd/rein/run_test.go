@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/sandbox"
-	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // TestShellRedactsLive: a declared secret the command prints is redacted
@@ -175,7 +175,7 @@ func TestShellTraced(t *testing.T) {
 	if code, _, _ := rein(t, "exec", "--deny", "false", "--", "false"); code != exitDeny {
 		t.Fatalf("denied exec: exit %d", code)
 	}
-	store, err := trace.Open(tr, nil)
+	store, err := sqlite.Open(tr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // newRunResumeCmd is rein run resume: a durable run driven on from its
@@ -191,7 +192,7 @@ resume RUN, which checks the policy again before it acts on a yes.`,
 			d := trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note, By: by, At: time.Now()}
 			if err := store.Decide(cmd.Context(), d); err != nil {
 				code := exitUsage
-				var answered *trace.AnsweredError
+				var answered *sqlite.AnsweredError
 				if errors.As(err, &answered) {
 					code = 1
 				}
@@ -212,7 +213,7 @@ resume RUN, which checks the policy again before it acts on a yes.`,
 
 // runInTrace refuses a run the trace opened does not hold: it is
 // another workspace's, or in another trace.
-func runInTrace(ctx context.Context, store *trace.SQLite, runID, ws string) error {
+func runInTrace(ctx context.Context, store *sqlite.Store, runID, ws string) error {
 	ok, err := store.HasRun(ctx, runID)
 	if err != nil {
 		return err
@@ -225,7 +226,7 @@ func runInTrace(ctx context.Context, store *trace.SQLite, runID, ws string) erro
 
 // runState is a run as rein runs lists it.
 type runState struct {
-	trace.DurableRun
+	sqlite.DurableRun
 	// State says what the run is doing, in a word or two; WaitsOn what
 	// it waits for.
 	State   string `json:"state"`
@@ -301,7 +302,7 @@ outcome it ended with.`,
 
 // loadWithTrace loads the policy the flags name and opens its workspace's
 // trace, with the redactor of its secrets.
-func loadWithTrace(cf *commonFlags, sf *scopeFlags, tf *traceFlag) (*policy.Policy, *trace.SQLite, *trace.Redactor, error) {
+func loadWithTrace(cf *commonFlags, sf *scopeFlags, tf *traceFlag) (*policy.Policy, *sqlite.Store, *trace.Redactor, error) {
 	p, err := cf.load(sf)
 	if err != nil {
 		return nil, nil, nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/sqlite"
 )
 
 // traceFlag names the trace store; REIN_TRACE does too.
@@ -25,14 +26,14 @@ func (t *traceFlag) register(cmd *cobra.Command) {
 // openFor opens the store of p's workspace with the redactor of p's
 // secrets (and of the extra values, such as a token), the one redactor the
 // run then prints and stores through.
-func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*trace.SQLite, *trace.Redactor, error) {
+func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*sqlite.Store, *trace.Redactor, error) {
 	red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), extra...)...)
 	store, err := t.open(p.Workspace, red)
 	return store, red, err
 }
 
 // open opens the store: the flag, else REIN_TRACE, else the workspace's.
-func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, error) {
+func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlite.Store, error) {
 	path := t.path
 	if path == "" {
 		path = os.Getenv("REIN_TRACE")
@@ -49,7 +50,7 @@ func (t *traceFlag) open(workspace string, r *trace.Redactor) (*trace.SQLite, er
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
-	s, err := trace.Open(path, r, trace.WithKey(key))
+	s, err := sqlite.Open(path, r, sqlite.WithKey(key))
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
@@ -98,7 +99,7 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Query the trace: runs, a run's steps, refusals, handles; verify the hash chain",
 	}
-	open := func() (*trace.SQLite, error) {
+	open := func() (*sqlite.Store, error) {
 		ws := workspace
 		if ws == "" {
 			wd, err := os.Getwd()

@@ -25,6 +25,7 @@ var allowed = map[string][]string{
 	"toolchain":             {},
 	"sandbox":               {"shell", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain"},
 	"trace":                 {},
+	"trace/sqlite":          {"trace"},
 	"hook":                  {"shell", "workspace", "policy"},
 	"mcpserver":             {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool"},
 	"tool":                  {"shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace"},
@@ -94,6 +95,23 @@ func TestAgentDirect(t *testing.T) {
 	for _, imp := range strings.Fields(string(out)) {
 		if imp == module+"/sandbox" || strings.HasPrefix(imp, module+"/sandbox/") || imp == module+"/files" || imp == module+"/workspace" {
 			t.Errorf("agent imports %s; it reaches files, processes and hosts only through tool.Router", imp)
+		}
+	}
+}
+
+// TestNoSQLite: the library's packages see the trace only as trace.Store,
+// so that an embedder with a store of their own links no SQLite; cmd/rein
+// wires trace/sqlite.
+func TestNoSQLite(t *testing.T) {
+	for _, pkg := range []string{"trace", "tool", "agent", "mcpserver", "hook"} {
+		out, err := exec.Command("go", "list", "-deps", module+"/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == "modernc.org/sqlite" || dep == module+"/trace/sqlite" {
+				t.Errorf("%s depends on %s; it must reach the trace only through trace.Store", pkg, dep)
+			}
 		}
 	}
 }

@@ -1,12 +1,19 @@
-package trace
+// Package sqlite owns the SQLite store of the trace (trace.Store and
+// trace.Durable): one file in WAL mode that several processes append to at
+// once, its schema versioned by migrations, every table append-only
+// (enforced by triggers, not promised) but the leases of durable runs,
+// every record redacted, then linked in the trace's keyed hash chain
+// (trace.Link) and verified against it, and the leases, checkpoints and
+// decisions of durable runs. It is the only package of rein that links
+// modernc.org/sqlite.
+//
+// It imports only trace of rein: it stores plain records and must not
+// learn how a decision was made or a command confined.
+package sqlite
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -19,15 +26,17 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/reinhq/rein/trace"
 )
 
-// SQLite is the Store in one SQLite file, in WAL mode, with a busy
+// Store is the trace in one SQLite file, in WAL mode, with a busy
 // timeout and immediate transactions so that several processes can append
 // to it at once.
-type SQLite struct {
+type Store struct {
 	db     *sql.DB
-	redact *Redactor
-	key    *Key
+	redact *trace.Redactor
+	key    *trace.Key
 	path   string
 
 	mu    sync.Mutex
@@ -114,17 +123,17 @@ var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_ha
 	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions"}
 
 // Option is an option of Open.
-type Option func(*SQLite)
+type Option func(*Store)
 
 // WithKey keys the links the store writes with k (HMAC-SHA256). Without
 // it, links are of SHA-256 alone, which anyone who can write the file can
 // make again, and a store whose chain is keyed is refused for appending.
-func WithKey(k *Key) Option { return func(s *SQLite) { s.key = k } }
+func WithKey(k *trace.Key) Option { return func(s *Store) { s.key = k } }
 
 // Open opens (creating it and its directory where missing) the store at
 // path and brings its schema up to date. Every text is redacted by r
 // (nil: the patterns only) before it is written.
-func Open(path string, r *Redactor, opts ...Option) (*SQLite, error) {
+func Open(path string, r *trace.Redactor, opts ...Option) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("trace: the store path %q may not contain ? or #", path)
 	}
@@ -158,14 +167,14 @@ func Open(path string, r *Redactor, opts ...Option) (*SQLite, error) {
 	// One connection: writes are serialized by the immediate transactions
 	// anyway, and statements stay prepared on it.
 	db.SetMaxOpenConns(1)
-	s := &SQLite{db: db, redact: r, path: path, stmts: map[string]*sql.Stmt{}}
+	s := &Store{db: db, redact: r, path: path, stmts: map[string]*sql.Stmt{}}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.key != nil {
 		// A command that could read the key (on the none rung) and print
 		// it would hand it to whoever reads the trace.
-		s.redact = s.redact.with(hex.EncodeToString(s.key.secret))
+		s.redact = s.redact.WithKey(s.key)
 	}
 	if err := s.migrate(); err != nil {
 		db.Close()
@@ -175,7 +184,7 @@ func Open(path string, r *Redactor, opts ...Option) (*SQLite, error) {
 	// connection is free: a transaction holds it later.
 	queries := []string{headQuery, linkQuery}
 	for _, t := range recordTypes {
-		queries = append(queries, insertQuery(reflect.New(t).Elem().Interface().(Record).table(), columns(t)))
+		queries = append(queries, insertQuery(trace.Table(reflect.New(t).Elem().Interface().(trace.Record)), columns(t)))
 	}
 	for _, q := range queries {
 		st, err := db.Prepare(q)
@@ -202,9 +211,9 @@ func insertQuery(tbl string, cols []column) string {
 }
 
 // Path is where the store is.
-func (s *SQLite) Path() string { return s.path }
+func (s *Store) Path() string { return s.path }
 
-func (s *SQLite) migrate() error {
+func (s *Store) migrate() error {
 	tx, err := s.db.Begin()
 	if err != nil {
 		return fmt.Errorf("trace: %s: %w", s.path, err)
@@ -242,7 +251,7 @@ func (s *SQLite) migrate() error {
 }
 
 // Close closes the store.
-func (s *SQLite) Close() error {
+func (s *Store) Close() error {
 	s.mu.Lock()
 	for _, st := range s.stmts {
 		st.Close()
@@ -279,7 +288,7 @@ func columns(t reflect.Type) []column {
 	return out
 }
 
-func (s *SQLite) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
+func (s *Store) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	st, ok := s.stmts[q]
 	s.mu.Unlock()
@@ -291,7 +300,7 @@ func (s *SQLite) stmt(ctx context.Context, tx *sql.Tx, q string) (*sql.Stmt, err
 
 // Append redacts r, writes it and links it into the hash chain, in one
 // transaction; it returns the record's id.
-func (s *SQLite) Append(ctx context.Context, r Record) (int64, error) {
+func (s *Store) Append(ctx context.Context, r trace.Record) (int64, error) {
 	ids, err := s.AppendAll(ctx, r)
 	if err != nil {
 		return 0, err
@@ -302,7 +311,7 @@ func (s *SQLite) Append(ctx context.Context, r Record) (int64, error) {
 // AppendAll appends records in one transaction, in order, and returns
 // their ids. A record after a Step whose StepID is zero gets that step's
 // id: a call and what it decided and did are written together.
-func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error) {
+func (s *Store) AppendAll(ctx context.Context, recs ...trace.Record) ([]int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
@@ -320,7 +329,7 @@ func (s *SQLite) AppendAll(ctx context.Context, recs ...Record) ([]int64, error)
 
 // appendTx appends records within tx, linking each into the chain after
 // the head tx sees.
-func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]int64, error) {
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []trace.Record) ([]int64, error) {
 	head, err := s.stmt(ctx, tx, headQuery)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
@@ -359,7 +368,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]int
 		for j, c := range cols {
 			args[j] = toSQL(rec.Field(c.index))
 		}
-		tbl := r.table()
+		tbl := trace.Table(r)
 		st, err := s.stmt(ctx, tx, insertQuery(tbl, cols))
 		if err != nil {
 			return nil, fmt.Errorf("trace: %w", err)
@@ -378,7 +387,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]int
 		if tbl == "steps" {
 			step = row
 		}
-		hash := chainHash(s.key, prev, tbl, row, rec.Interface())
+		hash := trace.Link(s.key, prev, tbl, row, rec.Interface().(trace.Record))
 		if _, err := link.ExecContext(ctx, tbl, row, prev, hash, keyID); err != nil {
 			return nil, fmt.Errorf("trace: linking the chain: %w", err)
 		}
@@ -387,23 +396,9 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]int
 	return ids, nil
 }
 
-// chainHash is the link of one record: the previous link, where the
-// record is, and its canonical JSON, hashed with SHA-256 (k nil, the chain
-// of a store made before keys) or HMAC-SHA256 with k.
-func chainHash(k *Key, prev, tbl string, row int64, rec any) string {
-	data, _ := json.Marshal(rec)
-	h := sha256.New()
-	if k != nil {
-		h = hmac.New(sha256.New, k.secret)
-	}
-	fmt.Fprintf(h, "%s\n%s\n%d\n", prev, tbl, row)
-	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 // redactFields redacts every text of rec and puts its times in UTC, the
 // form they are stored and hashed in.
-func (s *SQLite) redactFields(rec reflect.Value) {
+func (s *Store) redactFields(rec reflect.Value) {
 	for i := 0; i < rec.NumField(); i++ {
 		f := rec.Field(i)
 		switch {
@@ -423,7 +418,7 @@ func toSQL(f reflect.Value) any {
 }
 
 // query reads the rows of tbl matching where into records like proto.
-func query[T Record](ctx context.Context, s *SQLite, where string, args ...any) ([]T, error) {
+func query[T trace.Record](ctx context.Context, s *Store, where string, args ...any) ([]T, error) {
 	var zero T
 	t := reflect.TypeOf(zero)
 	cols := columns(t)
@@ -431,7 +426,7 @@ func query[T Record](ctx context.Context, s *SQLite, where string, args ...any) 
 	for i, c := range cols {
 		names[i] = `"` + c.name + `"`
 	}
-	q := fmt.Sprintf(`SELECT rowid, %s FROM %s %s`, strings.Join(names, ", "), zero.table(), where)
+	q := fmt.Sprintf(`SELECT rowid, %s FROM %s %s`, strings.Join(names, ", "), trace.Table(zero), where)
 	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
@@ -481,60 +476,60 @@ func scan(rows *sql.Rows, t reflect.Type, cols []column) (reflect.Value, error) 
 }
 
 // Steps lists a run's steps in order.
-func (s *SQLite) Steps(ctx context.Context, runID string) ([]Step, error) {
-	return query[Step](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) Steps(ctx context.Context, runID string) ([]trace.Step, error) {
+	return query[trace.Step](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // PolicyEvents lists a run's refusals and approvals; an empty runID lists
 // every run's.
-func (s *SQLite) PolicyEvents(ctx context.Context, runID string) ([]PolicyEvent, error) {
+func (s *Store) PolicyEvents(ctx context.Context, runID string) ([]trace.PolicyEvent, error) {
 	if runID == "" {
-		return query[PolicyEvent](ctx, s, `ORDER BY rowid`)
+		return query[trace.PolicyEvent](ctx, s, `ORDER BY rowid`)
 	}
-	return query[PolicyEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+	return query[trace.PolicyEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // Handles lists a run's background handles.
-func (s *SQLite) Handles(ctx context.Context, runID string) ([]Handle, error) {
-	return query[Handle](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) Handles(ctx context.Context, runID string) ([]trace.Handle, error) {
+	return query[trace.Handle](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // HandleOutput lists what was read from one handle, in order.
-func (s *SQLite) HandleOutput(ctx context.Context, runID, handle string) ([]HandleOutput, error) {
-	return query[HandleOutput](ctx, s, `WHERE run_id = ? AND handle = ? ORDER BY rowid`, runID, handle)
+func (s *Store) HandleOutput(ctx context.Context, runID, handle string) ([]trace.HandleOutput, error) {
+	return query[trace.HandleOutput](ctx, s, `WHERE run_id = ? AND handle = ? ORDER BY rowid`, runID, handle)
 }
 
 // SandboxEvents lists a run's sandbox events.
-func (s *SQLite) SandboxEvents(ctx context.Context, runID string) ([]SandboxEvent, error) {
-	return query[SandboxEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) SandboxEvents(ctx context.Context, runID string) ([]trace.SandboxEvent, error) {
+	return query[trace.SandboxEvent](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // Edits lists a run's writes.
-func (s *SQLite) Edits(ctx context.Context, runID string) ([]Edit, error) {
-	return query[Edit](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) Edits(ctx context.Context, runID string) ([]trace.Edit, error) {
+	return query[trace.Edit](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // ProviderCalls lists an agent run's model calls, every attempt.
-func (s *SQLite) ProviderCalls(ctx context.Context, runID string) ([]ProviderCall, error) {
-	return query[ProviderCall](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) ProviderCalls(ctx context.Context, runID string) ([]trace.ProviderCall, error) {
+	return query[trace.ProviderCall](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // GateAttempts lists an agent run's gate attempts.
-func (s *SQLite) GateAttempts(ctx context.Context, runID string) ([]GateAttempt, error) {
-	return query[GateAttempt](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+func (s *Store) GateAttempts(ctx context.Context, runID string) ([]trace.GateAttempt, error) {
+	return query[trace.GateAttempt](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
 // Runs lists the newest runs first, at most limit (0: all).
-func (s *SQLite) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
+func (s *Store) Runs(ctx context.Context, limit int) ([]trace.RunSummary, error) {
 	q := `WHERE 1 ORDER BY rowid DESC`
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
-	runs, err := query[Run](ctx, s, q)
+	runs, err := query[trace.Run](ctx, s, q)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]RunSummary, len(runs))
+	out := make([]trace.RunSummary, len(runs))
 	for i, r := range runs {
 		out[i].Run = r
 		var ended, status sql.NullString
@@ -559,35 +554,17 @@ func (s *SQLite) Runs(ctx context.Context, limit int) ([]RunSummary, error) {
 
 // recordTypes maps a chained table to its record type.
 var recordTypes = map[string]reflect.Type{
-	"runs": reflect.TypeOf(Run{}), "run_ends": reflect.TypeOf(RunEnd{}), "steps": reflect.TypeOf(Step{}),
-	"policy_events": reflect.TypeOf(PolicyEvent{}), "process_handles": reflect.TypeOf(Handle{}),
-	"handle_output": reflect.TypeOf(HandleOutput{}), "sandbox_events": reflect.TypeOf(SandboxEvent{}),
-	"edits": reflect.TypeOf(Edit{}), "audit": reflect.TypeOf(Audit{}),
-	"provider_calls": reflect.TypeOf(ProviderCall{}), "gate_attempts": reflect.TypeOf(GateAttempt{}),
-	"checkpoints": reflect.TypeOf(Checkpoint{}), "blobs": reflect.TypeOf(Blob{}),
-	"approval_requests": reflect.TypeOf(ApprovalRequest{}), "approval_decisions": reflect.TypeOf(ApprovalDecision{}),
-}
-
-// VerifyError is a record that does not match the chain.
-type VerifyError struct {
-	Seq    int64
-	Table  string
-	Row    int64
-	Reason string
-}
-
-func (e *VerifyError) Error() string {
-	switch {
-	case e.Table == "":
-		return "trace: the chain: " + e.Reason
-	case e.Seq == 0:
-		return fmt.Sprintf("trace: %s: %s", e.Table, e.Reason)
-	}
-	return fmt.Sprintf("trace: chain link %d (%s row %d): %s", e.Seq, e.Table, e.Row, e.Reason)
+	"runs": reflect.TypeOf(trace.Run{}), "run_ends": reflect.TypeOf(trace.RunEnd{}), "steps": reflect.TypeOf(trace.Step{}),
+	"policy_events": reflect.TypeOf(trace.PolicyEvent{}), "process_handles": reflect.TypeOf(trace.Handle{}),
+	"handle_output": reflect.TypeOf(trace.HandleOutput{}), "sandbox_events": reflect.TypeOf(trace.SandboxEvent{}),
+	"edits": reflect.TypeOf(trace.Edit{}), "audit": reflect.TypeOf(trace.Audit{}),
+	"provider_calls": reflect.TypeOf(trace.ProviderCall{}), "gate_attempts": reflect.TypeOf(trace.GateAttempt{}),
+	"checkpoints": reflect.TypeOf(trace.Checkpoint{}), "blobs": reflect.TypeOf(trace.Blob{}),
+	"approval_requests": reflect.TypeOf(trace.ApprovalRequest{}), "approval_decisions": reflect.TypeOf(trace.ApprovalDecision{}),
 }
 
 // Verify checks the chain (VerifyChain without a kept head).
-func (s *SQLite) Verify(ctx context.Context) error {
+func (s *Store) Verify(ctx context.Context) error {
 	_, err := s.VerifyChain(ctx, nil)
 	return err
 }
@@ -600,8 +577,8 @@ func (s *SQLite) Verify(ctx context.Context) error {
 // kept, a head read from the chain earlier, it also checks that the chain
 // still extends it: the newest records removed together with their links
 // are detected only that way. The chain found is returned with the error.
-func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
-	c := &Chain{}
+func (s *Store) VerifyChain(ctx context.Context, kept *trace.Head) (*trace.Chain, error) {
+	c := &trace.Chain{}
 	if s.key != nil {
 		c.KeyID = s.key.ID()
 	}
@@ -628,15 +605,15 @@ func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
 	}
 	prev := ""
 	linked := map[string]int64{}
-	var unchecked *VerifyError
+	var unchecked *trace.VerifyError
 	for _, l := range links {
 		fail := func(format string, args ...any) error {
-			return &VerifyError{Seq: l.seq, Table: l.tbl, Row: l.row, Reason: fmt.Sprintf(format, args...)}
+			return &trace.VerifyError{Seq: l.seq, Table: l.tbl, Row: l.row, Reason: fmt.Sprintf(format, args...)}
 		}
 		if l.prev != prev {
 			return c, fail("links to %.12s, but the link before it is %.12s", l.prev, prev)
 		}
-		var key *Key
+		var key *trace.Key
 		switch {
 		case l.keyID == "" && c.Keyed+c.OtherKey > 0:
 			return c, fail("is not keyed, but links before it are: the chain was linked again without the key")
@@ -658,7 +635,7 @@ func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
 				if s.key != nil {
 					reason = fmt.Sprintf("is keyed with the key of id %s, not with the key given (id %s): it cannot be checked", l.keyID, s.key.ID())
 				}
-				unchecked = fail("%s", reason).(*VerifyError)
+				unchecked = fail("%s", reason).(*trace.VerifyError)
 			}
 		}
 		t, ok := recordTypes[l.tbl]
@@ -683,13 +660,13 @@ func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
 		if err != nil {
 			return c, fail("%v", err)
 		}
-		if (key != nil || l.keyID == "") && chainHash(key, prev, l.tbl, l.row, rec.Interface()) != l.hash {
+		if (key != nil || l.keyID == "") && trace.Link(key, prev, l.tbl, l.row, rec.Interface().(trace.Record)) != l.hash {
 			return c, fail("the record was changed")
 		}
 		prev = l.hash
 		linked[l.tbl]++
 		c.Links++
-		c.Head = Head{Seq: l.seq, Hash: l.hash}
+		c.Head = trace.Head{Seq: l.seq, Hash: l.hash}
 		if kept != nil && (kept.Seq == l.seq || kept.Seq == 0 && kept.Hash == l.hash) {
 			if l.hash != kept.Hash {
 				return c, fail("is not the kept head %s: the chain was changed at or before it and linked again", kept)
@@ -703,14 +680,14 @@ func (s *SQLite) VerifyChain(ctx context.Context, kept *Head) (*Chain, error) {
 			return c, fmt.Errorf("trace: %w", err)
 		}
 		if n != linked[t] {
-			return c, &VerifyError{Table: t, Reason: fmt.Sprintf("%d records but %d links: a record was added outside the chain", n, linked[t])}
+			return c, &trace.VerifyError{Table: t, Reason: fmt.Sprintf("%d records but %d links: a record was added outside the chain", n, linked[t])}
 		}
 	}
 	if kept != nil && !c.Extends {
 		if kept.Seq > c.Head.Seq {
-			return c, &VerifyError{Reason: fmt.Sprintf("the chain ends at link %d, before the kept head %s: records were removed from its end", c.Head.Seq, kept)}
+			return c, &trace.VerifyError{Reason: fmt.Sprintf("the chain ends at link %d, before the kept head %s: records were removed from its end", c.Head.Seq, kept)}
 		}
-		return c, &VerifyError{Reason: fmt.Sprintf("no link of the chain is the kept head %s: records were removed from its end, or it was changed and linked again", kept.Hash)}
+		return c, &trace.VerifyError{Reason: fmt.Sprintf("no link of the chain is the kept head %s: records were removed from its end, or it was changed and linked again", kept.Hash)}
 	}
 	if unchecked != nil {
 		return c, unchecked

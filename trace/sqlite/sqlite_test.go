@@ -1,4 +1,4 @@
-package trace
+package sqlite
 
 import (
 	"context"
@@ -12,11 +12,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/trace"
 )
 
-func open(t *testing.T) *SQLite {
+func open(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(filepath.Join(t.TempDir(), "sub", "trace.db"), NewRedactor("hunter2-secret-value"))
+	s, err := Open(filepath.Join(t.TempDir(), "sub", "trace.db"), trace.NewRedactor("hunter2-secret-value"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +26,7 @@ func open(t *testing.T) *SQLite {
 	return s
 }
 
-func mustAppend(t *testing.T, s Store, r Record) int64 {
+func mustAppend(t *testing.T, s trace.Store, r trace.Record) int64 {
 	t.Helper()
 	id, err := s.Append(context.Background(), r)
 	if err != nil {
@@ -34,18 +36,18 @@ func mustAppend(t *testing.T, s Store, r Record) int64 {
 }
 
 // fill writes one record of every kind for run.
-func fill(t *testing.T, s Store, run string) {
+func fill(t *testing.T, s trace.Store, run string) {
 	t.Helper()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	mustAppend(t, s, Run{ID: run, StartedAt: now, Workspace: "/w", Surface: "coding", Mode: "ask", Source: "cli", PID: 42})
-	step := mustAppend(t, s, Step{RunID: run, Index: 0, Tool: "shell", Args: `{"line":"echo hi"}`, Status: "ok", Observation: "hi", StartedAt: now, DurationMS: 1.25})
-	mustAppend(t, s, PolicyEvent{RunID: run, StepID: step, Kind: "refusal", Decision: "deny", Rule: "rm -rf*", Layer: "project", File: "/w/.rein/policy.toml", Reason: "no", At: now})
-	mustAppend(t, s, Handle{RunID: run, StepID: step, Handle: "h1", Line: "sleep 1", Rung: "bwrap", Capture: "/c", StartedAt: now})
-	mustAppend(t, s, HandleOutput{RunID: run, Handle: "h1", Offset: 0, Skipped: 3, Data: "abc", At: now})
-	mustAppend(t, s, SandboxEvent{RunID: run, StepID: step, Kind: "limits", Detail: `{"memory":1}`, At: now})
-	mustAppend(t, s, Edit{RunID: run, StepID: step, Path: "a.go", Diff: "--- a\n+++ b\n", At: now})
-	mustAppend(t, s, Audit{RunID: run, Kind: "tool", Meta: `{"tool":"shell"}`, At: now})
-	mustAppend(t, s, RunEnd{RunID: run, EndedAt: now.Add(time.Second), Status: "ok"})
+	mustAppend(t, s, trace.Run{ID: run, StartedAt: now, Workspace: "/w", Surface: "coding", Mode: "ask", Source: "cli", PID: 42})
+	step := mustAppend(t, s, trace.Step{RunID: run, Index: 0, Tool: "shell", Args: `{"line":"echo hi"}`, Status: "ok", Observation: "hi", StartedAt: now, DurationMS: 1.25})
+	mustAppend(t, s, trace.PolicyEvent{RunID: run, StepID: step, Kind: "refusal", Decision: "deny", Rule: "rm -rf*", Layer: "project", File: "/w/.rein/policy.toml", Reason: "no", At: now})
+	mustAppend(t, s, trace.Handle{RunID: run, StepID: step, Handle: "h1", Line: "sleep 1", Rung: "bwrap", Capture: "/c", StartedAt: now})
+	mustAppend(t, s, trace.HandleOutput{RunID: run, Handle: "h1", Offset: 0, Skipped: 3, Data: "abc", At: now})
+	mustAppend(t, s, trace.SandboxEvent{RunID: run, StepID: step, Kind: "limits", Detail: `{"memory":1}`, At: now})
+	mustAppend(t, s, trace.Edit{RunID: run, StepID: step, Path: "a.go", Diff: "--- a\n+++ b\n", At: now})
+	mustAppend(t, s, trace.Audit{RunID: run, Kind: "tool", Meta: `{"tool":"shell"}`, At: now})
+	mustAppend(t, s, trace.RunEnd{RunID: run, EndedAt: now.Add(time.Second), Status: "ok"})
 }
 
 func TestAppendAndQuery(t *testing.T) {
@@ -118,7 +120,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 				}
 			}
 			err := s.Verify(context.Background())
-			var ve *VerifyError
+			var ve *trace.VerifyError
 			if !errors.As(err, &ve) {
 				t.Fatalf("tampering not detected: %v", err)
 			}
@@ -132,17 +134,17 @@ func TestVerifyDetectsTampering(t *testing.T) {
 func TestRedactedBeforePersisted(t *testing.T) {
 	s := open(t)
 	ctx := context.Background()
-	mustAppend(t, s, Run{ID: "r", StartedAt: time.Now()})
-	mustAppend(t, s, Step{RunID: "r", Tool: "shell", Args: `{"line":"curl -H 'Authorization: Bearer abcdefghijklmnop' x"}`,
+	mustAppend(t, s, trace.Run{ID: "r", StartedAt: time.Now()})
+	mustAppend(t, s, trace.Step{RunID: "r", Tool: "shell", Args: `{"line":"curl -H 'Authorization: Bearer abcdefghijklmnop' x"}`,
 		Observation: "token is hunter2-secret-value and ghp_" + strings.Repeat("a", 36), StartedAt: time.Now()})
 	// write_file's content, the hook's Write input and a command line: the
 	// secrets are found in the values the JSON decodes to.
-	mustAppend(t, s, Step{RunID: "r", Tool: "write_file", Args: `{"path":"c.json","content":"{\"password\": \"hunter2\"}"}`, StartedAt: time.Now()})
-	mustAppend(t, s, Step{RunID: "r", Tool: "Write", Args: `{"file_path":"/w/c.json","content":"{\n  \"api_key\": \"hunter2\"\n}"}`, StartedAt: time.Now()})
-	mustAppend(t, s, Step{RunID: "r", Tool: "shell", Args: `{"line":"mysql -phunter2 db \u0026\u0026 tool --password hunter2 pw=hunter2"}`, StartedAt: time.Now()})
+	mustAppend(t, s, trace.Step{RunID: "r", Tool: "write_file", Args: `{"path":"c.json","content":"{\"password\": \"hunter2\"}"}`, StartedAt: time.Now()})
+	mustAppend(t, s, trace.Step{RunID: "r", Tool: "Write", Args: `{"file_path":"/w/c.json","content":"{\n  \"api_key\": \"hunter2\"\n}"}`, StartedAt: time.Now()})
+	mustAppend(t, s, trace.Step{RunID: "r", Tool: "shell", Args: `{"line":"mysql -phunter2 db \u0026\u0026 tool --password hunter2 pw=hunter2"}`, StartedAt: time.Now()})
 	steps, _ := s.Steps(ctx, "r")
 	for _, st := range steps[1:] {
-		if strings.Contains(st.Args, "hunter2") || !strings.Contains(st.Args, Redacted) {
+		if strings.Contains(st.Args, "hunter2") || !strings.Contains(st.Args, trace.Redacted) {
 			t.Errorf("stored %s", st.Args)
 		}
 	}
@@ -180,9 +182,9 @@ func TestConcurrentWriters(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := []*SQLite{a, b}[i%2]
+			s := []*Store{a, b}[i%2]
 			for j := range 25 {
-				if _, err := s.Append(context.Background(), Audit{RunID: fmt.Sprint(i), Kind: "k", Meta: fmt.Sprint(j), At: time.Now()}); err != nil {
+				if _, err := s.Append(context.Background(), trace.Audit{RunID: fmt.Sprint(i), Kind: "k", Meta: fmt.Sprint(j), At: time.Now()}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -222,21 +224,21 @@ func TestMigrationsIdempotent(t *testing.T) {
 // BenchmarkAppendStep is the trace's cost of one recorded step, its link
 // keyed.
 func BenchmarkAppendStep(b *testing.B) {
-	k, err := LoadKey(filepath.Join(b.TempDir(), "keys", "trace.key"))
+	k, err := trace.LoadKey(filepath.Join(b.TempDir(), "keys", "trace.key"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := Open(filepath.Join(b.TempDir(), "t.db"), NewRedactor("some-secret-value"), WithKey(k))
+	s, err := Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor("some-secret-value"), WithKey(k))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	s.Append(ctx, Run{ID: "r", StartedAt: time.Now()})
+	s.Append(ctx, trace.Run{ID: "r", StartedAt: time.Now()})
 	obs := strings.Repeat("output line of a tool call\n", 40)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		if _, err := s.Append(ctx, Step{RunID: "r", Index: i, Tool: "read_file", Args: `{"path":"main.go"}`, Status: "ok", Observation: obs, StartedAt: time.Now(), DurationMS: 0.1}); err != nil {
+		if _, err := s.Append(ctx, trace.Step{RunID: "r", Index: i, Tool: "read_file", Args: `{"path":"main.go"}`, Status: "ok", Observation: obs, StartedAt: time.Now(), DurationMS: 0.1}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -245,7 +247,7 @@ func BenchmarkAppendStep(b *testing.B) {
 // BenchmarkRedactJSON is a write_file call's arguments: a JSON document
 // whose content is a file of 1 KiB holding JSON.
 func BenchmarkRedactJSON(b *testing.B) {
-	r := NewRedactor("some-secret-value")
+	r := trace.NewRedactor("some-secret-value")
 	content := strings.Repeat(`{"name": "a tool call", "count": 3, "tags": ["x", "y"]}`+"\n", 18)
 	data, _ := json.Marshal(map[string]string{"path": "testdata/cases.json", "content": content})
 	args := string(data)
@@ -255,7 +257,7 @@ func BenchmarkRedactJSON(b *testing.B) {
 }
 
 func BenchmarkRedact(b *testing.B) {
-	r := NewRedactor("some-secret-value")
+	r := trace.NewRedactor("some-secret-value")
 	obs := strings.Repeat("output line of a tool call\n", 40)
 	for b.Loop() {
 		r.Redact(obs)
