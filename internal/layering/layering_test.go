@@ -37,6 +37,7 @@ var allowed = map[string][]string{
 	"cmd/rein":              {"*"},
 	"cmd/rein-init":         {"shell", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain"},
 	"internal/layering":     {},
+	"internal/apicheck":     {},
 	"internal/testenv":      {},
 }
 
