@@ -50,8 +50,8 @@ var presets = []Preset{
 // Presets are the provider table's rows.
 func Presets() []Preset { return append([]Preset(nil), presets...) }
 
-// PresetNamed is the preset of that name.
-func PresetNamed(name string) (Preset, bool) {
+// presetNamed is the preset of that name.
+func presetNamed(name string) (Preset, bool) {
 	for _, p := range presets {
 		if p.Name == name {
 			return p, true
@@ -87,7 +87,7 @@ func ChooseProvider(ctx context.Context, c ProviderChoice, getenv func(string) s
 			return nil, Preset{}, fmt.Errorf("agent: no provider: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or start ollama on 127.0.0.1:11434, or name one with --provider (%s)", presetNames())
 		}
 	}
-	pr, ok := PresetNamed(name)
+	pr, ok := presetNamed(name)
 	switch {
 	case !ok && c.BaseURL == "":
 		return nil, Preset{}, fmt.Errorf("agent: unknown provider %q: use one of %s, or give it a base URL", name, presetNames())

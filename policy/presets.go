@@ -1,7 +1,5 @@
 package policy
 
-import "slices"
-
 // netPresets name the hosts of common registries, so a policy can write
 // presets = ["go"] instead of listing them. The egress proxy grants a
 // preset's hosts like net allow rules.
@@ -24,9 +22,6 @@ var netPresets = map[string][]string{
 var presetNames = []string{"crates", "debian", "deno", "github", "go", "gradle", "hex", "maven", "npm", "nuget", "packagist", "pypi", "rubygems"}
 
 func knownPreset(name string) bool { _, ok := netPresets[name]; return ok }
-
-// Presets are the presets' names, sorted.
-func Presets() []string { return slices.Clone(presetNames) }
 
 // PresetHosts returns the host patterns of a preset, or nil if unknown.
 func PresetHosts(name string) []string { return netPresets[name] }

@@ -43,7 +43,7 @@ func (t *RepeatTracker) Note(tool, target, refusal string) *Stop {
 	if limit <= 0 {
 		limit = DefaultRepeatedRefusals
 	}
-	key := tool + "\x00" + NormalizeTarget(target) + "\x00" + refusal
+	key := tool + "\x00" + normalizeTarget(target) + "\x00" + refusal
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.counts == nil {
@@ -71,9 +71,9 @@ func (t *RepeatTracker) Restore(c map[string]int) {
 	t.counts = maps.Clone(c)
 }
 
-// NormalizeTarget sets aside what does not change an operation: spacing,
+// normalizeTarget sets aside what does not change an operation: spacing,
 // quoting, a leading ./ and trailing slashes of each word.
-func NormalizeTarget(target string) string {
+func normalizeTarget(target string) string {
 	var words []string
 	if line, err := (shell.Parser{Home: "~"}).Parse(target); err == nil {
 		var parts []string

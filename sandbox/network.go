@@ -321,9 +321,9 @@ func (fl *fdListener) Close() error {
 
 func (fl *fdListener) Addr() net.Addr { return fl.l.Addr() }
 
-// SlirpPath is the user-mode network helper full mode needs, looked up
+// slirpPath is the user-mode network helper full mode needs, looked up
 // where a package manager installs it.
-func SlirpPath() (string, error) {
+func slirpPath() (string, error) {
 	for _, p := range []string{"/usr/bin/slirp4netns", "/bin/slirp4netns"} {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
 			return p, nil
@@ -355,7 +355,7 @@ type fullNet struct {
 // prepareFull makes the pipes and files full mode needs before bubblewrap
 // starts.
 func (r *run) prepareFull() (*fullNet, error) {
-	if _, err := SlirpPath(); err != nil {
+	if _, err := slirpPath(); err != nil {
 		return nil, refuse(Unavailable, "network full needs user-mode networking: %v", err)
 	}
 	n := &fullNet{started: make(chan struct{}), scratch: r.scratch}
@@ -439,7 +439,7 @@ func (n *fullNet) attach() {
 		n.err = fmt.Errorf("the sandbox's init did not start: %v", err)
 		return
 	}
-	path, err := SlirpPath()
+	path, err := slirpPath()
 	if err != nil {
 		n.err = err
 		return

@@ -418,7 +418,7 @@ func TestNetworkOffBattery(t *testing.T) {
 
 func TestNetworkFull(t *testing.T) {
 	requireRung(t, RungBwrap)
-	if _, err := SlirpPath(); err != nil {
+	if _, err := slirpPath(); err != nil {
 		testenv.Missing(t, "network full: %v", err)
 	}
 	needTool(t, "curl")

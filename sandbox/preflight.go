@@ -135,7 +135,7 @@ func preflightKey(rung, workspace string) string {
 		parts = append(parts, fileStamp(exe))
 	}
 	if rung == RungBwrap+"-full" {
-		if sl, err := SlirpPath(); err == nil {
+		if sl, err := slirpPath(); err == nil {
 			parts = append(parts, fileStamp(sl))
 		} else {
 			parts = append(parts, "no slirp4netns")
@@ -198,7 +198,7 @@ func probeRung(ctx context.Context, rung, ws string) PreflightResult {
 
 // probeFull runs a minimal sandbox with network full.
 func probeFull(ctx context.Context, ws string) PreflightResult {
-	if _, err := SlirpPath(); err != nil {
+	if _, err := slirpPath(); err != nil {
 		return PreflightResult{Terminal: true, Problem: err.Error() + " (absent)", Fix: "apt-get install slirp4netns"}
 	}
 	line, err := shell.FromArgv([]string{"true"})

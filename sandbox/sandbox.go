@@ -276,7 +276,7 @@ func Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.W
 	if err != nil {
 		return nil, err
 	}
-	if why := Poisoned(rung, p.Workspace); why != "" && p.Network != NetworkOff {
+	if why := poisonedWhy(rung, p.Workspace); why != "" && p.Network != NetworkOff {
 		return nil, refuse(Unavailable, "network %s is refused to the %s sandbox of %s for the rest of this process: it lost track of a process earlier (%s)", p.Network, rung, p.Workspace, why)
 	}
 	r, err := start(ctx, line, p, rung, false, stdout, stderr)
@@ -476,10 +476,10 @@ func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
 // this process, with the reason.
 var poisoned sync.Map
 
-// Poisoned reports why the sandbox of rung and workspace lost track of a
+// poisonedWhy reports why the sandbox of rung and workspace lost track of a
 // process in this process's lifetime, or "" when it never did. A poisoned
 // sandbox is refused network work for the rest of the process's life.
-func Poisoned(rung, workspace string) string {
+func poisonedWhy(rung, workspace string) string {
 	if v, ok := poisoned.Load(rung + "\x00" + workspace); ok {
 		return v.(string)
 	}

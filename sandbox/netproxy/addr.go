@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// The classes Classify returns.
+// The classes classify returns.
 const (
 	classLoopback  = "loopback"
 	classPrivate   = "private"
@@ -85,7 +85,7 @@ var (
 	teredoPrefix = netip.MustParsePrefix("2001::/32")
 )
 
-// Classify says whether a is a special address and which kind:
+// classify says whether a is a special address and which kind:
 // "loopback", "private", "link-local", "metadata", "reserved", or "" for
 // an ordinary public address.
 //
@@ -96,7 +96,7 @@ var (
 // documentation, benchmarking and other non-public ranges are
 // "reserved"; the carrier-grade NAT range 100.64.0.0/10 is "private". The
 // zero Addr is "reserved". A zone is ignored.
-func Classify(a netip.Addr) string {
+func classify(a netip.Addr) string {
 	if !a.IsValid() {
 		return classReserved
 	}
@@ -106,7 +106,7 @@ func Classify(a netip.Addr) string {
 	}
 	if a.Is6() {
 		for _, e := range embeddedIPv4(a) {
-			if c := Classify(e); c != "" {
+			if c := classify(e); c != "" {
 				return c
 			}
 		}

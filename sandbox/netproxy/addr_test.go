@@ -91,12 +91,12 @@ func TestClassify(t *testing.T) {
 		{"2001:0:a9fe:a9fe:8000:63bf:f7f7:f7f7", "metadata"},
 	} {
 		a := netip.MustParseAddr(tc.addr)
-		if got := Classify(a); got != tc.class {
-			t.Errorf("Classify(%s) = %q, want %q", tc.addr, got, tc.class)
+		if got := classify(a); got != tc.class {
+			t.Errorf("classify(%s) = %q, want %q", tc.addr, got, tc.class)
 		}
 	}
-	if got := Classify(netip.Addr{}); got != "reserved" {
-		t.Errorf("Classify(zero) = %q", got)
+	if got := classify(netip.Addr{}); got != "reserved" {
+		t.Errorf("classify(zero) = %q", got)
 	}
 }
 

@@ -509,7 +509,7 @@ func (p *Proxy) addrRefusal(a netip.Addr, port uint16, lit netip.Addr, v Verdict
 	if !a.IsValid() {
 		return "not an address"
 	}
-	class := Classify(a)
+	class := classify(a)
 	if class != "" && !v.ByName {
 		return article(class) + " address, which only a grant naming the host exactly can reach"
 	}
