@@ -59,15 +59,44 @@ func stateDir(name string) (string, error) {
 // command could then forge what a later run trusts.
 func checkStateOutside(ws string) error {
 	if c := CacheDir(); within(c, ws) {
-		return refuse(Denied, "rein's state directory %s is inside the workspace %s, where the command could forge it: set REIN_CACHE_DIR to a directory outside", c, ws)
+		return refuse(Denied, "rein's state directory %s is inside the workspace %s, where the command could forge it: set REIN_CACHE_DIR (in a program, sandbox.SetCacheDir) to a directory outside", c, ws)
 	}
 	return nil
 }
 
+// cacheDirSet is the directory SetCacheDir chose; nil or "" for none.
+var cacheDirSet atomic.Pointer[string]
+
+// SetCacheDir sets, for this process, the directory rein keeps its
+// host-side state in (CacheDir): the library's way to choose it, where
+// the rein command reads REIN_CACHE_DIR. dir must be absolute; "" undoes
+// the choice. It is the process's, like the state it names (the locks,
+// leases and warm sandboxes of a workspace are shared by every process
+// that uses one directory): set it once, before the first run. What it
+// holds must stay outside every workspace rein runs commands in, which
+// the sandbox checks.
+func SetCacheDir(dir string) error {
+	if dir != "" && !filepath.IsAbs(dir) {
+		return refuse(InvalidPath, "rein's cache directory %q is not an absolute path", dir)
+	}
+	if dir != "" {
+		dir = filepath.Clean(dir)
+	}
+	cacheDirSet.Store(&dir)
+	return nil
+}
+
 // CacheDir is the directory rein keeps its host-side state in: preflight
-// results, the toolchain caches of each workspace. REIN_CACHE_DIR names
-// another; by default it is rein/ under the user's cache directory.
+// results, the toolchain caches of each workspace, the state directories
+// (StateDir). In order: the directory SetCacheDir set; else the absolute
+// path REIN_CACHE_DIR names (the rein command's way, a relative one is
+// ignored); else rein/ under the user's cache directory
+// (os.UserCacheDir, ~/.cache/rein); else rein-cache-UID in the
+// temporary directory.
 func CacheDir() string {
+	if d := cacheDirSet.Load(); d != nil && *d != "" {
+		return *d
+	}
 	if d := os.Getenv("REIN_CACHE_DIR"); d != "" && filepath.IsAbs(d) {
 		return d
 	}
