@@ -32,7 +32,7 @@ import (
 
 // Store is the trace in one SQLite file, in WAL mode, with a busy
 // timeout and immediate transactions so that several processes can append
-// to it at once.
+// to it at once. It is a trace.Durable.
 type Store struct {
 	db     *sql.DB
 	redact *trace.Redactor
@@ -42,6 +42,8 @@ type Store struct {
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
+
+var _ trace.Durable = (*Store)(nil)
 
 // appendOnly is what an UPDATE or DELETE on the trace fails with.
 const appendOnly = "the trace is append-only"
