@@ -37,9 +37,11 @@ type Config struct {
 	Version string
 }
 
-// Server is an MCP server whose sessions are runs.
+// Server is an MCP server whose sessions are runs. The SDK's server is
+// kept inside, not embedded: its tools are the surface's, each through
+// the router, and a tool added to it directly would bypass the policy.
 type Server struct {
-	*mcp.Server
+	srv *mcp.Server
 	cfg Config
 
 	mu     sync.Mutex
@@ -57,16 +59,25 @@ func New(cfg Config) (*Server, error) {
 		cfg.Version = "dev"
 	}
 	s := &Server{cfg: cfg, runs: map[*mcp.ServerSession]*tool.Router{}, chains: map[*mcp.ServerSession]map[string]*chain{}}
-	s.Server = mcp.NewServer(&mcp.Implementation{Name: "rein", Version: cfg.Version}, &mcp.ServerOptions{
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "rein", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "rein runs these tools under a policy and a sandbox. A refusal names the rule and layer that decided it: asking again does not change it.",
 	})
 	for _, spec := range specs {
 		destructive := !spec.ReadOnly
-		s.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: spec.Schema, OutputSchema: outputSchema,
+		s.srv.AddTool(&mcp.Tool{Name: spec.Name, Description: spec.Description, InputSchema: spec.Schema, OutputSchema: outputSchema,
 			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: spec.ReadOnly, DestructiveHint: &destructive}}, s.handler(spec.Name))
 	}
 	return s, nil
 }
+
+// Run serves one session over t (mcp.StdioTransport, say) until the
+// client ends it or ctx is done.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.srv.Run(ctx, t) }
+
+// MCP is the SDK's server, for what takes one: its streamable HTTP
+// handler, a session connected over a socket. Add nothing to it: what it
+// serves is the surface, through the router.
+func (s *Server) MCP() *mcp.Server { return s.srv }
 
 // Close ends every session's run.
 func (s *Server) Close() {

@@ -69,7 +69,7 @@ func (f *fixture) connect(t *testing.T, opts *mcp.ClientOptions) *mcp.ClientSess
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
-	if _, err := f.srv.Connect(ctx, st, nil); err != nil {
+	if _, err := f.srv.MCP().Connect(ctx, st, nil); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)

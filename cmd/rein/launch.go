@@ -905,7 +905,7 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 		writeJSON(c, d.Output(), 0)
 	case "mcp":
 		c.SetReadDeadline(time.Time{})
-		ss, err := s.mcp.Server.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
+		ss, err := s.mcp.MCP().Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
 		if err != nil {
 			return
 		}

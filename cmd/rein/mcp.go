@@ -100,7 +100,7 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 			if (tlsCert == "") != (tlsKey == "") {
 				return &exitError{exitUsage, "--tls-cert and --tls-key go together"}
 			}
-			hs := &http.Server{Addr: httpAddr, Handler: mcpHandler(srv.Server, token)}
+			hs := &http.Server{Addr: httpAddr, Handler: mcpHandler(srv.MCP(), token)}
 			go func() {
 				<-ctx.Done()
 				hs.Close()

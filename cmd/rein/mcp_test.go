@@ -85,7 +85,7 @@ func TestMCPHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	hs := httptest.NewServer(mcpHandler(srv.Server, "s3cret-token"))
+	hs := httptest.NewServer(mcpHandler(srv.MCP(), "s3cret-token"))
 	defer hs.Close()
 	ctx := context.Background()
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil); err == nil {
