@@ -1,11 +1,13 @@
 package trace
 
 import (
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestParseHead(t *testing.T) {
@@ -73,5 +75,28 @@ func TestLoadKey(t *testing.T) {
 	}
 	if _, err := LoadKey("relative.key"); err == nil {
 		t.Fatal("a relative key path was used")
+	}
+}
+
+// TestLink pins the form of a link, which every store's chain is made
+// of and which must never change: the values were computed apart from
+// rein (Python's hashlib and hmac over the same bytes).
+func TestLink(t *testing.T) {
+	run := Run{ID: "old", StartedAt: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC), Workspace: "/w", Surface: "coding", Mode: "ask", Source: "cli", PID: 42}
+	if got, want := Link(nil, "", Table(run), 1, run), "6eafd2a6ae92324a7d17ee0d3a4b522d6a910546bb3dc315f74eac9b6d629518"; got != want {
+		t.Errorf("the unkeyed link = %s, want %s", got, want)
+	}
+	secret, _ := hex.DecodeString("7265696e2074657374206b6579202d2d206e6f742061207265616c206f6e6521")
+	k := newKey(secret)
+	if got, want := Link(k, "", Table(run), 1, run), "a5900590cddca8b910e75f8fec4386943b98248d1157c54bbc1fec3284fd03e1"; got != want {
+		t.Errorf("the keyed link = %s, want %s", got, want)
+	}
+	// A store keyed with k redacts the key's text from what it keeps.
+	r := NewRedactor("hunter2")
+	if got, want := r.WithKey(k).Redact("key "+hex.EncodeToString(secret)+" pw hunter2"), "key [redacted] pw [redacted]"; got != want {
+		t.Errorf("WithKey: %q, want %q", got, want)
+	}
+	if got := r.Redact(hex.EncodeToString(secret)); got != hex.EncodeToString(secret) {
+		t.Errorf("WithKey changed the redactor it was called on: %q", got)
 	}
 }
