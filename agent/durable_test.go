@@ -151,7 +151,10 @@ func killChild() int {
 		}
 		rep.Boundaries = append(rep.Boundaries, name)
 		if len(rep.Boundaries) == cfg.KillAt {
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			// os.Process.Kill is SIGKILL on Unix: no deferred function runs.
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				p.Kill()
+			}
 			select {}
 		}
 	}

@@ -120,7 +120,7 @@ func readIn(dir *os.Root, name string, info fs.FileInfo, limit int64) ([]byte, e
 	if info.Size() > limit {
 		return nil, errors.New("too large")
 	}
-	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(name, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

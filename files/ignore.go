@@ -64,7 +64,7 @@ func readIgnore(dir *os.Root, name string, domain []string) []gitignore.Pattern 
 	}
 	// O_NONBLOCK: a FIFO swapped in since the Lstat must not block the
 	// open waiting for a writer.
-	f, err := dir.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(name, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil
 	}

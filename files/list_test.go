@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein/workspace"
@@ -89,9 +88,7 @@ func TestListDir(t *testing.T) {
 		"many/":              "",
 		"dir/sub/deeper.txt": "d",
 	})
-	if err := syscall.Mkfifo(filepath.Join(ws, "fifo"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, filepath.Join(ws, "fifo"))
 	for i := range 25 {
 		name := filepath.Join(ws, "many", string(rune('a'+i))+".txt")
 		if err := os.WriteFile(name, []byte(strings.Repeat("x", i)), 0o644); err != nil {

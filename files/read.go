@@ -117,7 +117,7 @@ func (t *Tools) readTarget(named string, tg *workspace.Target) ([]byte, error) {
 		return nil, err
 	}
 	defer dir.Close()
-	f, err := dir.OpenFile(tg.Base(), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := dir.OpenFile(tg.Base(), os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, openError(named, tg, err)
 	}
@@ -129,9 +129,9 @@ func (t *Tools) readTarget(named string, tg *workspace.Target) ([]byte, error) {
 	if !os.SameFile(fi, tg.Info) || !fi.Mode().IsRegular() {
 		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: named, Component: tg.Rel, Reason: "the file changed while it was being opened; try again"}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if n := links(fi); n > 1 {
 		return nil, &workspace.PathError{Kind: workspace.InvalidPath, Path: named, Component: tg.Rel,
-			Reason: fmt.Sprintf("the file has %d names (a hard link), and another of them may be outside the workspace; copy it with the shell if it is yours", st.Nlink)}
+			Reason: fmt.Sprintf("the file has %d names (a hard link), and another of them may be outside the workspace; copy it with the shell if it is yours", n)}
 	}
 	limit := t.Limits.withDefaults().MaxFileBytes
 	if fi.Size() > limit {

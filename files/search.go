@@ -430,7 +430,7 @@ func (r *searchRun) searchOne(ctx context.Context, j *searchFile, sc *fileScan, 
 	if fi.Size() > r.lim.MaxSearchFileBytes {
 		return fileOutcome{skip: skipTooLarge}
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+	if links(fi) > 1 {
 		return fileOutcome{skip: skipHardLink}
 	}
 	sc.reset(limMatches, limBytes)

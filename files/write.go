@@ -97,8 +97,8 @@ func writeAtomic(tg *workspace.Target, data []byte) error {
 		return fail(err)
 	}
 	if tg.Exists() {
-		if st, ok := tg.Info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-			if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+		if uid, gid, ok := owner(tg.Info); ok && os.Geteuid() == 0 {
+			if err := f.Chown(uid, gid); err != nil {
 				return fail(err)
 			}
 		}

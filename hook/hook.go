@@ -23,7 +23,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/net/idna"
 
@@ -322,8 +321,8 @@ func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path,
 		}
 		// A file with other names may be one outside the workspace.
 		if fi, err := os.Lstat(resolved); err == nil {
-			if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
-				return Denied(fmt.Sprintf("%s has %d names (hard links); a write through it may reach a file outside the workspace", path, st.Nlink))
+			if n := links(fi); fi.Mode().IsRegular() && n > 1 {
+				return Denied(fmt.Sprintf("%s has %d names (hard links); a write through it may reach a file outside the workspace", path, n))
 			}
 		}
 	}

@@ -153,7 +153,7 @@ const (
 // treated as generated, so the refusal fails closed. The open never
 // blocks (a FIFO has no writer) and never follows a final link.
 func isGenerated(p string) bool {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK|noFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return false
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -17,105 +19,6 @@ import (
 	"github.com/reinhq/rein/sandbox/runplan"
 	"github.com/reinhq/rein/shell"
 )
-
-// Limits bound what a run may use. Every limit set is enforced or the run
-// is refused before it starts, naming the missing mechanism. A zero field
-// sets no limit, but for three: a zero MemoryBytes or Processes is the
-// default (half the host's memory, DefaultProcesses), applied where a
-// cgroup can enforce it and otherwise dropped; a zero TmpBytes is sized
-// as its comment says.
-type Limits struct {
-	// MemoryBytes bounds the memory of the whole tree, swap included
-	// (a cgroup: v2 memory.max, or v1 memory on a hybrid host). The init
-	// and, on the bwrap rung, bubblewrap count towards it (about 15 MiB).
-	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	// Processes bounds the processes and threads of the command's tree (a
-	// cgroup: pids.max). The group's pids.max is Processes plus
-	// InitTasks, for the init's own threads and bubblewrap.
-	Processes int64 `json:"processes,omitempty"`
-	// CPUSeconds bounds the CPU time of each process (RLIMIT_CPU).
-	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
-	// OpenFiles bounds the descriptors of each process (RLIMIT_NOFILE).
-	OpenFiles int64 `json:"open_files,omitempty"`
-	// FileSizeBytes bounds the size of any file a process writes
-	// (RLIMIT_FSIZE).
-	FileSizeBytes int64 `json:"file_size_bytes,omitempty"`
-	// TmpBytes is the size of the private /tmp, a memory-backed tmpfs on
-	// the bwrap rung; zero is MemoryBytes when that is set, else
-	// DefaultTmpBytes. A per-file limit does not stop many files from
-	// filling it. The landlock and none rungs have no /tmp of their own:
-	// asking for TmpBytes there is refused.
-	TmpBytes int64 `json:"tmp_bytes,omitempty"`
-}
-
-// Limit names, as results report them.
-const (
-	LimitMemory    = "memory"
-	LimitProcesses = "processes"
-	LimitCPU       = "cpu_seconds"
-	LimitOpenFiles = "open_files"
-	LimitFileSize  = "file_size"
-	LimitTmp       = "tmp_size"
-	LimitCore      = "core_size"
-	LimitTimeout   = "timeout"
-)
-
-const (
-	// InitTasks is what pids.max allows beyond Limits.Processes, for
-	// bubblewrap and the threads of rein's init, which count as tasks,
-	// with one more per stage of the line (the init waits for each on a
-	// thread of its own): an init that cannot make a thread would die and
-	// take the report with it.
-	InitTasks = 16
-	// DefaultProcesses is the process limit of a run that sets none,
-	// applied where a cgroup can enforce it: enough for a parallel build,
-	// too few for a fork bomb to starve the host.
-	DefaultProcesses = 4096
-	// DefaultTmpBytes is the size of the bwrap rung's /tmp without a
-	// memory limit.
-	DefaultTmpBytes = 512 << 20
-	// minMemory is the least memory limit accepted: below it the init
-	// and bubblewrap alone would not fit.
-	minMemory = 32 << 20
-	// minOpenFiles is the least open-files limit accepted: the init
-	// needs a few descriptors to start the plan.
-	minOpenFiles = 16
-)
-
-// Applied is one limit as enforced: its value and the mechanism.
-type Applied struct {
-	Limit     string `json:"limit"`
-	Value     int64  `json:"value"`
-	Mechanism string `json:"mechanism"`
-}
-
-func (l Limits) validate() error {
-	for _, f := range []struct {
-		name string
-		v    int64
-		min  int64
-		why  string
-	}{
-		{LimitMemory, l.MemoryBytes, minMemory, "rein's init and bubblewrap need about 15 MiB of it"},
-		{LimitProcesses, l.Processes, 1, ""},
-		{LimitCPU, l.CPUSeconds, 1, ""},
-		{LimitOpenFiles, l.OpenFiles, minOpenFiles, "the init needs a few descriptors to start the command"},
-		{LimitFileSize, l.FileSizeBytes, 1, ""},
-		{LimitTmp, l.TmpBytes, 1 << 20, ""},
-	} {
-		switch {
-		case f.v < 0:
-			return refuse(Denied, "the %s limit %d is negative", f.name, f.v)
-		case f.v > 0 && f.v < f.min:
-			msg := fmt.Sprintf("the %s limit %d is below the least accepted, %d", f.name, f.v, f.min)
-			if f.why != "" {
-				msg += ": " + f.why
-			}
-			return refuse(Denied, "%s", msg)
-		}
-	}
-	return nil
-}
 
 // tmpBytes is the size of the bwrap rung's /tmp.
 func (l Limits) tmpBytes() int64 {
@@ -551,16 +454,6 @@ func sizeString(n int64) string {
 		}
 	}
 	return fmt.Sprintf("%d bytes", n)
-}
-
-// LimitSupport is how this host would enforce one limit, or why it
-// cannot.
-type LimitSupport struct {
-	Limit     string
-	Mechanism string
-	// Problem says why the limit cannot be enforced here, with the fix;
-	// a run that asks for it is refused.
-	Problem string
 }
 
 // ProbeLimits reports how each limit would be enforced here. It makes a

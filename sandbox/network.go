@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -18,21 +20,6 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/sandbox/netproxy"
-)
-
-// The network modes of a Profile.
-const (
-	// NetworkOff reaches nothing: an empty network namespace on the bwrap
-	// rung; Landlock and seccomp refusing every inet socket on the
-	// landlock rung.
-	NetworkOff = "off"
-	// NetworkProxy reaches what Profile.Egress allows, through rein's
-	// egress proxy and nothing else.
-	NetworkProxy = "proxy"
-	// NetworkFull reaches what the host reaches but its loopback, through
-	// user-mode networking (slirp4netns) attached to the sandbox's own
-	// network namespace: the bwrap rung only.
-	NetworkFull = "full"
 )
 
 const (

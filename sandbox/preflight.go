@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -19,24 +21,6 @@ import (
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
 )
-
-// PreflightResult says whether a rung can run in a workspace on this host,
-// as a real minimal run found, and if not, why and what to do.
-type PreflightResult struct {
-	Rung string `json:"rung"`
-	OK   bool   `json:"ok"`
-	// Problem and Fix say why the rung cannot run and what would let it.
-	Problem string `json:"problem,omitempty"`
-	Fix     string `json:"fix,omitempty"`
-	// Terminal failures (the mechanism is absent, cannot be executed or
-	// is refused by the kernel) are remembered, so that a broken host is
-	// not probed on every call.
-	Terminal bool      `json:"terminal,omitempty"`
-	At       time.Time `json:"at"`
-	// Key identifies what the result was found for: the rung, the
-	// workspace, rein's binary, bubblewrap's, the kernel and the user.
-	Key string `json:"key"`
-}
 
 // How long preflight results are trusted. A change to rein's binary,
 // bubblewrap's, the kernel or the user makes a new key and a new probe.

@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandbox
 
 import (
@@ -26,19 +28,7 @@ const (
 	// (each at its name), so that no host path shows inside.
 	sandboxCaches     = "/var/cache/rein"
 	sandboxHostCaches = "/var/cache/rein-host"
-	hostPATH          = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 )
-
-// systemDirs are the host's system directories that exist here.
-func systemDirs() []string {
-	var out []string
-	for _, d := range bwrap.DefaultSystemDirs {
-		if _, err := os.Lstat(d); err == nil {
-			out = append(out, d)
-		}
-	}
-	return out
-}
 
 // bwrapCommand builds the bubblewrap command whose init runs line.
 func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.Cmd, error) {

@@ -227,7 +227,8 @@ type Output struct {
 type Error struct {
 	Status Status
 	Reason string
-	// Err is the cause, when there is one to test for (ErrNoInit).
+	// Err is the cause, when there is one to test for (ErrNoInit,
+	// ErrUnsupported).
 	Err error
 }
 
@@ -439,6 +440,9 @@ func within(p, dir string) bool {
 // preflight a run makes (cached), with why auto did not take a stronger
 // one; or why none can run.
 func ChooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
+	if err := checkPlatform(); err != nil {
+		return "", "", err
+	}
 	if err := p.validate(); err != nil {
 		return "", "", err
 	}
@@ -496,12 +500,22 @@ func poison(rung, workspace, reason string) {
 // start a sandbox again, and again).
 var ErrNoInit = errors.New("this program cannot serve as rein's sandbox init: call sandbox.Main() first thing in its main function, before flags are parsed or anything else runs")
 
+// ErrUnsupported is the cause of every refusal to run on a system other
+// than Linux: the mechanisms the rungs confine with (bubblewrap's
+// namespaces, Landlock, seccomp, cgroups) are Linux's, and rein does not
+// run a plan unconfined unless asked to. The shell grammar, the policy,
+// the workspace boundary and the file tools work everywhere.
+var ErrUnsupported = errors.New("rein's sandbox needs Linux (bubblewrap or Landlock)")
+
 // mainCalled is set by Main in a program that is not an init.
 var mainCalled atomic.Bool
 
 // checkInit refuses, before anything is started again, in a program that
 // has not called Main and has chosen no other init (UseInit).
 func checkInit() error {
+	if err := checkPlatform(); err != nil {
+		return err
+	}
 	if !mainCalled.Load() && initProgram.Load() == nil {
 		return &Error{Status: Unavailable, Reason: ErrNoInit.Error(), Err: ErrNoInit}
 	}

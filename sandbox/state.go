@@ -1,9 +1,9 @@
+//go:build linux
+
 package sandbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,36 +25,6 @@ import (
 
 const noFollow = syscall.O_NOFOLLOW
 
-// stateDir is the rein-owned directory runs keep their scratch
-// directories and locks in: under CacheDir, never a directory others can
-// write (a shared /tmp would let any user plant the state a later run
-// trusts), and refused unless it is a real directory of this user's that
-// nobody else may write.
-// StateDir is rein's state directory name (under CacheDir), made if
-// missing and checked as runs check theirs: for callers that keep run
-// artefacts (spooled output, result stores) outside the workspace.
-func StateDir(name string) (string, error) {
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return "", refuse(InvalidPath, "state directory name %q", name)
-	}
-	return stateDir(name)
-}
-
-func stateDir(name string) (string, error) {
-	d := filepath.Join(CacheDir(), name)
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return "", refuse(Unavailable, "making rein's state directory: %v", err)
-	}
-	var st syscall.Stat_t
-	if err := syscall.Lstat(d, &st); err != nil {
-		return "", refuse(Unavailable, "rein's state directory: %v", err)
-	}
-	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Geteuid() || st.Mode&0o022 != 0 {
-		return "", refuse(Denied, "rein's state directory %s is not a directory of this user's that only it may write", d)
-	}
-	return d, nil
-}
-
 // checkStateOutside refuses a workspace that holds rein's own state: the
 // command could then forge what a later run trusts.
 func checkStateOutside(ws string) error {
@@ -62,64 +32,6 @@ func checkStateOutside(ws string) error {
 		return refuse(Denied, "rein's state directory %s is inside the workspace %s, where the command could forge it: set REIN_CACHE_DIR (in a program, sandbox.SetCacheDir) to a directory outside", c, ws)
 	}
 	return nil
-}
-
-// cacheDirSet is the directory SetCacheDir chose; nil or "" for none.
-var cacheDirSet atomic.Pointer[string]
-
-// SetCacheDir sets, for this process, the directory rein keeps its
-// host-side state in (CacheDir): the library's way to choose it, where
-// the rein command reads REIN_CACHE_DIR. dir must be absolute; "" undoes
-// the choice. It is the process's, like the state it names (the locks,
-// leases and warm sandboxes of a workspace are shared by every process
-// that uses one directory): set it once, before the first run. What it
-// holds must stay outside every workspace rein runs commands in, which
-// the sandbox checks.
-func SetCacheDir(dir string) error {
-	if dir != "" && !filepath.IsAbs(dir) {
-		return refuse(InvalidPath, "rein's cache directory %q is not an absolute path", dir)
-	}
-	if dir != "" {
-		dir = filepath.Clean(dir)
-	}
-	cacheDirSet.Store(&dir)
-	return nil
-}
-
-// CacheDir is the directory rein keeps its host-side state in: preflight
-// results, the toolchain caches of each workspace, the state directories
-// (StateDir). In order: the directory SetCacheDir set; else the absolute
-// path REIN_CACHE_DIR names (the rein command's way, a relative one is
-// ignored); else rein/ under the user's cache directory
-// (os.UserCacheDir, ~/.cache/rein); else rein-cache-UID in the
-// temporary directory.
-func CacheDir() string {
-	if d := cacheDirSet.Load(); d != nil && *d != "" {
-		return *d
-	}
-	if d := os.Getenv("REIN_CACHE_DIR"); d != "" && filepath.IsAbs(d) {
-		return d
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "rein")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("rein-cache-%d", os.Getuid()))
-}
-
-// WorkspaceKey names a workspace in rein's state directories (its locks,
-// caches and trace store): a hash of its path.
-func WorkspaceKey(ws string) string { return workspaceKey(ws) }
-
-func workspaceKey(ws string) string {
-	sum := sha256.Sum256([]byte(ws))
-	return hex.EncodeToString(sum[:12])
-}
-
-// ToolchainCacheDir is the host directory that holds the workspace's
-// per-workspace toolchain caches, one directory per cache name; the bwrap
-// rung mounts it at /var/cache/rein.
-func ToolchainCacheDir(ws string) string {
-	return filepath.Join(CacheDir(), "toolchain", workspaceKey(ws))
 }
 
 // toolchainCaches makes the workspace's per-workspace toolchain caches

@@ -78,7 +78,7 @@ func LoadKey(path string) (*Key, error) {
 var errOtherNames = errors.New("it has other names")
 
 func readKey(path string) (*Key, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -90,15 +90,15 @@ func readKey(path string) (*Key, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: the key %s: %w", path, err)
 	}
-	st, _ := fi.Sys().(*syscall.Stat_t)
+	links, uid, ok := fileOwner(fi)
 	switch {
-	case !fi.Mode().IsRegular() || st == nil:
+	case !fi.Mode().IsRegular() || !ok:
 		return nil, fmt.Errorf("trace: the key %s is not a plain file: refused", path)
-	case st.Nlink != 1:
+	case links != 1:
 		return nil, fmt.Errorf("trace: the key %s: %w: refused", path, errOtherNames)
-	case int(st.Uid) != os.Geteuid():
+	case uid != os.Geteuid():
 		return nil, fmt.Errorf("trace: the key %s belongs to another user: refused", path)
-	case fi.Mode().Perm()&0o077 != 0:
+	case fi.Mode().Perm()&othersMode != 0:
 		return nil, fmt.Errorf("trace: the key %s may be read or written by others (mode %o): run chmod 600 %s", path, fi.Mode().Perm(), path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, 4*keyBytes))

@@ -8,7 +8,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 )
 
 // Kind names why a path was refused. The names are stable: they become
@@ -135,13 +134,6 @@ type Target struct {
 
 // fileID is a file's identity: its device and inode.
 type fileID struct{ dev, ino uint64 }
-
-func idOf(fi fs.FileInfo) fileID {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return fileID{uint64(st.Dev), st.Ino}
-	}
-	return fileID{}
-}
 
 // Base is the target's last component ("." for the root).
 func (t *Target) Base() string { return path.Base(t.Rel) }

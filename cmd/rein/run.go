@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -301,7 +300,7 @@ func chooseApprover(flag string, prompt io.Writer) (policy.Approver, error) {
 	case "none":
 		return policy.DenyAll{}, nil
 	case "":
-		if _, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS); err == nil {
+		if isTerminal(os.Stdin) {
 			return policy.Terminal{In: os.Stdin, Out: prompt}, nil
 		}
 		return nil, nil

@@ -18,7 +18,6 @@ package bwrap
 
 import (
 	"fmt"
-	"golang.org/x/sys/unix"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -582,19 +581,18 @@ func protect(b *builder, ws string, protected, masked []string, readOnly bool) e
 	// link, and bound by descriptor: a command of another run in the same
 	// workspace cannot swap a directory for a link between the check
 	// above and the mount.
-	root, err := os.OpenFile(ws, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	root, err := openRoot(ws)
 	if err != nil {
 		return &ViewError{Field: "Workspace", Value: ws, Reason: err.Error()}
 	}
 	defer root.Close()
 	bind := func(kind, p string) error {
 		rel, _ := filepath.Rel(ws, p)
-		fd, err := unix.Openat2(int(root.Fd()), rel, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+		f, err := openBeneath(root, rel, p)
 		if err != nil {
 			return &ViewError{Field: "Protected", Value: rel, Reason: "cannot be opened without following a link: " + err.Error()}
 		}
-		b.add(kind+"-fd", b.fd(os.NewFile(uintptr(fd), p)), p)
+		b.add(kind+"-fd", b.fd(f), p)
 		return nil
 	}
 	for _, d := range dirs {

@@ -20,8 +20,6 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Hierarchy is a mounted cgroup v2 hierarchy and the calling process's
@@ -46,8 +44,7 @@ func Find() (*Hierarchy, error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	for _, m := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-		var st unix.Statfs_t
-		if unix.Statfs(m, &st) != nil || st.Type != unix.CGROUP2_SUPER_MAGIC {
+		if !isCgroup2(m) {
 			continue
 		}
 		h := &Hierarchy{Mount: m, Parent: filepath.Join(m, self)}
@@ -55,7 +52,7 @@ func Find() (*Hierarchy, error) {
 		if _, err := os.Stat(filepath.Join(h.Parent, "cgroup.kill")); err != nil && h.Parent != filepath.Clean(m) {
 			return nil, fmt.Errorf("%w: %s has no cgroup.kill (Linux 5.14 or later is needed)", ErrUnavailable, h.Parent)
 		}
-		if err := unix.Access(h.Parent, unix.W_OK); err != nil {
+		if err := writable(h.Parent); err != nil {
 			return nil, fmt.Errorf("%w: %s is not writable by this user (run as root, or under a delegated systemd unit)", ErrUnavailable, h.Parent)
 		}
 		return h, nil
@@ -109,7 +106,7 @@ func (h *Hierarchy) New(prefix string) (*Group, error) {
 
 // Open opens the existing group at path.
 func Open(path string) (*Group, error) {
-	dir, err := os.OpenFile(path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	dir, err := openDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

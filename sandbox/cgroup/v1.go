@@ -12,10 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // V1 is one controller's cgroup v1 hierarchy, as a hybrid host mounts it
@@ -105,7 +102,7 @@ func findV1(controller, mountinfo, cgroupFile string) (*V1, error) {
 		return fail("the process's %s group %s lies outside the mounted part %s of the hierarchy", controller, path, root)
 	}
 	v := &V1{Controller: controller, Controllers: controllers, Mount: mount, Parent: filepath.Join(mount, rel)}
-	if err := unix.Access(v.Parent, unix.W_OK); err != nil {
+	if err := writable(v.Parent); err != nil {
 		return fail("%s is not writable by this user (run as root)", v.Parent)
 	}
 	return v, nil
@@ -218,7 +215,7 @@ func (g *V1Group) Leave(tid int) error {
 // the thread is the group's own (upstream commit 9a3284fad42f): about
 // 10 ms a move on the hosts measured, two moves a run.
 func taskID(tid int) string {
-	if tid == unix.Gettid() {
+	if tid == gettid() {
 		return "0"
 	}
 	return strconv.Itoa(tid)
@@ -278,21 +275,7 @@ func v1KillAndWait(p string, timeout time.Duration) error {
 		// By pidfd, and only what is still in the group once its pidfd is
 		// open: a pid that ended and was reused between the listing and
 		// the kill is not in the group.
-		fds := map[int]int{}
-		for _, pid := range pids {
-			if fd, err := unix.PidfdOpen(pid, 0); err == nil {
-				fds[pid] = fd
-			}
-		}
-		still, _ := g.procs()
-		for _, pid := range still {
-			if fd, ok := fds[pid]; ok {
-				unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
-			}
-		}
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
+		killListed(pids, g.procs)
 		if time.Now().After(deadline) {
 			return fmt.Errorf("processes are still in %s %s after they were killed", p, timeout)
 		}
@@ -320,7 +303,7 @@ func sweep(parent, prefix string, kill func(string) error) {
 		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), prefix+"-"), "%d-", &pid); err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		if !alive(pid) {
 			if kill(d) == nil {
 				os.Remove(d)
 			}

@@ -7,3 +7,7 @@ func probe() Support { return Support{} }
 func apply(Spec) error {
 	return &Error{Mechanism: MechanismPlatform, Err: ErrUnsupported}
 }
+
+func setRlimits(Rlimits) error {
+	return &Error{Mechanism: MechanismPlatform, Err: ErrUnsupported}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/reinhq/rein/trace"
@@ -21,7 +20,7 @@ func pidAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
 	}
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+	if !processExists(pid) {
 		return false
 	}
 	if now := processStart(pid); start != "" && now != "" && now != start {

@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -152,8 +151,7 @@ func Open(path string, r *trace.Redactor, opts ...Option) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("trace: %w", err)
 		}
-		st, _ := fi.Sys().(*syscall.Stat_t)
-		if !fi.Mode().IsRegular() || st == nil || st.Nlink != 1 {
+		if links, _, ok := fileOwner(fi); !fi.Mode().IsRegular() || !ok || links != 1 {
 			return nil, fmt.Errorf("trace: %s is not a plain file (a link, or a file with other names): refused", f)
 		}
 	}

@@ -1,0 +1,88 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+
+	"github.com/reinhq/rein/shell"
+)
+
+// Elsewhere than on Linux the sandbox has no mechanism to confine with:
+// every run, start, preflight and pool refuses with ErrUnsupported, and
+// nothing is started. The rest of the package (the types, the program
+// lookup, the state directories) works, so that callers compile and
+// report the refusal.
+
+// unsupported is the refusal of every run on this system.
+var unsupported = fmt.Sprintf("%v; this is %s/%s: run rein on a Linux host or in a Linux virtual machine", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
+
+func checkPlatform() error {
+	return &Error{Status: Unavailable, Reason: unsupported, Err: ErrUnsupported}
+}
+
+// Main returns at once: there is no init to run on this system.
+func Main() { mainCalled.Store(true) }
+
+func start(context.Context, *shell.Line, Profile, string, bool, io.Writer, io.Writer) (*run, error) {
+	return nil, checkPlatform()
+}
+
+// run stands for the Linux run state, which start never makes here.
+type run struct{ note string }
+
+func (r *run) handle() *Handle { return nil }
+
+func preflightFor(_ context.Context, rung, _, _ string) PreflightResult {
+	return Preflight(context.Background(), rung, "", false)
+}
+
+// Preflight reports that no rung can run on this system.
+func Preflight(_ context.Context, rung, _ string, _ bool) PreflightResult {
+	return PreflightResult{Rung: rung, Problem: unsupported, Fix: "run rein on a Linux host (5.13 or later, with bubblewrap for the bwrap rung)", Terminal: true}
+}
+
+// PreflightFull reports that no rung can run on this system.
+func PreflightFull(ctx context.Context, workspace string, fresh bool) PreflightResult {
+	return Preflight(ctx, RungBwrap, workspace, fresh)
+}
+
+// ProbeLimits reports every limit unenforceable on this system.
+func ProbeLimits() []LimitSupport {
+	var out []LimitSupport
+	for _, l := range []string{LimitMemory, LimitProcesses, LimitCPU, LimitOpenFiles, LimitFileSize, LimitTmp} {
+		out = append(out, LimitSupport{Limit: l, Problem: unsupported})
+	}
+	return out
+}
+
+// SlirpPath fails: user-mode networking is for the bwrap rung's network
+// namespace.
+func SlirpPath() (string, error) {
+	return "", fmt.Errorf("slirp4netns: %w", ErrUnsupported)
+}
+
+// Pool would keep sandboxes warm; on this system it refuses every run.
+type Pool struct{}
+
+// NewPool makes a pool that refuses every run on this system.
+func NewPool() *Pool { return &Pool{} }
+
+// Start refuses: see ErrUnsupported.
+func (pl *Pool) Start(context.Context, *shell.Line, Profile, io.Writer, io.Writer) (*Handle, error) {
+	return nil, checkPlatform()
+}
+
+// Run refuses: see ErrUnsupported.
+func (pl *Pool) Run(context.Context, *shell.Line, Profile, io.Writer, io.Writer) (*Result, error) {
+	return nil, checkPlatform()
+}
+
+// Close does nothing: a pool here holds nothing.
+func (pl *Pool) Close() {}
+
+// Warm is zero: no sandbox waits here.
+func (pl *Pool) Warm() int { return 0 }
