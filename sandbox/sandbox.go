@@ -38,19 +38,20 @@ import (
 	"github.com/reinhq/rein/toolchain"
 )
 
-// Status is how a run ended.
-type Status string
+// Status is how a run ended: runplan's, the one status type of rein's
+// layers (tool.Status is it too).
+type Status = runplan.Status
 
 // The statuses of a result.
 const (
-	OK          Status = "ok"
-	Failed      Status = "failed"
-	Timeout     Status = "timeout"
-	Cancelled   Status = "cancelled"
-	Unavailable Status = "unavailable"
-	Denied      Status = "denied"
-	InvalidPath Status = "invalid_path"
-	NotFound    Status = "not_found"
+	OK          = runplan.OK
+	Failed      = runplan.Failed
+	Timeout     = runplan.Timeout
+	Cancelled   = runplan.Cancelled
+	Unavailable = runplan.Unavailable
+	Denied      = runplan.Denied
+	InvalidPath = runplan.InvalidPath
+	NotFound    = runplan.NotFound
 )
 
 // The rungs.
@@ -227,8 +228,9 @@ type Output struct {
 type Error struct {
 	Status Status
 	Reason string
-	// Err is the cause, when there is one to test for (ErrNoInit,
-	// ErrUnsupported).
+	// Err is the cause, when there is one to test for with errors.Is or
+	// errors.As: ErrNoInit, ErrUnsupported, or the error a step of the
+	// preparation failed with (a *fs.PathError, exec.ErrNotFound).
 	Err error
 }
 
@@ -237,8 +239,18 @@ func (e *Error) Error() string { return fmt.Sprintf("sandbox: %s: %s", e.Status,
 // Unwrap is the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
+// refuse is the refusal with status s and the reason format says. An
+// error among args, the last when there are several, is kept as its
+// cause: the reason reads as before and errors.Is and errors.As still
+// reach what failed.
 func refuse(s Status, format string, args ...any) error {
-	return &Error{Status: s, Reason: fmt.Sprintf(format, args...)}
+	e := &Error{Status: s, Reason: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			e.Err = err
+		}
+	}
+	return e
 }
 
 // Run runs line under p and returns its result. stdout and stderr, when

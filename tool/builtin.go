@@ -417,7 +417,7 @@ func checkFrom(p *policy.Policy, line *shell.Line, dir string) func() *policy.Ve
 // fromSandbox turns a sandbox result into the tool result.
 func (r *Router) fromSandbox(res *Result, sr *sandbox.Result) *Result {
 	code := sr.ExitCode
-	res.Status, res.Reason, res.ExitCode = Status(sr.Status), sr.Reason, &code
+	res.Status, res.Reason, res.ExitCode = sr.Status, sr.Reason, &code
 	res.Rung, res.Limits, res.LimitHit, res.Poisoned, res.Warm = sr.Rung, sr.Limits, sr.LimitHit, sr.Poisoned, sr.Warm
 	res.Output = streams(sr.Stdout, sr.Stderr)
 	res.Data = sr

@@ -26,19 +26,21 @@ import (
 	"github.com/reinhq/rein/trace"
 )
 
-// Status is how a call ended: the statuses of the execution contract.
-type Status string
+// Status is how a call ended: the statuses of the execution contract,
+// the sandbox's own type (sandbox.Status), so that a run's status is a
+// call's without a conversion that could drift.
+type Status = sandbox.Status
 
 // The statuses.
 const (
-	OK          Status = "ok"
-	Denied      Status = "denied"
-	Cancelled   Status = "cancelled"
-	InvalidPath Status = "invalid_path"
-	NotFound    Status = "not_found"
-	Timeout     Status = "timeout"
-	Failed      Status = "failed"
-	Unavailable Status = "unavailable"
+	OK          = sandbox.OK
+	Denied      = sandbox.Denied
+	Cancelled   = sandbox.Cancelled
+	InvalidPath = sandbox.InvalidPath
+	NotFound    = sandbox.NotFound
+	Timeout     = sandbox.Timeout
+	Failed      = sandbox.Failed
+	Unavailable = sandbox.Unavailable
 )
 
 // Result is what a tool returns: one type for every tool.

@@ -41,7 +41,7 @@ var ErrUnavailable = errors.New("no writable cgroup v2 hierarchy")
 func Find() (*Hierarchy, error) {
 	self, err := selfPath("/proc/self/cgroup")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	for _, m := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
 		if !isCgroup2(m) {
@@ -91,7 +91,7 @@ func (h *Hierarchy) New(prefix string) (*Group, error) {
 	rand.Read(b[:])
 	p := filepath.Join(h.Parent, fmt.Sprintf("%s-%d-%s", prefix, os.Getpid(), hex.EncodeToString(b[:])))
 	if err := os.Mkdir(p, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if _, err := os.Stat(filepath.Join(p, "cgroup.kill")); err != nil {
 		os.Remove(p)
@@ -108,7 +108,7 @@ func (h *Hierarchy) New(prefix string) (*Group, error) {
 func Open(path string) (*Group, error) {
 	dir, err := openDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return &Group{Path: path, dir: dir}, nil
 }

@@ -51,11 +51,11 @@ func (l Limits) Controllers() []string {
 func (h *Hierarchy) Enable(controllers ...string) error {
 	have, err := readWords(filepath.Join(h.Parent, "cgroup.controllers"))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	on, err := readWords(filepath.Join(h.Parent, "cgroup.subtree_control"))
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	for _, c := range controllers {
 		if on[c] {
@@ -68,7 +68,7 @@ func (h *Hierarchy) Enable(controllers ...string) error {
 			if errors.Is(err, syscall.EBUSY) {
 				return fmt.Errorf("%w: %s holds processes of its own, so cgroup v2 cannot hand the %s controller to its children", ErrUnavailable, h.Parent, c)
 			}
-			return fmt.Errorf("%w: enabling the %s controller in %s: %v", ErrUnavailable, c, h.Parent, err)
+			return fmt.Errorf("%w: enabling the %s controller in %s: %w", ErrUnavailable, c, h.Parent, err)
 		}
 	}
 	return nil
@@ -80,20 +80,20 @@ func (h *Hierarchy) Enable(controllers ...string) error {
 func (g *Group) SetLimits(l Limits) error {
 	if l.MemoryBytes > 0 {
 		if err := write(filepath.Join(g.Path, "memory.max"), strconv.FormatInt(l.MemoryBytes, 10)); err != nil {
-			return fmt.Errorf("%w: setting memory.max: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting memory.max: %w", ErrUnavailable, err)
 		}
 		// Without swap accounting the file is absent and there is no swap
 		// to bound.
 		if err := write(filepath.Join(g.Path, "memory.swap.max"), "0"); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: setting memory.swap.max: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting memory.swap.max: %w", ErrUnavailable, err)
 		}
 		if err := write(filepath.Join(g.Path, "memory.oom.group"), "1"); err != nil {
-			return fmt.Errorf("%w: setting memory.oom.group: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting memory.oom.group: %w", ErrUnavailable, err)
 		}
 	}
 	if l.Processes > 0 {
 		if err := write(filepath.Join(g.Path, "pids.max"), strconv.FormatInt(l.Processes, 10)); err != nil {
-			return fmt.Errorf("%w: setting pids.max: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting pids.max: %w", ErrUnavailable, err)
 		}
 	}
 	return nil

@@ -143,7 +143,7 @@ func (v *V1) New(prefix string) (*V1Group, error) {
 	rand.Read(b[:])
 	p := filepath.Join(v.Parent, fmt.Sprintf("%s-%d-%s", prefix, os.Getpid(), hex.EncodeToString(b[:])))
 	if err := os.Mkdir(p, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return &V1Group{Controllers: v.Controllers, Path: p, parent: v.Parent}, nil
 }
@@ -156,15 +156,15 @@ func (g *V1Group) SetLimits(l Limits) error {
 	if g.has("memory") && l.MemoryBytes > 0 {
 		v := strconv.FormatInt(l.MemoryBytes, 10)
 		if err := write(filepath.Join(g.Path, "memory.limit_in_bytes"), v); err != nil {
-			return fmt.Errorf("%w: setting memory.limit_in_bytes: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting memory.limit_in_bytes: %w", ErrUnavailable, err)
 		}
 		if err := write(filepath.Join(g.Path, "memory.memsw.limit_in_bytes"), v); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%w: setting memory.memsw.limit_in_bytes: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting memory.memsw.limit_in_bytes: %w", ErrUnavailable, err)
 		}
 	}
 	if g.has("pids") && l.Processes > 0 {
 		if err := write(filepath.Join(g.Path, "pids.max"), strconv.FormatInt(l.Processes, 10)); err != nil {
-			return fmt.Errorf("%w: setting pids.max: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: setting pids.max: %w", ErrUnavailable, err)
 		}
 	}
 	return nil
@@ -196,7 +196,7 @@ func (g *V1Group) Holds(pid int) (bool, error) {
 // AddThread moves the thread tid (of the calling process) into the group.
 func (g *V1Group) AddThread(tid int) error {
 	if err := write(filepath.Join(g.Path, "tasks"), taskID(tid)); err != nil {
-		return fmt.Errorf("%w: joining %s: %v", ErrUnavailable, g.Path, err)
+		return fmt.Errorf("%w: joining %s: %w", ErrUnavailable, g.Path, err)
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func (g *V1Group) AddThread(tid int) error {
 // Leave moves the thread tid back to the group the process is in.
 func (g *V1Group) Leave(tid int) error {
 	if err := write(filepath.Join(g.parent, "tasks"), taskID(tid)); err != nil {
-		return fmt.Errorf("%w: leaving %s for %s: %v", ErrUnavailable, g.Path, g.parent, err)
+		return fmt.Errorf("%w: leaving %s for %s: %w", ErrUnavailable, g.Path, g.parent, err)
 	}
 	return nil
 }

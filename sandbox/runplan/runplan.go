@@ -23,8 +23,26 @@ import (
 	"github.com/reinhq/rein/shell"
 )
 
-// Status says how a stage ended.
+// Status says how a stage, a run or a tool call ended: one type for the
+// three, which sandbox (sandbox.Status) and tool (tool.Status) name as
+// aliases, so that the strings, which MCP and the trace carry as they are,
+// are written once.
 type Status string
+
+// The statuses of a run and of a tool call; OK, Failed, Unavailable and
+// Cancelled end a stage too.
+const (
+	// Timeout: the run reached its time limit and its tree was killed.
+	Timeout Status = "timeout"
+	// Denied: the call or run was refused: by the policy, or for a profile
+	// the sandbox does not accept.
+	Denied Status = "denied"
+	// InvalidPath: a path is not one the call may name (outside the
+	// workspace, not clean, through a link).
+	InvalidPath Status = "invalid_path"
+	// NotFound: what the call names does not exist.
+	NotFound Status = "not_found"
+)
 
 // The stage statuses.
 const (
