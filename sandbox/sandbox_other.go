@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/reinhq/rein/shell"
 )
@@ -26,6 +27,12 @@ func checkPlatform() error {
 
 // Main returns at once: there is no init to run on this system.
 func Main() { mainCalled.Store(true) }
+
+// initProgram stays nil: there is no init to choose here.
+var initProgram atomic.Pointer[string]
+
+// UseInit refuses: see ErrUnsupported.
+func UseInit(string) error { return checkPlatform() }
 
 func start(context.Context, *shell.Line, Profile, string, bool, io.Writer, io.Writer) (*run, error) {
 	return nil, checkPlatform()
