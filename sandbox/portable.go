@@ -162,21 +162,21 @@ type PreflightResult struct {
 	Key string `json:"key"`
 }
 
-// stateDir is the rein-owned directory runs keep their scratch
-// directories and locks in: under CacheDir, never a directory others can
-// write (a shared /tmp would let any user plant the state a later run
-// trusts), and refused unless it is a real directory of this user's that
-// nobody else may write.
 // StateDir is rein's state directory name (under CacheDir), made if
 // missing and checked as runs check theirs: for callers that keep run
 // artefacts (spooled output, result stores) outside the workspace.
 func StateDir(name string) (string, error) {
-	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
+	if name == "" || strings.ContainsAny(name, "/\x00"+string(filepath.Separator)) || name == "." || name == ".." {
 		return "", refuse(InvalidPath, "state directory name %q", name)
 	}
 	return stateDir(name)
 }
 
+// stateDir is the rein-owned directory runs keep their scratch
+// directories and locks in: under CacheDir, never a directory others can
+// write (a shared /tmp would let any user plant the state a later run
+// trusts), and refused unless it is a real directory of this user's that
+// nobody else may write.
 func stateDir(name string) (string, error) {
 	d := filepath.Join(CacheDir(), name)
 	if err := os.MkdirAll(d, 0o700); err != nil {

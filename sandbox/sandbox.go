@@ -15,6 +15,10 @@
 // run gets a group of its own (sandbox/cgroup), which kills the tree and
 // confirms its death.
 //
+// The mechanisms are Linux's. The package compiles everywhere, but on any
+// other system every run, start, pool and preflight is refused with a
+// *Error wrapping ErrUnsupported, before anything starts.
+//
 // A program that embeds rein must call Main at the top of its main
 // function, before anything else, so that its binary can serve as that
 // init; a binary that does not is refused with an error saying so.
