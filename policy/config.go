@@ -15,6 +15,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/reinhq/rein/limits"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/workspace"
 )
@@ -173,16 +174,9 @@ type Setting struct {
 	File  string `json:"file,omitempty"`
 }
 
-// Limits are the resource limits the configuration asks for; zero means
-// unset.
-type Limits struct {
-	MemoryBytes   int64
-	Processes     int64
-	CPUSeconds    int64
-	OpenFiles     int64
-	FileSizeBytes int64
-	TmpBytes      int64
-}
+// Limits are the resource limits the configuration asks for, zero meaning
+// unset: the sandbox's own type (limits.Limits), handed over as it is.
+type Limits = limits.Limits
 
 // SandboxSettings are the execution settings of the policy file.
 type SandboxSettings struct {

@@ -21,7 +21,7 @@ import (
 )
 
 // tmpBytes is the size of the bwrap rung's /tmp.
-func (l Limits) tmpBytes() int64 {
+func tmpBytes(l Limits) int64 {
 	switch {
 	case l.TmpBytes > 0:
 		return l.TmpBytes
@@ -32,7 +32,7 @@ func (l Limits) tmpBytes() int64 {
 }
 
 // rlimits are the per-process limits the init sets.
-func (l Limits) rlimits() confine.Rlimits {
+func rlimits(l Limits) confine.Rlimits {
 	return confine.Rlimits{CPUSeconds: uint64(l.CPUSeconds), OpenFiles: uint64(l.OpenFiles), FileSize: uint64(l.FileSizeBytes)}
 }
 
@@ -48,7 +48,7 @@ func initReserve(line *shell.Line) int64 {
 
 // perProcess lists the limits the init sets and, on the bwrap rung, the
 // size of /tmp.
-func (l Limits) perProcess(rung string) []Applied {
+func perProcess(l Limits, rung string) []Applied {
 	out := []Applied{{Limit: LimitCore, Value: 0, Mechanism: "rlimit RLIMIT_CORE"}}
 	for _, f := range []struct {
 		name, mech string
@@ -63,7 +63,7 @@ func (l Limits) perProcess(rung string) []Applied {
 		}
 	}
 	if rung == RungBwrap {
-		out = append(out, Applied{Limit: LimitTmp, Value: l.tmpBytes(), Mechanism: "tmpfs size of the private /tmp"})
+		out = append(out, Applied{Limit: LimitTmp, Value: tmpBytes(l), Mechanism: "tmpfs size of the private /tmp"})
 	}
 	return out
 }

@@ -14,41 +14,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reinhq/rein/limits"
 	"github.com/reinhq/rein/sandbox/bwrap"
 )
 
 // hostPATH is the PATH of a profile whose environment sets none.
 const hostPATH = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 
-// Limits bound what a run may use. Every limit set is enforced or the run
-// is refused before it starts, naming the missing mechanism. A zero field
-// sets no limit, but for three: a zero MemoryBytes or Processes is the
-// default (half the host's memory, DefaultProcesses), applied where a
-// cgroup can enforce it and otherwise dropped; a zero TmpBytes is sized
-// as its comment says.
-type Limits struct {
-	// MemoryBytes bounds the memory of the whole tree, swap included
-	// (a cgroup: v2 memory.max, or v1 memory on a hybrid host). The init
-	// and, on the bwrap rung, bubblewrap count towards it (about 15 MiB).
-	MemoryBytes int64 `json:"memory_bytes,omitempty"`
-	// Processes bounds the processes and threads of the command's tree (a
-	// cgroup: pids.max). The group's pids.max is Processes plus
-	// InitTasks, for the init's own threads and bubblewrap.
-	Processes int64 `json:"processes,omitempty"`
-	// CPUSeconds bounds the CPU time of each process (RLIMIT_CPU).
-	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
-	// OpenFiles bounds the descriptors of each process (RLIMIT_NOFILE).
-	OpenFiles int64 `json:"open_files,omitempty"`
-	// FileSizeBytes bounds the size of any file a process writes
-	// (RLIMIT_FSIZE).
-	FileSizeBytes int64 `json:"file_size_bytes,omitempty"`
-	// TmpBytes is the size of the private /tmp, a memory-backed tmpfs on
-	// the bwrap rung; zero is MemoryBytes when that is set, else
-	// DefaultTmpBytes. A per-file limit does not stop many files from
-	// filling it. The landlock and none rungs have no /tmp of their own:
-	// asking for TmpBytes there is refused.
-	TmpBytes int64 `json:"tmp_bytes,omitempty"`
-}
+// Limits bound what a run may use: the one type the policy file's limits
+// are read into and the sandbox enforces (limits.Limits).
+type Limits = limits.Limits
 
 // Limit names, as results report them.
 const (
@@ -91,7 +66,7 @@ type Applied struct {
 	Mechanism string `json:"mechanism"`
 }
 
-func (l Limits) validate() error {
+func validateLimits(l Limits) error {
 	for _, f := range []struct {
 		name string
 		v    int64

@@ -223,7 +223,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung string, prefli
 		r.lifelineClose()
 		return nil, err
 	}
-	r.applied = append(r.applied, p.Limits.perProcess(rung)...)
+	r.applied = append(r.applied, perProcess(p.Limits, rung)...)
 	if g := r.groups.v2; g != nil {
 		r.group = g
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.FD()

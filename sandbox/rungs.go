@@ -81,7 +81,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if p.ReadOnly {
 		ro = append(ro, p.Workspace)
 	}
-	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: p.Limits.rlimits(), Confine: &confine.Spec{
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: rlimits(p.Limits), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
 		// With a proxy, the one port: the init's forwarder on the
 		// sandbox's own loopback, the only interface it has.
@@ -129,7 +129,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		Env:            env,
 		Chdir:          dir,
 		InitPath:       exe,
-		Tmp:            p.Limits.tmpBytes(),
+		Tmp:            tmpBytes(p.Limits),
 	}
 	if p.Session != nil {
 		view.HomeFiles = p.Session.HomeFiles
@@ -240,7 +240,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if r.egress != nil {
 		env = proxyEnv(env, r.egress.port)
 	}
-	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: p.Limits.rlimits()}
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: rlimits(p.Limits)}
 	if r.rung == RungLandlock {
 		ro, err := landlockSystemRead()
 		if err != nil {

@@ -358,7 +358,7 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
-	if err := p.Limits.validate(); err != nil {
+	if err := validateLimits(p.Limits); err != nil {
 		return err
 	}
 	switch p.Rung {

@@ -75,7 +75,7 @@ func newLaunchBundle(pol *policy.Policy, ws, prog string, hosts []launchHost) *l
 		rules = append(rules, map[string]any{"act": string(r.Act), "effect": r.Effect.String(), "pattern": r.Pattern, "layer": r.Layer.String(), "file": r.File, "line": r.Line})
 	}
 	resolved := map[string]any{"mode": pol.Mode.String(), "workspace": pol.Workspace, "sources": pol.Sources, "rules": rules,
-		"limits": pol.Limits, "network": map[string]any{"mode": "proxy", "hosts": hostStrings(hosts)}}
+		"limits": bundleLimits(pol.Limits), "network": map[string]any{"mode": "proxy", "hosts": hostStrings(hosts)}}
 	b := &launchBundle{workspace: ws, program: prog, files: map[string][]byte{
 		"prompt.md":     []byte(launchPrompt(pol, ws, hosts)),
 		"settings.json": mustIndent(settings),
@@ -284,4 +284,17 @@ func readBundleFile(dir, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than 1 MiB", name)
 	}
 	return data, nil
+}
+
+// bundleLimits is limits.Limits without its JSON tags: policy.json has
+// always named the limits by their Go fields (MemoryBytes), and keeps
+// doing so. A conversion, so that a field added to Limits fails to
+// compile here instead of going missing from the bundle.
+type bundleLimits struct {
+	MemoryBytes   int64
+	Processes     int64
+	CPUSeconds    int64
+	OpenFiles     int64
+	FileSizeBytes int64
+	TmpBytes      int64
 }

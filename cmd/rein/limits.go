@@ -28,10 +28,7 @@ func (lf *limitFlags) register(f *pflag.FlagSet) {
 // rein sandbox): a flag may set a limit the policy leaves unset or lower
 // one it sets, never raise it.
 func (lf *limitFlags) limits(base policy.Limits, settings []policy.Setting) (sandbox.Limits, error) {
-	l := sandbox.Limits{
-		MemoryBytes: base.MemoryBytes, Processes: base.Processes, CPUSeconds: base.CPUSeconds,
-		OpenFiles: base.OpenFiles, FileSizeBytes: base.FileSizeBytes, TmpBytes: base.TmpBytes,
-	}
+	l := base
 	for _, f := range []struct {
 		flag, key string
 		size      string
