@@ -36,48 +36,70 @@ var initProgram atomic.Pointer[string]
 // types are this program's, and otherwise refuses with exit status 125,
 // naming both. Because it runs with the sandbox's authority, path must be
 // an absolute path to an executable regular file owned by root or by this
-// user and writable by nobody else, in a directory writable by nobody
-// else; anything else is refused. An empty path goes back to this
+// user and writable by nobody else, below directories none of which
+// anyone else can write (unless sticky); anything else is refused. The
+// file path leads to when UseInit is called is the one started, not
+// whatever a link on the way leads to later. An empty path goes back to this
 // program's own binary.
 func UseInit(path string) error {
 	if path == "" {
 		initProgram.Store(nil)
 		return nil
 	}
-	if err := trustedInit(path); err != nil {
+	real, err := trustedInit(path)
+	if err != nil {
 		return err
 	}
-	initProgram.Store(&path)
+	// The file the checks were made on, not path: a link on the way to
+	// it may be in a directory others can write, and be swapped.
+	initProgram.Store(&real)
 	return nil
 }
 
-// trustedInit says why path cannot be the sandbox's init, or nil.
-func trustedInit(path string) error {
+// trustedInit is the file path leads to, or why it cannot be the
+// sandbox's init. The file and every directory above it must be out of
+// others' reach: a directory they can write (one not sticky) lets them
+// rename what is below it away and put their own in its place.
+func trustedInit(path string) (string, error) {
 	if !filepath.IsAbs(path) {
-		return fmt.Errorf("sandbox init %q: not an absolute path", path)
+		return "", fmt.Errorf("sandbox init %q: not an absolute path", path)
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
+		return "", fmt.Errorf("sandbox init: %w", err)
+	}
+	for p := real; ; p = filepath.Dir(p) {
+		if err := trustedInitPart(real, p); err != nil {
+			return "", err
+		}
+		if p == filepath.Dir(p) {
+			return real, nil
+		}
+	}
+}
+
+// trustedInitPart says why p, the init real or a directory above it,
+// makes real untrustworthy, or nil.
+func trustedInitPart(real, p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
 		return fmt.Errorf("sandbox init: %w", err)
 	}
-	for _, p := range []string{real, filepath.Dir(real)} {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return fmt.Errorf("sandbox init: %w", err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		switch {
-		case !ok:
-			return fmt.Errorf("sandbox init %s: its owner cannot be read", p)
-		case st.Uid != 0 && int(st.Uid) != os.Geteuid():
-			return fmt.Errorf("sandbox init %s: owned by uid %d, neither root nor this user", p, st.Uid)
-		case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0:
-			return fmt.Errorf("sandbox init %s: writable by others (mode %v)", p, fi.Mode().Perm())
-		case p == real && !fi.Mode().IsRegular():
-			return fmt.Errorf("sandbox init %s: not a regular file", p)
-		case p == real && fi.Mode().Perm()&0o100 == 0:
-			return fmt.Errorf("sandbox init %s: not executable", p)
-		}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	// A sticky directory (/tmp) lets no one else rename what is not
+	// theirs; the bit on a file means nothing of the kind.
+	sticky := fi.IsDir() && fi.Mode()&os.ModeSticky != 0
+	switch {
+	case !ok:
+		return fmt.Errorf("sandbox init %s: its owner cannot be read", p)
+	case st.Uid != 0 && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("sandbox init %s: owned by uid %d, neither root nor this user", p, st.Uid)
+	case fi.Mode().Perm()&0o022 != 0 && !sticky:
+		return fmt.Errorf("sandbox init %s: writable by others (mode %v)", p, fi.Mode().Perm())
+	case p == real && !fi.Mode().IsRegular():
+		return fmt.Errorf("sandbox init %s: not a regular file", p)
+	case p == real && fi.Mode().Perm()&0o100 == 0:
+		return fmt.Errorf("sandbox init %s: not executable", p)
 	}
 	return nil
 }

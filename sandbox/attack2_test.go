@@ -1,0 +1,76 @@
+package sandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAttack2InitLinkSwapped: an init named through a link in a directory
+// others may write is the file it led to when UseInit trusted it, not
+// whatever the link leads to at the run: the link is theirs to replace.
+func TestAttack2InitLinkSwapped(t *testing.T) {
+	requireRung(t, RungLandlock)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "mark")
+	good := filepath.Join(dir, "init")
+	if err := os.WriteFile(good, []byte("#!/bin/sh\necho good > "+mark+"\nexit 7\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	link := filepath.Join(shared, "init")
+	if err := os.Symlink(good, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := UseInit(link); err != nil {
+		// Refusing the link outright also keeps the swapped program out.
+		return
+	}
+	t.Cleanup(func() { UseInit("") })
+	evil := filepath.Join(shared, "evil")
+	if err := os.WriteFile(evil, []byte("#!/bin/sh\necho evil > "+mark+"\nexit 7\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(link)
+	if err := os.Symlink(evil, link); err != nil {
+		t.Fatal(err)
+	}
+	Run(context.Background(), parse(t, "true"), Profile{Workspace: workspaceDir(t), Rung: RungLandlock}, nil, nil)
+	got, err := os.ReadFile(mark)
+	if err != nil || string(got) != "good\n" {
+		t.Fatalf("the init started: %q %v, want the one UseInit trusted", got, err)
+	}
+}
+
+// TestAttack2InitInSharedAncestor: a directory others may write, above
+// the init's own, lets them rename the init's directory away and put
+// another in its place.
+func TestAttack2InitInSharedAncestor(t *testing.T) {
+	shared := filepath.Join(t.TempDir(), "shared")
+	os.Mkdir(shared, 0o777)
+	os.Chmod(shared, 0o777)
+	sub := filepath.Join(shared, "bin")
+	os.Mkdir(sub, 0o755)
+	init := filepath.Join(sub, "init")
+	if err := os.WriteFile(init, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err := UseInit(init)
+	UseInit("")
+	if err == nil || !strings.Contains(err.Error(), "sandbox init "+shared+": writable by others") {
+		t.Errorf("an init below a directory writable by others: %v", err)
+	}
+	// The sticky bit excuses a directory, never the file.
+	stickyFile := filepath.Join(t.TempDir(), "init")
+	os.WriteFile(stickyFile, []byte("#!/bin/sh\n"), 0o755)
+	os.Chmod(stickyFile, 0o777|os.ModeSticky)
+	err = UseInit(stickyFile)
+	UseInit("")
+	if err == nil || !strings.Contains(err.Error(), "writable by others") {
+		t.Errorf("a sticky init writable by others: %v", err)
+	}
+}
