@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestAttack2InitLinkSwapped: an init named through a link in a directory
@@ -73,4 +74,55 @@ func TestAttack2InitInSharedAncestor(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "writable by others") {
 		t.Errorf("a sticky init writable by others: %v", err)
 	}
+}
+
+// TestAttack2WarmSlotOfAnotherProcess: a warm landlock sandbox reserves
+// its HOME and TMPDIR without the workspace's lock; another rein process
+// running on the workspace under that lock holds a slot of the same
+// number in its own session. Making the warm sandbox must leave that
+// run's HOME alone.
+func TestAttack2WarmSlotOfAnotherProcess(t *testing.T) {
+	requireRung(t, RungLandlock)
+	ws := workspaceDir(t)
+	p := warmProfile(ws)
+	p.Rung = RungLandlock
+	// A first call, whose preflight the warm sandbox then needs not wait
+	// for under the other process's lock.
+	first := NewPool()
+	poolRun(t, first, "true", p)
+	first.Close()
+	// The other process's run: its lock and its own session's slot.
+	unlock, err := lockWorkspace(context.Background(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &session{ws: ws}
+	n, home, _, err := other.takeSlot()
+	if err != nil {
+		unlock()
+		t.Fatal(err)
+	}
+	work := filepath.Join(home, "work")
+	os.WriteFile(work, []byte("mid-run\n"), 0o600)
+
+	pool := NewPool()
+	defer pool.Close()
+	key, _ := warmKey(p)
+	pool.fill(key, p)
+	for deadline := time.Now().Add(10 * time.Second); pool.Warm() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	pool.mu.Lock()
+	w := pool.warm[key]
+	pool.mu.Unlock()
+	if _, err := os.Stat(work); err != nil {
+		t.Errorf("the other process's running HOME was emptied by a warm sandbox: %v", err)
+	}
+	if w == nil {
+		t.Error("no warm sandbox was made beside the other process's run")
+	} else if w.r.home == home {
+		t.Errorf("the warm sandbox has the other process's HOME %s", home)
+	}
+	other.releaseSlot(n, false)
+	unlock()
 }

@@ -282,6 +282,9 @@ type session struct {
 	// the rungs without a mount namespace, by index: true while a run
 	// holds one (or forever, once a run lost track of a process).
 	slots []bool
+	// slotLocks hold, for each slot a run holds, the lock on its
+	// directory that keeps other processes' runs out of it.
+	slotLocks map[int]*os.File
 }
 
 // takeSlot gives a run on the landlock or none rung a HOME and a TMPDIR of
@@ -294,6 +297,8 @@ func (s *session) takeSlot() (n int, home, tmp string, err error) {
 		return 0, "", "", err
 	}
 	s.mu.Lock()
+	// Slots another process's run holds, skipped this time only.
+	var busy []int
 	for {
 		n = slices.Index(s.slots, false)
 		if n < 0 {
@@ -304,9 +309,34 @@ func (s *session) takeSlot() (n int, home, tmp string, err error) {
 		// A slot whose run lost track of a process, in this process or
 		// an earlier one, is never used again: the process may still
 		// write there.
-		if _, err := os.Lstat(s.slotDir(slots, n) + ".poisoned"); err != nil {
+		if _, err := os.Lstat(s.slotDir(slots, n) + ".poisoned"); err == nil {
+			continue
+		}
+		// Each process has its own slot table; the lock on the slot's
+		// directory keeps out the runs of another process on the same
+		// workspace. Their runs hold the workspace's lock, but a warm
+		// sandbox takes its slot without it, while another's run is in
+		// the slot of the same number.
+		f, err := lockSlot(s.slotDir(slots, n))
+		if err == nil {
+			if s.slotLocks == nil {
+				s.slotLocks = map[int]*os.File{}
+			}
+			s.slotLocks[n] = f
 			break
 		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			s.slots[n] = false
+			for _, b := range busy {
+				s.slots[b] = false
+			}
+			s.mu.Unlock()
+			return 0, "", "", refuse(Unavailable, "locking the run's HOME and TMPDIR: %v", err)
+		}
+		busy = append(busy, n)
+	}
+	for _, b := range busy {
+		s.slots[b] = false
 	}
 	s.mu.Unlock()
 	dir := s.slotDir(slots, n)
@@ -382,9 +412,28 @@ func (s *session) releaseSlot(n int, keep bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if f := s.slotLocks[n]; f != nil {
+		// Emptied or marked: another process may have it, or skip it.
+		f.Close()
+		delete(s.slotLocks, n)
+	}
 	if n < len(s.slots) && !keep {
 		s.slots[n] = false
 	}
+}
+
+// lockSlot takes the lock of the slot whose directory is dir, without
+// waiting: syscall.EWOULDBLOCK when another process's run holds it.
+func lockSlot(dir string) (*os.File, error) {
+	f, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 var sessions = struct {
