@@ -423,3 +423,25 @@ func TestNoCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack2NoNewPrivsOnOneThread: a program that set no_new_privs on
+// the calling thread alone before Apply (which then finds it already set
+// and skips its per-thread check) still has it on every thread after: the
+// seccomp filter's TSYNC gives it to each.
+func TestAttack2NoNewPrivsOnOneThread(t *testing.T) {
+	requireSandbox(t, Spec{ReadOnly: []string{"/"}}.RequiredABI())
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	js, _ := json.Marshal(Spec{ReadOnly: []string{"/"}, LandlockThisThread: true})
+	cmd.Env = append(os.Environ(), helperEnv+"=threads-nnp", specEnv+"="+string(js), presetNNPEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	got := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if r, ok := strings.CutPrefix(line, resultPrefix); ok {
+			got = r
+		}
+	}
+	n, rest, _ := strings.Cut(got, " threads, ")
+	if rest != "without no_new_privs: []" || n == "1" {
+		t.Fatalf("after Apply on a thread that alone had no_new_privs: %q (%v)\n%s", got, err, out)
+	}
+}

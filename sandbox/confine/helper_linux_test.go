@@ -23,6 +23,7 @@ const (
 	helperEnv     = "REIN_CONFINE_HELPER" // the action to run
 	specEnv       = "REIN_CONFINE_SPEC"   // the Spec, as JSON; unset means unconfined
 	argEnv        = "REIN_CONFINE_ARG"    // the action's argument
+	presetNNPEnv  = "REIN_CONFINE_NNP"    // set: no_new_privs on the calling thread before Apply
 	requireEnv    = "REIN_REQUIRE_SANDBOX"
 	resultPrefix  = "result: "
 	applyFailure  = "apply: "
@@ -53,6 +54,14 @@ func runHelper(action string) {
 		if err := json.Unmarshal([]byte(js), &s); err != nil {
 			fmt.Printf("%s%v\n", applyFailure, err)
 			os.Exit(2)
+		}
+		if os.Getenv(presetNNPEnv) != "" {
+			// no_new_privs on this thread alone, as a program might set
+			// it before calling Apply.
+			if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+				fmt.Printf("%s%v\n", applyFailure, err)
+				os.Exit(2)
+			}
 		}
 		if err := Apply(s); err != nil {
 			fmt.Printf("%s%v\n", applyFailure, err)
@@ -126,6 +135,24 @@ func shell(script string) string {
 }
 
 var actions = map[string]func(arg string) string{
+	// The threads without no_new_privs, and how many threads there are.
+	"threads-nnp": func(string) string {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return outcome(err)
+		}
+		var without []string
+		for _, task := range tasks {
+			data, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
+			switch {
+			case err != nil:
+				without = append(without, task.Name()+" "+outcome(err))
+			case !strings.Contains(string(data), "\nNoNewPrivs:\t1\n"):
+				without = append(without, task.Name())
+			}
+		}
+		return fmt.Sprintf("%d threads, without no_new_privs: %v", len(tasks), without)
+	},
 	"write": func(p string) string { return outcome(os.WriteFile(p, []byte("x"), 0o644)) },
 	"read": func(p string) string {
 		_, err := os.ReadFile(p)
