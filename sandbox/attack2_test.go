@@ -2,11 +2,16 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // TestAttack2InitLinkSwapped: an init named through a link in a directory
@@ -85,7 +90,7 @@ func TestAttack2WarmSlotOfAnotherProcess(t *testing.T) {
 	requireRung(t, RungLandlock)
 	ws := workspaceDir(t)
 	p := warmProfile(ws)
-	p.Rung = RungLandlock
+	p.Rung, p.Network = RungLandlock, NetworkOff
 	// A first call, whose preflight the warm sandbox then needs not wait
 	// for under the other process's lock.
 	first := NewPool()
@@ -125,4 +130,102 @@ func TestAttack2WarmSlotOfAnotherProcess(t *testing.T) {
 	}
 	other.releaseSlot(n, false)
 	unlock()
+}
+
+// descendants are pid's processes below it, nearest first.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, task := range tasks {
+		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+		for _, f := range strings.Fields(string(data)) {
+			c, _ := strconv.Atoi(f)
+			out = append(out, c)
+			out = append(out, descendants(c)...)
+		}
+	}
+	return out
+}
+
+// TestAttack2WarmInitDied: a warm sandbox whose init died while it waited
+// (past the warm-up plan, before the plan) is not a run: the call runs
+// cold, whole, and nothing of the dead sandbox is left.
+func TestAttack2WarmInitDied(t *testing.T) {
+	for _, rung := range []string{RungBwrap, RungLandlock} {
+		t.Run(rung, func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			p := warmProfile(ws)
+			p.Rung = rung
+			pool := NewPool()
+			defer pool.Close()
+			poolRun(t, pool, "true", p)
+			waitWarm(t, pool)
+			var w *warmRun
+			pool.mu.Lock()
+			for _, w = range pool.warm {
+			}
+			pool.mu.Unlock()
+			root := w.r.cmd.Process.Pid
+			var inits []int
+			for _, pid := range append([]int{root}, descendants(root)...) {
+				cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				// bubblewrap's own command line names the init too.
+				if argv := strings.Split(string(cmdline), "\x00"); len(argv) > 1 && argv[1] == initFlag {
+					inits = append(inits, pid)
+				}
+			}
+			if len(inits) != 1 {
+				t.Fatalf("the warm sandbox's inits: %v", inits)
+			}
+			syscall.Kill(inits[0], syscall.SIGKILL)
+			for deadline := time.Now().Add(5 * time.Second); syscall.Kill(inits[0], 0) == nil && time.Now().Before(deadline); {
+				time.Sleep(2 * time.Millisecond)
+			}
+			res := poolRun(t, pool, "sh -c 'echo ran > f; cat f'", p)
+			if res.Warm || res.Status != OK || res.Stdout.Text != "ran\n" {
+				t.Fatalf("after the warm init died: warm=%v %s %q %q", res.Warm, res.Status, res.Stdout.Text, res.Stderr.Text)
+			}
+			pool.Close()
+			if left := testenv.ProcessesWith(ws); len(left) > 0 {
+				t.Errorf("left after Close: %v", left)
+			}
+		})
+	}
+}
+
+// TestAttack2CloseWhileFilling: Close while the next warm sandbox is being
+// made behind a call leaves none, neither running nor counted against the
+// process's bound.
+func TestAttack2CloseWhileFilling(t *testing.T) {
+	requireRung(t, RungBwrap)
+	ws := workspaceDir(t)
+	p := warmProfile(ws)
+	before := warmCount.Load()
+	pool := NewPool()
+	h, err := pool.Start(context.Background(), parse(t, "true"), p, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wait()
+	// The fill starts once the result is ready: give it the moment to
+	// begin, not to end.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		pool.mu.Lock()
+		n := len(pool.filling)
+		pool.mu.Unlock()
+		if n > 0 {
+			break
+		}
+	}
+	pool.Close()
+	if n := pool.Warm(); n != 0 {
+		t.Errorf("%d warm after Close", n)
+	}
+	if n := warmCount.Load(); n != before {
+		t.Errorf("the process's warm count is %d after Close, was %d", n, before)
+	}
+	if left := testenv.ProcessesWith(ws); len(left) > 0 {
+		t.Errorf("left after Close: %v", left)
+	}
 }
