@@ -229,3 +229,39 @@ func TestAttack2CloseWhileFilling(t *testing.T) {
 		t.Errorf("left after Close: %v", left)
 	}
 }
+
+// TestAttack2WarmHostReadLinkTarget: a host read path that is a link
+// leads the landlock rung's grant to the directory it pointed to when
+// the warm sandbox confined itself. That directory moved aside on the
+// host (another made in its place, the link untouched) must not stay in
+// the command's reach, as it is not in a cold run's.
+func TestAttack2WarmHostReadLinkTarget(t *testing.T) {
+	for _, rung := range []string{RungBwrap, RungLandlock} {
+		t.Run(rung, func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			x := t.TempDir()
+			os.Mkdir(filepath.Join(x, "a"), 0o755)
+			os.WriteFile(filepath.Join(x, "a", "f"), []byte("old\n"), 0o644)
+			link := filepath.Join(x, "link")
+			if err := os.Symlink(filepath.Join(x, "a"), link); err != nil {
+				t.Fatal(err)
+			}
+			p := warmProfile(ws)
+			p.Rung, p.HostReadPaths = rung, []string{link}
+			pool := NewPool()
+			defer pool.Close()
+			if res := poolRun(t, pool, "cat "+link+"/f", p); res.Stdout.Text != "old\n" {
+				t.Fatalf("the host read path through its link: %q %q", res.Stdout.Text, res.Stderr.Text)
+			}
+			waitWarm(t, pool)
+			os.Rename(filepath.Join(x, "a"), filepath.Join(x, "moved"))
+			os.Mkdir(filepath.Join(x, "a"), 0o755)
+			os.WriteFile(filepath.Join(x, "a", "f"), []byte("new\n"), 0o644)
+			res := poolRun(t, pool, "sh -c 'cat "+link+"/f; cat "+x+"/moved/f'", p)
+			if res.Warm || res.Stdout.Text != "new\n" {
+				t.Fatalf("after the link's directory moved: warm=%v %q %q", res.Warm, res.Stdout.Text, res.Stderr.Text)
+			}
+		})
+	}
+}

@@ -63,6 +63,7 @@ type run struct {
 	resultReady  chan struct{}     // closed when res is set
 	stop         func() bool       // stops the run's timeout, once begun
 	identities   map[string]fileID // a warm sandbox's: the workspace and read paths as its view bound them
+	targets      map[string]fileID // a warm sandbox's: what they lead to, links followed
 	protected    []string          // the protected paths the view binds (the session's; a warm sandbox's own)
 	warm         bool              // the run took a warm sandbox
 	reportDone   chan struct{}     // closed when the init's report is read

@@ -264,11 +264,20 @@ func prepareWarm(p Profile) (*run, error) {
 	for _, h := range p.HostReadPaths {
 		ids[h] = identity(h)
 	}
+	// And what they lead to: a path that is a link is granted (Landlock,
+	// which holds the inode wherever it moves) or bound (bwrap) as the
+	// directory it led to at the start. That directory moved aside and
+	// another made in its place, the link itself unchanged, a cold run
+	// has the new one and no reach to the old.
+	targets := map[string]fileID{}
+	for path := range ids {
+		targets[path] = target(path)
+	}
 	r, err := start(context.Background(), nil, p, rung, false, nil, nil)
 	if err != nil {
 		return nil, err
 	}
-	r.identities = ids
+	r.identities, r.targets = ids, targets
 	// The plan goes as the second value of one gob stream, whose first
 	// (a plan of every kind of field, never run) the init decodes while
 	// it waits: gob compiles its decoder for a type at the type's first
@@ -330,6 +339,16 @@ func identity(path string) fileID {
 	return fileID{st.Dev, st.Ino}
 }
 
+// target is the device and inode of what path leads to, links followed;
+// zero when it cannot be read.
+func target(path string) fileID {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return fileID{}
+	}
+	return fileID{st.Dev, st.Ino}
+}
+
 // existing are the paths of rels that exist in ws.
 func existing(ws string, rels []string) []string {
 	var out []string
@@ -366,7 +385,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	// repository metadata to compare with after the run), the protected
 	// paths (those that exist, and the session's), /etc's private files.
 	for path, id := range r.identities {
-		if identity(path) != id {
+		if identity(path) != id || target(path) != r.targets[path] {
 			return fmt.Errorf("%s was replaced", path)
 		}
 	}
