@@ -207,7 +207,8 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 	}
 	// The boundary section says what the sandbox's preflight found, not
 	// what the configuration asks for.
-	d.rung, d.network, d.sandboxErr = router.Sandbox(ctx)
+	rung, network, err := router.Sandbox(ctx)
+	d.rung, d.network, d.sandboxErr = string(rung), string(network), err
 	d.system = d.systemBlock()
 	out := d.run(ctx, rp)
 	out.Run = router.RunID()
@@ -652,7 +653,7 @@ func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
 	d.mu.Unlock()
 	env := d.router.Call(withCall(ctx, c.ID), c.Name, json.RawMessage(c.Args))
 	if env.Rung != "" {
-		d.rung = env.Rung
+		d.rung = string(env.Rung)
 	}
 	d.emit(Event{Kind: EventToolCall, Step: d.state.Steps, Tokens: d.state.Tokens, Tool: c.Name, Target: target(c.Args), Status: string(env.Status), Reason: env.Reason})
 	if env.Status == tool.Denied {
@@ -705,7 +706,7 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 	raw, _ := json.Marshal(args)
 	env := d.router.Call(tool.NetworkOff(ctx), "shell", raw)
 	if env.Rung != "" {
-		d.rung = env.Rung
+		d.rung = string(env.Rung)
 	}
 	a.ExitCode, a.ResultID, a.Output = env.ExitCode, env.ResultID, env.Text()
 	switch {

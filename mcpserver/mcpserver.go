@@ -173,7 +173,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		text := env.Text()
 		structured := &structuredContent{Status: string(env.Status), Text: text, Chars: env.Chars, ElidedChars: env.ElidedChars,
 			ExitCode: env.ExitCode, Reason: env.Reason, Rule: env.Rule, Layer: env.Layer, File: env.File,
-			ResultID: env.ResultID, Rung: env.Rung, LimitHit: env.LimitHit}
+			ResultID: env.ResultID, Rung: string(env.Rung), LimitHit: env.LimitHit}
 		return &mcp.CallToolResult{
 			IsError:           env.Status != tool.OK,
 			Content:           []mcp.Content{&mcp.TextContent{Text: text}},

@@ -153,8 +153,8 @@ func descendants(pid int) []int {
 // (past the warm-up plan, before the plan) is not a run: the call runs
 // cold, whole, and nothing of the dead sandbox is left.
 func TestAttack2WarmInitDied(t *testing.T) {
-	for _, rung := range []string{RungBwrap, RungLandlock} {
-		t.Run(rung, func(t *testing.T) {
+	for _, rung := range []Rung{RungBwrap, RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
 			requireRung(t, rung)
 			ws := workspaceDir(t)
 			p := warmProfile(ws)
@@ -238,8 +238,8 @@ func TestAttack2CloseWhileFilling(t *testing.T) {
 // host (another made in its place, the link untouched) must not stay in
 // the command's reach, as it is not in a cold run's.
 func TestAttack2WarmHostReadLinkTarget(t *testing.T) {
-	for _, rung := range []string{RungBwrap, RungLandlock} {
-		t.Run(rung, func(t *testing.T) {
+	for _, rung := range []Rung{RungBwrap, RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
 			requireRung(t, rung)
 			ws := workspaceDir(t)
 			x := t.TempDir()

@@ -165,7 +165,7 @@ func TestNestedRepoPutBack(t *testing.T) {
 	if _, err := os.Stat(controlMarker); err != nil {
 		t.Fatalf("the cross-check failed: the host's git status did not run the nested fsmonitor: %v", err)
 	}
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		if out, err := hostGit(t, ws, "init", "-q"); err != nil {
 			t.Fatal(err, out)
@@ -193,7 +193,7 @@ func TestNestedRepoPutBack(t *testing.T) {
 // metadata git would obey, and changes to metadata that was there, are
 // put back; metadata that runs nothing is left alone.
 func TestRepoMetadataPutBack(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		for _, c := range []struct {
 			name, line string
 			gone       []string // paths the put-back removes
@@ -280,7 +280,7 @@ func TestRepoMetadataPutBack(t *testing.T) {
 // repository's config before the run (git lfs's filters, say) are the
 // user's: a run changing something else there is not put back.
 func TestUsersOwnKeysKept(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		testenv.WriteFiles(t, ws, map[string]string{
 			"lib/.git/config": "[filter \"lfs\"]\n\tclean = git-lfs clean -- %f\n",

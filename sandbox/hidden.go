@@ -60,7 +60,7 @@ func (h *hider) visit(rel string, d dirent) bool {
 // check refuses more hidden paths than a run can hide and, for the
 // landlock rung, directories holding them with more entries than it
 // grants one by one (confine.MaxAround).
-func (h *hider) check(rung string, listed tree) error {
+func (h *hider) check(rung Rung, listed tree) error {
 	if len(h.paths) > maxHidden {
 		return refuse(Denied, "the workspace holds %d files the protected set hides from commands, more than the %d a run can hide: move them into fewer directories (a hidden directory counts once), or out of the workspace", len(h.paths), maxHidden)
 	}

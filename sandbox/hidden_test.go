@@ -29,7 +29,7 @@ func secretsIn(ws string) func(string) bool {
 // from inside, by name, through a link or by renaming them, on either rung,
 // while everything else reads as before.
 func TestHiddenInWorkspace(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		testenv.WriteFiles(t, ws, map[string]string{
 			".env":                  "SECRET-ENV",
@@ -119,7 +119,7 @@ func TestHiddenInWorkspace(t *testing.T) {
 // way to it, is not UTF-8 is hidden as any other: the names reach the init
 // byte for byte.
 func TestHiddenNotUTF8(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		testenv.WriteFiles(t, ws, map[string]string{"d\xff/.env": "SECRET-1", "d\xff/k.pem": "SECRET-2", "x\xfe.pem": "SECRET-3", "d\xff/ok.txt": "visible"}, 0o600)
 		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
@@ -133,7 +133,7 @@ func TestHiddenNotUTF8(t *testing.T) {
 // TestHiddenMadeDuringRun: a protected file a run makes is hidden from
 // the runs after it, whose views are listed afresh.
 func TestHiddenMadeDuringRun(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		p := Profile{Rung: rung, Hidden: secretsIn(ws)}
 		if res := runLine(t, ws, "sh -c 'mkdir -p d && echo SECRET-NEW > d/new.pem && cat d/new.pem'", p); res.Status != OK || res.Stdout.Text != "SECRET-NEW\n" {
@@ -162,7 +162,7 @@ func TestHiddenAroundBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		res, err := Run(t.Context(), l, Profile{Workspace: ws, Rung: rung, Hidden: secretsIn(ws)}, nil, nil)
 		if rung == RungBwrap {
 			if err != nil || strings.Contains(res.Stdout.Text, "SECRET") {
@@ -180,7 +180,7 @@ func TestHiddenAroundBound(t *testing.T) {
 // TestHiddenBounds: past the cap on hidden paths a run is refused, with
 // the cause named, rather than started with some left readable.
 func TestHiddenBounds(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		for i := 0; i <= maxHidden; i++ {
 			if err := os.WriteFile(filepath.Join(ws, fmt.Sprintf("k%d.pem", i)), nil, 0o600); err != nil {
@@ -227,7 +227,7 @@ func BenchmarkRunListing(b *testing.B) {
 	}
 	for _, rung := range rungs {
 		for _, ws := range []struct{ name, dir string }{{"empty", empty}, {"10k", big}} {
-			b.Run(rung+"/"+ws.name, func(b *testing.B) {
+			b.Run(string(rung)+"/"+ws.name, func(b *testing.B) {
 				requireRung(b, rung)
 				p := Profile{Workspace: ws.dir, Rung: rung, Hidden: secretsIn(ws.dir)}
 				for b.Loop() {

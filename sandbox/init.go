@@ -129,11 +129,11 @@ type covered struct {
 
 // check is what a preflight asserts from inside the confinement.
 type check struct {
-	Workspace string `json:"workspace"`
-	ReadOnly  bool   `json:"read_only"`
-	Home      string `json:"home"`
-	Tmp       string `json:"tmp"`
-	Network   string `json:"network"`
+	Workspace string  `json:"workspace"`
+	ReadOnly  bool    `json:"read_only"`
+	Home      string  `json:"home"`
+	Tmp       string  `json:"tmp"`
+	Network   Network `json:"network"`
 }
 
 // report is what the init leaves for the outer process.

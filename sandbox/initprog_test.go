@@ -18,7 +18,7 @@ import (
 // TestUseInit: the program UseInit names is the one started as the init,
 // on both rungs, and the lean init's runs are those of the test binary's.
 func TestUseInit(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		// An init that leaves a mark and fails: the run must fail to
 		// start, and on the landlock rung (where it runs on the host) the
 		// mark is there.

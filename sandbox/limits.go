@@ -48,7 +48,7 @@ func initReserve(line *shell.Line) int64 {
 
 // perProcess lists the limits the init sets and, on the bwrap rung, the
 // size of /tmp.
-func perProcess(l Limits, rung string) []Applied {
+func perProcess(l Limits, rung Rung) []Applied {
 	out := []Applied{{Limit: LimitCore, Value: 0, Mechanism: "rlimit RLIMIT_CORE"}}
 	for _, f := range []struct {
 		name, mech string

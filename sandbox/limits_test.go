@@ -48,7 +48,7 @@ func applied(res *Result, limit string) *Applied {
 // reported as the memory limit, not as a crash.
 func TestMemoryLimit(t *testing.T) {
 	requireLimits(t)
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		copyProbe(t, ws)
 		res := runLine(t, ws, fmt.Sprintf("./probe alloc %d", int64(4)<<30), Profile{Rung: rung, Limits: Limits{MemoryBytes: 512 << 20}})
@@ -71,7 +71,7 @@ func TestMemoryLimit(t *testing.T) {
 // stopped at the limit and reported, and none of it survives the run.
 func TestProcessLimit(t *testing.T) {
 	requireLimits(t)
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		copyProbe(t, ws)
 		res := runLine(t, ws, "./probe fork 1000", Profile{Rung: rung, Limits: Limits{Processes: 100}})
@@ -98,7 +98,7 @@ func TestProcessLimit(t *testing.T) {
 // CPU time and reported as the CPU limit; one that ignores SIGXCPU (as
 // every Go program does) is killed a second later.
 func TestCPULimit(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		copyProbe(t, ws)
 		for _, c := range []struct {
@@ -128,7 +128,7 @@ func TestCPULimit(t *testing.T) {
 // TestFileSizeLimit: a 3 GiB write under a 1 GiB file size limit stops at
 // exactly 1 GiB and is reported as the file size limit.
 func TestFileSizeLimit(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		res := runLine(t, ws, fmt.Sprintf("head -c %d /dev/zero > big", int64(3)<<30), Profile{Rung: rung, Limits: Limits{FileSizeBytes: 1 << 30}})
 		fi, err := os.Stat(filepath.Join(ws, "big"))
@@ -150,7 +150,7 @@ func TestFileSizeLimit(t *testing.T) {
 // which cannot hold the command to them, refuses them, but still disables
 // core dumps.
 func TestRlimitsReachTheCommand(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		res := runLine(t, ws, `sh -c 'ulimit -n; ulimit -c; ulimit -t'`, Profile{Rung: rung, Limits: Limits{OpenFiles: 64, CPUSeconds: 30}})
 		if res.Status != OK || res.Stdout.Text != "64\n0\n30\n" {
@@ -327,11 +327,11 @@ func groupDirs(t *testing.T) []string {
 
 // killRunner runs a sleeping line in a helper process under lim and kills
 // the helper with SIGKILL once the line runs.
-func killRunner(t *testing.T, ws, rung string, lim Limits) {
+func killRunner(t *testing.T, ws string, rung Rung, lim Limits) {
 	t.Helper()
 	marker := fmt.Sprintf("rein-hygiene-%d", time.Now().UnixNano())
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+rung,
+	cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+string(rung),
 		fmt.Sprintf("REIN_TEST_SANDBOX_LIMITS=%d,%d", lim.MemoryBytes, lim.Processes),
 		"REIN_TEST_SANDBOX_LINE=sh -c 'sleep 1000; :' "+marker)
 	if err := cmd.Start(); err != nil {

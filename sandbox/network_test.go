@@ -152,7 +152,7 @@ func TestNetworkProxy(t *testing.T) {
 		}
 	}()
 	plainHost, tlsHost, echoHost := strings.TrimPrefix(plain.URL, "http://"), strings.TrimPrefix(tlsSrv.URL, "https://"), echo.Addr().String()
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		res := useResolver(t, map[string][]netip.Addr{
 			"plain.test":    loopback(t),
 			"rebind.test":   loopback(t),
@@ -280,7 +280,7 @@ func TestNetworkProxyGit(t *testing.T) {
 	srv := httptest.NewServer(&cgi.Handler{Path: git, Args: []string{"http-backend"},
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}})
 	defer srv.Close()
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		eg := &testEgress{allow: map[string]bool{strings.TrimPrefix(srv.URL, "http://"): true}}
 		r := runLine(t, ws, "git clone -q "+srv.URL+"/repo.git clone", Profile{Rung: rung, Network: NetworkProxy, Egress: eg, Timeout: 60 * time.Second})
@@ -326,7 +326,7 @@ func TestNetworkProxyGoModDownload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		// Go never sends a loopback address through a proxy, so the module
 		// server goes by a name that only the proxy resolves.
 		useResolver(t, map[string][]netip.Addr{"proxy.modules.test": loopback(t)})
@@ -400,7 +400,7 @@ func TestNetworkOffBattery(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer abstract.Close()
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		copyProbe(t, ws)
 		for _, line := range []string{

@@ -148,7 +148,7 @@ func TestResolvePrograms(t *testing.T) {
 // one outside the view fails with 127 naming the host directory, and a
 // line goes on past it as a shell's would.
 func TestProgramsInTheSandbox(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		root := filepath.Dir(ws)
 		exposed, hidden := filepath.Join(root, "exposed"), filepath.Join(root, "hidden")
@@ -181,7 +181,7 @@ func TestProgramsInTheSandbox(t *testing.T) {
 // variable inside, and nothing can be written to it, on both rungs; the
 // per-workspace caches are writable and kept between runs.
 func TestHostCachesReadOnly(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		t.Setenv("REIN_CACHE_DIR", filepath.Join(filepath.Dir(ws), "state"))
 		host := filepath.Join(filepath.Dir(ws), "hostcache")
@@ -234,7 +234,7 @@ func TestHostCachesReadOnly(t *testing.T) {
 // to the next, so toolchains that key caches on them (go test) find them
 // again, but empty at each start; runs side by side get their own.
 func TestStableHomeAndTmp(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		t.Setenv("REIN_CACHE_DIR", filepath.Join(filepath.Dir(ws), "state"))
 		p := Profile{Rung: rung}

@@ -104,26 +104,30 @@ type LimitSupport struct {
 	Problem string
 }
 
+// Network is what a run may reach: NetworkOff, NetworkProxy or
+// NetworkFull.
+type Network string
+
 // The network modes of a Profile.
 const (
 	// NetworkOff reaches nothing: an empty network namespace on the bwrap
 	// rung; Landlock and seccomp refusing every inet socket on the
 	// landlock rung.
-	NetworkOff = "off"
+	NetworkOff Network = "off"
 	// NetworkProxy reaches what Profile.Egress allows, through rein's
 	// egress proxy and nothing else.
-	NetworkProxy = "proxy"
+	NetworkProxy Network = "proxy"
 	// NetworkFull reaches what the host reaches but its loopback, through
 	// user-mode networking (slirp4netns) attached to the sandbox's own
 	// network namespace: the bwrap rung only.
-	NetworkFull = "full"
+	NetworkFull Network = "full"
 )
 
 // PreflightResult says whether a rung can run in a workspace on this host,
 // as a real minimal run found, and if not, why and what to do.
 type PreflightResult struct {
-	Rung string `json:"rung"`
-	OK   bool   `json:"ok"`
+	Rung Rung `json:"rung"`
+	OK   bool `json:"ok"`
 	// Problem and Fix say why the rung cannot run and what would let it.
 	Problem string `json:"problem,omitempty"`
 	Fix     string `json:"fix,omitempty"`

@@ -37,7 +37,7 @@ var preflightMem sync.Map // key -> PreflightResult
 // Its init asserts, from inside the confinement, the working directory,
 // the workspace's writability, HOME, TMPDIR and that no network is
 // reachable; a version string proves nothing.
-func Preflight(ctx context.Context, rung, workspace string, fresh bool) PreflightResult {
+func Preflight(ctx context.Context, rung Rung, workspace string, fresh bool) PreflightResult {
 	return preflight(ctx, rung, NetworkOff, workspace, fresh)
 }
 
@@ -53,14 +53,14 @@ func PreflightFull(ctx context.Context, workspace string, fresh bool) PreflightR
 }
 
 // preflightFor is the preflight a run of rung and network needs.
-func preflightFor(ctx context.Context, rung, network, workspace string) PreflightResult {
+func preflightFor(ctx context.Context, rung Rung, network Network, workspace string) PreflightResult {
 	if network == NetworkFull {
 		return PreflightFull(ctx, workspace, false)
 	}
 	return Preflight(ctx, rung, workspace, false)
 }
 
-func preflight(ctx context.Context, rung, network, workspace string, fresh bool) PreflightResult {
+func preflight(ctx context.Context, rung Rung, network Network, workspace string, fresh bool) PreflightResult {
 	if rung == RungNone {
 		return PreflightResult{Rung: rung, OK: true, At: time.Now()}
 	}
@@ -68,7 +68,7 @@ func preflight(ctx context.Context, rung, network, workspace string, fresh bool)
 		// Not remembered: the program, not the host, is what is missing.
 		return PreflightResult{Rung: rung, Problem: ErrNoInit.Error(), Fix: "add sandbox.Main() as the first statement of main", At: time.Now()}
 	}
-	name := rung
+	name := string(rung)
 	if network == NetworkFull {
 		name += "-full"
 	}
@@ -118,14 +118,14 @@ func preflightKey(rung, workspace string) string {
 	if exe, err := initExe(); err == nil {
 		parts = append(parts, fileStamp(exe))
 	}
-	if rung == RungBwrap+"-full" {
+	if rung == string(RungBwrap)+"-full" {
 		if sl, err := slirpPath(); err == nil {
 			parts = append(parts, fileStamp(sl))
 		} else {
 			parts = append(parts, "no slirp4netns")
 		}
 	}
-	if strings.HasPrefix(rung, RungBwrap) {
+	if strings.HasPrefix(rung, string(RungBwrap)) {
 		if bw, err := bwrap.Find(); err == nil {
 			parts = append(parts, fileStamp(bw))
 		} else {
@@ -151,7 +151,7 @@ func fileStamp(p string) string {
 // abstract socket scoping came with ABI 6.
 const minABI = 6
 
-func probeRung(ctx context.Context, rung, ws string) PreflightResult {
+func probeRung(ctx context.Context, rung Rung, ws string) PreflightResult {
 	sup := confine.Probe()
 	if sup.LandlockABI < minABI || !sup.Seccomp {
 		return PreflightResult{Terminal: true,

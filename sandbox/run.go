@@ -39,7 +39,8 @@ var errRunTimeout = errors.New("the run's timeout")
 
 // run is one run in progress.
 type run struct {
-	rung, note   string
+	rung         Rung
+	note         string
 	p            Profile
 	start        time.Time
 	cmd          *exec.Cmd
@@ -98,7 +99,7 @@ type run struct {
 }
 
 // start prepares and starts one run on rung.
-func start(ctx context.Context, line *shell.Line, p Profile, rung string, preflight bool, stdout, stderr io.Writer) (_ *run, err error) {
+func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, preflight bool, stdout, stderr io.Writer) (_ *run, err error) {
 	// Not the named result: the error paths return nil, and the deferred
 	// cleanup needs the run.
 	r := &run{rung: rung, p: p, start: time.Now(), done: make(chan struct{}), resultReady: make(chan struct{}), preflight: preflight, slot: -1}

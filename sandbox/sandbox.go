@@ -58,12 +58,19 @@ const (
 	NotFound    = runplan.NotFound
 )
 
+// Rung is a way of confining a run, from the strongest: RungBwrap
+// (namespaces and a view built from nothing, then Landlock and seccomp),
+// RungLandlock (Landlock and seccomp over the host's view), RungNone (the
+// limits and the plan runner, no confinement). RungAuto, in a Profile,
+// asks for the strongest that runs here.
+type Rung string
+
 // The rungs.
 const (
-	RungAuto     = "auto"
-	RungBwrap    = "bwrap"
-	RungLandlock = "landlock"
-	RungNone     = "none"
+	RungAuto     Rung = "auto"
+	RungBwrap    Rung = "bwrap"
+	RungLandlock Rung = "landlock"
+	RungNone     Rung = "none"
 )
 
 // Defaults of the execution contract.
@@ -116,7 +123,7 @@ type Profile struct {
 	// Rung is "auto" (or empty), "bwrap", "landlock" or "none". Auto takes
 	// the strongest rung whose preflight passes here; "none" runs
 	// unconfined and is never chosen by auto.
-	Rung string
+	Rung Rung
 	// OutputBytes bounds what the result keeps of each stream; zero is
 	// DefaultOutputBytes.
 	OutputBytes int
@@ -134,7 +141,7 @@ type Profile struct {
 	// run is refused.
 	Limits Limits
 	// Network is NetworkOff (or empty), NetworkProxy or NetworkFull.
-	Network string
+	Network Network
 	// Egress decides and records every connection in proxy mode, where it
 	// is required: the sandbox asks it about each target and never learns
 	// why one was allowed.
@@ -178,7 +185,7 @@ type Session struct {
 type Result struct {
 	Status   Status                `json:"status"`
 	ExitCode int                   `json:"exit_code"`
-	Rung     string                `json:"rung"`
+	Rung     Rung                  `json:"rung"`
 	Stages   []runplan.StageResult `json:"stages"`
 	Stdout   Output                `json:"stdout"`
 	Stderr   Output                `json:"stderr"`
@@ -204,7 +211,7 @@ type Result struct {
 	// file_size or timeout. Reason then says how.
 	LimitHit string `json:"limit_hit,omitempty"`
 	// Network is the network mode the run had.
-	Network string `json:"network"`
+	Network Network `json:"network"`
 	// Egress lists the connections through the proxy (at most 256; the
 	// rest are counted in EgressDropped), each as it ended.
 	Egress        []netproxy.Event `json:"egress,omitempty"`
@@ -269,7 +276,7 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 
 // Handle is a run in progress.
 type Handle struct {
-	rung string
+	rung Rung
 	done chan struct{}
 	res  *Result
 	kill func(reason Status)
@@ -305,7 +312,7 @@ func Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.W
 }
 
 // Rung is the rung the run is on.
-func (h *Handle) Rung() string { return h.rung }
+func (h *Handle) Rung() Rung { return h.rung }
 
 // Done is closed when the run has ended and its result is ready.
 func (h *Handle) Done() <-chan struct{} { return h.done }
@@ -455,7 +462,7 @@ func within(p, dir string) bool {
 // ChooseRung is the rung a run under p would take here, after the same
 // preflight a run makes (cached), with why auto did not take a stronger
 // one; or why none can run.
-func ChooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
+func ChooseRung(ctx context.Context, p Profile) (rung Rung, note string, err error) {
 	if err := checkPlatform(); err != nil {
 		return "", "", err
 	}
@@ -467,7 +474,7 @@ func ChooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
 
 // chooseRung picks the rung p asks for, preflighted. Auto takes bwrap,
 // then landlock; none is taken only by name.
-func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
+func chooseRung(ctx context.Context, p Profile) (rung Rung, note string, err error) {
 	switch p.Rung {
 	case RungNone:
 		return RungNone, "", nil
@@ -478,7 +485,7 @@ func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
 		return p.Rung, "", nil
 	}
 	var why []string
-	for _, r := range []string{RungBwrap, RungLandlock} {
+	for _, r := range []Rung{RungBwrap, RungLandlock} {
 		if r == RungLandlock && p.Network == NetworkFull {
 			why = append(why, "landlock: network full needs a network namespace of the sandbox's own")
 			break
@@ -487,7 +494,7 @@ func chooseRung(ctx context.Context, p Profile) (rung, note string, err error) {
 		if pf.OK {
 			return r, strings.Join(why, "; "), nil
 		}
-		why = append(why, r+": "+pf.Problem)
+		why = append(why, string(r)+": "+pf.Problem)
 	}
 	return "", "", refuse(Unavailable, "no rung can run here (%s); rein doctor says how to fix them", strings.Join(why, "; "))
 }
@@ -499,15 +506,15 @@ var poisoned sync.Map
 // poisonedWhy reports why the sandbox of rung and workspace lost track of a
 // process in this process's lifetime, or "" when it never did. A poisoned
 // sandbox is refused network work for the rest of the process's life.
-func poisonedWhy(rung, workspace string) string {
-	if v, ok := poisoned.Load(rung + "\x00" + workspace); ok {
+func poisonedWhy(rung Rung, workspace string) string {
+	if v, ok := poisoned.Load(string(rung) + "\x00" + workspace); ok {
 		return v.(string)
 	}
 	return ""
 }
 
-func poison(rung, workspace, reason string) {
-	poisoned.LoadOrStore(rung+"\x00"+workspace, reason)
+func poison(rung Rung, workspace, reason string) {
+	poisoned.LoadOrStore(string(rung)+"\x00"+workspace, reason)
 }
 
 // ErrNoInit is the cause of every refusal to run in a program that has not

@@ -34,7 +34,7 @@ var initProgram atomic.Pointer[string]
 // UseInit refuses: see ErrUnsupported.
 func UseInit(string) error { return checkPlatform() }
 
-func start(context.Context, *shell.Line, Profile, string, bool, io.Writer, io.Writer) (*run, error) {
+func start(context.Context, *shell.Line, Profile, Rung, bool, io.Writer, io.Writer) (*run, error) {
 	return nil, checkPlatform()
 }
 
@@ -43,12 +43,12 @@ type run struct{ note string }
 
 func (r *run) handle() *Handle { return nil }
 
-func preflightFor(_ context.Context, rung, _, _ string) PreflightResult {
+func preflightFor(_ context.Context, rung Rung, _ Network, _ string) PreflightResult {
 	return Preflight(context.Background(), rung, "", false)
 }
 
 // Preflight reports that no rung can run on this system.
-func Preflight(_ context.Context, rung, _ string, _ bool) PreflightResult {
+func Preflight(_ context.Context, rung Rung, _ string, _ bool) PreflightResult {
 	return PreflightResult{Rung: rung, Problem: unsupported, Fix: "run rein on a Linux host (5.13 or later, with bubblewrap for the bwrap rung)", Terminal: true}
 }
 

@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 		}
 		l, err := shell.Parse(os.Getenv("REIN_TEST_SANDBOX_LINE"))
 		if err == nil {
-			p := Profile{Workspace: ws, Rung: os.Getenv("REIN_TEST_SANDBOX_RUNG")}
+			p := Profile{Workspace: ws, Rung: Rung(os.Getenv("REIN_TEST_SANDBOX_RUNG"))}
 			fmt.Sscanf(os.Getenv("REIN_TEST_SANDBOX_LIMITS"), "%d,%d", &p.Limits.MemoryBytes, &p.Limits.Processes)
 			if p.Rung == rungWarm || p.Rung == rungWarmLandlock {
 				// Through a pool: a warm sandbox waits beside the run.
@@ -73,11 +73,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-var rungs = []string{RungBwrap, RungLandlock}
+var rungs = []Rung{RungBwrap, RungLandlock}
 
 // requireRung fails the test where REIN_REQUIRE_SANDBOX=1 and the rung
 // cannot run, and skips it elsewhere.
-func requireRung(t testing.TB, rung string) {
+func requireRung(t testing.TB, rung Rung) {
 	t.Helper()
 	if sup := confine.Probe(); sup.LandlockABI < minABI || !sup.Seccomp {
 		testenv.Missing(t, "the init needs Landlock ABI %d and seccomp: %+v", minABI, sup)
@@ -96,7 +96,7 @@ func requireRung(t testing.TB, rung string) {
 // eachRungWarm runs f for each confining rung, and on the bwrap rung
 // through a pool's warm sandboxes.
 // and each rung again with the init built from cmd/rein-init.
-func eachRungWarm(t *testing.T, f func(t *testing.T, rung string)) {
+func eachRungWarm(t *testing.T, f func(t *testing.T, rung Rung)) {
 	eachRung(t, f)
 	t.Run(rungWarm, func(t *testing.T) {
 		requireRung(t, RungBwrap)
@@ -107,7 +107,7 @@ func eachRungWarm(t *testing.T, f func(t *testing.T, rung string)) {
 		f(t, rungWarmLandlock)
 	})
 	for _, r := range rungs {
-		t.Run(r+"-lean", func(t *testing.T) {
+		t.Run(string(r)+"-lean", func(t *testing.T) {
 			requireRung(t, r)
 			useLeanInit(t)
 			f(t, r)
@@ -151,9 +151,9 @@ func useLeanInit(t testing.TB) string {
 }
 
 // eachRung runs f for each confining rung.
-func eachRung(t *testing.T, f func(t *testing.T, rung string)) {
+func eachRung(t *testing.T, f func(t *testing.T, rung Rung)) {
 	for _, r := range rungs {
-		t.Run(r, func(t *testing.T) {
+		t.Run(string(r), func(t *testing.T) {
 			requireRung(t, r)
 			f(t, r)
 		})
@@ -197,7 +197,7 @@ const rungWarm = "bwrap-warm"
 const rungWarmLandlock = "landlock-warm"
 
 // warmBase is the rung a warm variant runs on.
-func warmBase(rung string) string {
+func warmBase(rung Rung) Rung {
 	if rung == rungWarmLandlock {
 		return RungLandlock
 	}
@@ -241,7 +241,7 @@ func runWarm(t *testing.T, l *shell.Line, p Profile) *Result {
 }
 
 func TestRunBasics(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		p := Profile{Rung: rung}
 		res := runLine(t, ws, `sh -c 'echo out; echo err >&2; exit 3'`, p)
@@ -274,7 +274,7 @@ func TestRunBasics(t *testing.T) {
 // TestEscapes tries to leave, one way after another: every attempt must
 // be refused inside, and the host must be unchanged afterwards.
 func TestEscapes(t *testing.T) {
-	eachRungWarm(t, func(t *testing.T, rung string) {
+	eachRungWarm(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		parent := filepath.Dir(ws)
 		outside := filepath.Join(parent, "outside")
@@ -441,7 +441,7 @@ func copyProbe(t *testing.T, ws string) {
 
 // TestTimeoutKillsTree: a timeout kills the whole tree, daemons included.
 func TestTimeoutKillsTree(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		marker := filepath.Join(ws, "alive")
 		start := time.Now()
@@ -460,7 +460,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 // TestEndOfRunKillsTree: a daemon the line leaves behind dies with the
 // line, without any timeout.
 func TestEndOfRunKillsTree(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		marker := fmt.Sprintf("rein-endofrun-%d-%s", os.Getpid(), rung)
 		res := runLine(t, ws, `sh -c 'setsid sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 & sh -c "sleep 1000; : `+marker+`" > /dev/null 2>&1 & echo started'`, Profile{Rung: rung})
@@ -474,7 +474,7 @@ func TestEndOfRunKillsTree(t *testing.T) {
 }
 
 func TestOutputBound(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		spool := t.TempDir()
 		res := runLine(t, ws, "head -c 1000000 /dev/zero", Profile{Rung: rung, OutputBytes: 1000, SpoolDir: spool})
@@ -491,7 +491,7 @@ func TestOutputBound(t *testing.T) {
 // spool of the bound and a result naming the bytes dropped; a file size
 // limit bounds the spool too.
 func TestSpoolBound(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		const printed = 200 << 20
 		for _, c := range []struct {
 			p     Profile
@@ -552,7 +552,7 @@ func TestRefusals(t *testing.T) {
 // TestIODirUnreachable: the command can neither read the request nor
 // forge the result the init leaves for rein.
 func TestIODirUnreachable(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		res := runLine(t, ws, `sh -c 'for d in /rein/io "$HOME/../io"; do cat $d/request.json && exit 0; echo "{\"plan\":{\"exit_code\":0}}" > $d/result.json && exit 0; done; exit 7'`, Profile{Rung: rung})
 		if res.ExitCode != 7 || strings.Contains(res.Stdout.Text, "confine") {
@@ -565,11 +565,11 @@ func TestIODirUnreachable(t *testing.T) {
 // with SIGKILL, nothing it started survives, daemons included, and the
 // next run puts back what the killed one changed.
 func TestKill9LeavesNothing(t *testing.T) {
-	eachRungWarm(t, func(t *testing.T, rung string) {
+	eachRungWarm(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		marker := fmt.Sprintf("rein-kill9-%d-%s", os.Getpid(), rung)
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+rung,
+		cmd.Env = append(os.Environ(), "REIN_TEST_SANDBOX_WS="+ws, "REIN_TEST_SANDBOX_RUNG="+string(rung),
 			"REIN_TEST_SANDBOX_LINE=sh -c 'echo ../evil > .git/commondir; setsid sh -c \"sleep 1000; :\" "+marker+" & sh -c \"sleep 1000; :\" "+marker+"'")
 		if init := initProgram.Load(); init != nil {
 			cmd.Env = append(cmd.Env, "REIN_TEST_SANDBOX_INIT="+*init)
@@ -619,7 +619,7 @@ func TestKill9LeavesNothing(t *testing.T) {
 // inside: refused on the bwrap rung (read-only mounts), put back after the
 // run on the landlock rung, which reports the run failed.
 func TestProtectedPaths(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		os.WriteFile(filepath.Join(ws, ".git", "config"), []byte("[core]\n"), 0o644)
 		os.WriteFile(filepath.Join(ws, ".git", "hooks", "pre-push.sample"), []byte("sample"), 0o755)
@@ -666,7 +666,7 @@ func TestProtectedPaths(t *testing.T) {
 // configuration in the workspace, new or changed, has it put back on
 // every rung, and the run fails naming it.
 func TestAgentConfigPutBack(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		if err := os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755); err != nil {
 			t.Fatal(err)
@@ -727,7 +727,7 @@ func TestAgentConfigPutBack(t *testing.T) {
 // pointing elsewhere, a link, a new directory) is moved aside and the run
 // fails.
 func TestGitSwapped(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		for _, line := range []string{
 			"sh -c 'mv .git .real && mkdir evil && echo \"gitdir: evil\" > .git'",
 			"sh -c 'mv .git .real && mkdir evil && ln -s evil .git'",
@@ -755,7 +755,7 @@ func TestGitSwapped(t *testing.T) {
 // TestGuardFollowsNoLink: putting git's control files back never writes
 // or removes through a link the command planted.
 func TestGuardFollowsNoLink(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		victim := filepath.Join(filepath.Dir(ws), "victim")
 		os.MkdirAll(filepath.Join(victim, "info"), 0o755)
@@ -801,7 +801,7 @@ func TestHeadTail(t *testing.T) {
 // ran. On the landlock rung the command can kill its init; the run then
 // fails, saying so, and its cgroup still kills what it left.
 func TestInitCannotBeKilledFromInside(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		if rung == RungBwrap {
 			for _, sig := range []string{"TERM", "HUP", "QUIT", "INT", "USR1", "KILL", "SEGV", "BUS", "FPE", "ILL", "ABRT", "SYS", "PWR"} {
@@ -896,7 +896,7 @@ func TestRunsOfAWorkspace(t *testing.T) {
 // TestGitRedirectsPutBack: a planted commondir, alternates or a new .git
 // would make the host's git obey the command; they are put back.
 func TestGitRedirectsPutBack(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		if err := os.WriteFile(filepath.Join(ws, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
 			t.Fatal(err)
@@ -927,7 +927,7 @@ func TestGitRedirectsPutBack(t *testing.T) {
 
 // TestHandle: a started run can be killed, with its whole tree.
 func TestHandle(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		marker := fmt.Sprintf("rein-handle-%d-%s", os.Getpid(), rung)
 		l, _ := shell.Parse(`sh -c 'setsid sh -c "sleep 1000; : ` + marker + `" & sleep 1000'`)
@@ -978,7 +978,7 @@ func TestAutoAndPreflight(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	// A remembered terminal failure sends auto to the next rung.
-	key := preflightKey(RungBwrap, ws)
+	key := preflightKey(string(RungBwrap), ws)
 	preflightMem.Store(key, PreflightResult{Rung: RungBwrap, Terminal: true, Problem: "user namespaces are refused (refused)", Key: key})
 	defer preflightMem.Delete(key)
 	res = runLine(t, ws, "true", Profile{})
@@ -1039,7 +1039,7 @@ func TestSessionPinsProtected(t *testing.T) {
 // directory HOME names, there for the command to use, in words, redirects
 // and cds alike.
 func TestTildeIsHome(t *testing.T) {
-	eachRung(t, func(t *testing.T, rung string) {
+	eachRung(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		res := runLine(t, ws, `touch ~/made && echo hi > ~/out && ls ~ && cat ~/out && cd ~ && sh -c 'test "$(pwd)" = "$HOME" && test -f "$HOME/made" && echo same'`, Profile{Rung: rung})
 		if res.Status != OK || res.Stdout.Text != "made\nout\nhi\nsame\n" {

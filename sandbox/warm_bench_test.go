@@ -78,7 +78,7 @@ func BenchmarkWarmLandlockTrue(b *testing.B) {
 	warmRunTrue(b, RungLandlock, "/bin/true", nil)
 }
 
-func warmRunTrue(b *testing.B, rung, bare0 string, bareArgv []string) {
+func warmRunTrue(b *testing.B, rung Rung, bare0 string, bareArgv []string) {
 	requireRung(b, rung)
 	ws := b.TempDir()
 	line, _ := shell.Parse("true")

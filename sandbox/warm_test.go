@@ -155,7 +155,7 @@ func TestWarmClose(t *testing.T) {
 // both rungs, whether the init dropped them (landlock, as root) or found
 // them dropped by bubblewrap and skipped the broadcast (bwrap).
 func TestNoCapabilitiesInside(t *testing.T) {
-	eachRungWarm(t, func(t *testing.T, rung string) {
+	eachRungWarm(t, func(t *testing.T, rung Rung) {
 		ws := workspaceDir(t)
 		res := runLine(t, ws, "grep -E ^Cap /proc/self/status", Profile{Rung: rung})
 		want := "CapInh:\t0000000000000000\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nCapAmb:\t0000000000000000\n"

@@ -98,7 +98,7 @@ func BenchmarkReadFileRouterTraced(b *testing.B) {
 // sandbox.
 func BenchmarkShellWarm(b *testing.B) {
 	ws, p := benchWorkspace(b)
-	p.Sandbox.Rung = sandbox.RungBwrap
+	p.Sandbox.Rung = string(sandbox.RungBwrap)
 	bw, err := exec.LookPath("bwrap")
 	if err != nil {
 		b.Skip("no bubblewrap")

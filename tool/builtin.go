@@ -304,10 +304,10 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	prof.ReadOnly = prof.ReadOnly || p.ReadOnly || !policy.ForMode(p.Mode).WorkspaceWrite
 	prof.Timeout = timeout
 	if prof.Rung == "" {
-		prof.Rung = p.Sandbox.Rung
+		prof.Rung = sandbox.Rung(p.Sandbox.Rung)
 	}
 	if prof.Network == "" {
-		prof.Network = p.Sandbox.Network
+		prof.Network = sandbox.Network(p.Sandbox.Network)
 	}
 	if !policy.ForMode(p.Mode).Network || (c.ctx != nil && c.ctx.Value(networkOffKey{}) != nil) {
 		prof.Network = sandbox.NetworkOff

@@ -260,7 +260,7 @@ func (c *Call) start(a StartArgs) *Result {
 	res.Status, res.Rung = OK, h.Rung()
 	res.Output = fmt.Sprintf("started %s on the %s rung: poll it with shell_poll {\"handle\": %q}", id, h.Rung(), id)
 	res.Data = map[string]any{"handle": id, "rung": h.Rung()}
-	res.records = append(res.records, trace.Handle{RunID: r.runID, Handle: id, Line: a.Line, Rung: h.Rung(), Capture: capture, StartedAt: time.Now()})
+	res.records = append(res.records, trace.Handle{RunID: r.runID, Handle: id, Line: a.Line, Rung: string(h.Rung()), Capture: capture, StartedAt: time.Now()})
 	return res
 }
 

@@ -48,8 +48,8 @@ func TestRouterRefusesOtherHome(t *testing.T) {
 // user's HOME nor a way out of it.
 func TestRouterTildeIsHome(t *testing.T) {
 	requireSandbox(t)
-	for _, rung := range []string{sandbox.RungBwrap, sandbox.RungLandlock} {
-		t.Run(rung, func(t *testing.T) {
+	for _, rung := range []sandbox.Rung{sandbox.RungBwrap, sandbox.RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
 			root, err := filepath.EvalSymlinks(t.TempDir())
 			if err != nil {
 				t.Fatal(err)

@@ -100,16 +100,16 @@ func (r *Router) Carried() Carried {
 // Envelope is what the model is shown of a result: a bounded preview with
 // the elided size stated, and the id to read the rest.
 type Envelope struct {
-	Tool     string `json:"tool"`
-	Status   Status `json:"status"`
-	Reason   string `json:"reason,omitempty"`
-	Rule     string `json:"rule,omitempty"`
-	Layer    string `json:"layer,omitempty"`
-	File     string `json:"file,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Rung     string `json:"rung,omitempty"`
-	LimitHit string `json:"limit_hit,omitempty"`
-	Preview  string `json:"preview"`
+	Tool     string       `json:"tool"`
+	Status   Status       `json:"status"`
+	Reason   string       `json:"reason,omitempty"`
+	Rule     string       `json:"rule,omitempty"`
+	Layer    string       `json:"layer,omitempty"`
+	File     string       `json:"file,omitempty"`
+	ExitCode *int         `json:"exit_code,omitempty"`
+	Rung     sandbox.Rung `json:"rung,omitempty"`
+	LimitHit string       `json:"limit_hit,omitempty"`
+	Preview  string       `json:"preview"`
 	// Chars is the whole result's length, ElidedChars what the preview
 	// leaves out; ResultID reads the whole of it with read_result.
 	Chars       int    `json:"chars"`
@@ -310,7 +310,7 @@ func (r *Router) RunID() string { return r.runID }
 // Sandbox says which sandbox rung this run's commands take here, after
 // the sandbox's own preflight, and the network mode they get; or why no
 // rung can run them.
-func (r *Router) Sandbox(ctx context.Context) (rung, network string, err error) {
+func (r *Router) Sandbox(ctx context.Context) (rung sandbox.Rung, network sandbox.Network, err error) {
 	c := &Call{Router: r, ctx: ctx}
 	prof := c.profile(r.cfg.Policy.Sandbox.Timeout, &egressLog{})
 	rung, _, err = sandbox.ChooseRung(ctx, prof)

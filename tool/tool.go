@@ -58,7 +58,7 @@ type Result struct {
 	Changed []string `json:"changed,omitempty"`
 	Diff    string   `json:"-"`
 	// Rung, Limits and LimitHit are the sandbox's, for a command.
-	Rung     string            `json:"rung,omitempty"`
+	Rung     sandbox.Rung      `json:"rung,omitempty"`
 	Limits   []sandbox.Applied `json:"limits,omitempty"`
 	LimitHit string            `json:"limit_hit,omitempty"`
 	Poisoned string            `json:"poisoned,omitempty"`

@@ -233,7 +233,7 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		if o.Cost > 0 {
 			cost = fmt.Sprintf(" (cost %.4f)", o.Cost)
 		}
-		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens%s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, cost, orNone(o.Rung))
+		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens%s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, cost, orNone(string(o.Rung)))
 	}
 }
 

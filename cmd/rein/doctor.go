@@ -123,7 +123,7 @@ when no confining rung can run.`,
 }
 
 func report(pf sandbox.PreflightResult, enforces string) rungReport {
-	return rungReport{rung: pf.Rung, ok: pf.OK, enforces: enforces, problem: pf.Problem, fix: pf.Fix}
+	return rungReport{rung: string(pf.Rung), ok: pf.OK, enforces: enforces, problem: pf.Problem, fix: pf.Fix}
 }
 
 func bwrapEnforces(sup confine.Support) string {

@@ -809,7 +809,7 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 			return tool.Config{}, err
 		}
 		prof := sandbox.Profile{Limits: limits, Network: sandbox.NetworkOff}
-		if p.Sandbox.Network != sandbox.NetworkOff && policy.ForMode(p.Mode).Network && len(hosts) > 0 {
+		if p.Sandbox.Network != string(sandbox.NetworkOff) && policy.ForMode(p.Mode).Network && len(hosts) > 0 {
 			prof.Network = sandbox.NetworkProxy
 			prof.Egress = &cappedEgress{session: &launchEgress{hosts: hosts}, policy: tool.Egress(p, launchApprover{}, nil), record: record}
 		}

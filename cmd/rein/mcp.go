@@ -83,7 +83,7 @@ REIN_MCP_TOKEN environment variable. --tls-cert and --tls-key serve HTTPS.`,
 				return err
 			}
 			srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: surface, Approver: approver, Run: func() (tool.Config, error) {
-				return tool.Config{Policy: p, Store: store, Redactor: red, Profile: sandbox.Profile{Rung: rung, Limits: limits}}, nil
+				return tool.Config{Policy: p, Store: store, Redactor: red, Profile: sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}}, nil
 			}})
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}

@@ -38,7 +38,7 @@ func (n *netFlags) rules() []policy.Rule {
 // the egress policy, with asks going to approver and each refusal printed
 // to stderr as it happens (unless quiet).
 func (n *netFlags) profile(p *sandbox.Profile, pol *policy.Policy, approver policy.Approver, stderr io.Writer, quiet bool) {
-	p.Network = pol.Sandbox.Network
+	p.Network = sandbox.Network(pol.Sandbox.Network)
 	if !policy.ForMode(pol.Mode).Network {
 		p.Network = sandbox.NetworkOff
 	}

@@ -178,14 +178,14 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, a
 	if err != nil {
 		return err
 	}
-	prof := sandbox.Profile{Dir: dir, Rung: rf.rung, Limits: limits}
+	prof := sandbox.Profile{Dir: dir, Rung: sandbox.Rung(rf.rung), Limits: limits}
 	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red,
 		Profile: prof, Source: "cli", Cold: true})
 	if err != nil {
 		return &exitError{exitUsage, err.Error()}
 	}
 	stderr := cmd.ErrOrStderr()
-	if rung := cmp.Or(rf.rung, p.Sandbox.Rung); rung == sandbox.RungNone {
+	if rung := cmp.Or(rf.rung, p.Sandbox.Rung); rung == string(sandbox.RungNone) {
 		fmt.Fprintln(stderr, unconfinedWarning)
 	}
 	var verdict *policy.Verdict

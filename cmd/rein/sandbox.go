@@ -83,9 +83,9 @@ put back what it planted for the host to obey (the reason is printed).`,
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
-			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: rung, Env: sandboxEnv(os.Environ()), Limits: limits,
+			p := sandbox.Profile{Workspace: ws, ReadOnly: readOnly, Timeout: timeout, Rung: sandbox.Rung(rung), Env: sandboxEnv(os.Environ()), Limits: limits,
 				HostReadPaths: pol.Sandbox.ReadPaths, HostCaches: tool.HostCaches(os.Environ(), pol), Hidden: tool.Hidden(pol)}
-			if nf.network != sandbox.NetworkOff || len(nf.allowHosts) > 0 {
+			if nf.network != string(sandbox.NetworkOff) || len(nf.allowHosts) > 0 {
 				nf.profile(&p, pol, allowHostsOnly{}, cmd.ErrOrStderr(), asJSON)
 			}
 			res, err := runSandboxed(cmd, ctx, line, p, asJSON)

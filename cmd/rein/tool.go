@@ -63,7 +63,7 @@ for any other status.`,
 			if err != nil {
 				return err
 			}
-			prof := sandbox.Profile{Rung: rung, Limits: limits}
+			prof := sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}
 			r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Surface: surface, Store: store,
 				Redactor: red, Profile: prof, Source: "cli", Cold: true})
 			if err != nil {
