@@ -192,6 +192,11 @@ func TestAttack2WarmInitDied(t *testing.T) {
 			if left := testenv.ProcessesWith(ws); len(left) > 0 {
 				t.Errorf("left after Close: %v", left)
 			}
+			// The dead sandbox's teardown ran beside the taking, which
+			// wrote into its scratch directory: nothing of it is left.
+			if left, _ := filepath.Glob(filepath.Join(CacheDir(), "runs", fmt.Sprintf("rein-run-%d-*", os.Getpid()))); len(left) > 0 {
+				t.Errorf("scratch directories left after Close: %v", left)
+			}
 		})
 	}
 }

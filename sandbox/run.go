@@ -717,7 +717,13 @@ func (r *run) cleanup() {
 	}
 	r.lifelineClose()
 	if r.scratch != "" {
-		os.RemoveAll(r.scratch)
+		// A warm sandbox whose init died while it waited can be taken
+		// while this runs: the taking writes its saved files into the
+		// directory as it is removed, and the removal then finds it not
+		// empty. Once it is gone, such a write fails and the taking with
+		// it.
+		for i := 0; i < 5 && os.RemoveAll(r.scratch) != nil; i++ {
+		}
 	}
 	if r.slot >= 0 && r.slotOf != nil {
 		r.slotOf.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
