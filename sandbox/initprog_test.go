@@ -130,3 +130,19 @@ func TestInitOfAnotherBuild(t *testing.T) {
 		t.Error("a new field left the description unchanged")
 	}
 }
+
+// TestPlatformError: the refusal every entry point gives off Linux (run
+// there only as compiled; checked here by its value), and none on Linux.
+func TestPlatformError(t *testing.T) {
+	if err := checkPlatform(); err != nil {
+		t.Fatalf("on Linux: %v", err)
+	}
+	for _, p := range [][2]string{{"darwin", "arm64"}, {"windows", "amd64"}} {
+		err := platformError(p[0], p[1])
+		want := "sandbox: unavailable: rein's sandbox needs Linux (bubblewrap or Landlock); this is " + p[0] + "/" + p[1] + ": run rein on a Linux host or in a Linux virtual machine"
+		var se *Error
+		if !errors.As(err, &se) || se.Status != Unavailable || !errors.Is(err, ErrUnsupported) || err.Error() != want {
+			t.Errorf("%s/%s: %v; want %q, wrapping ErrUnsupported", p[0], p[1], err, want)
+		}
+	}
+}

@@ -31,6 +31,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -529,6 +530,24 @@ var ErrNoInit = errors.New("this program cannot serve as rein's sandbox init: ca
 // run a plan unconfined unless asked to. The shell grammar, the policy,
 // the workspace boundary and the file tools work everywhere.
 var ErrUnsupported = errors.New("rein's sandbox needs Linux (bubblewrap or Landlock)")
+
+// checkPlatform refuses on a system without the mechanisms; on Linux,
+// the preflight says whether this host has them.
+func checkPlatform() error { return platformError(runtime.GOOS, runtime.GOARCH) }
+
+// platformError is the refusal of every run on goos/goarch, or nil on
+// Linux.
+func platformError(goos, goarch string) error {
+	if goos == "linux" {
+		return nil
+	}
+	return &Error{Status: Unavailable, Reason: unsupportedOn(goos, goarch), Err: ErrUnsupported}
+}
+
+// unsupportedOn says why nothing runs on goos/goarch and what to do.
+func unsupportedOn(goos, goarch string) string {
+	return fmt.Sprintf("%v; this is %s/%s: run rein on a Linux host or in a Linux virtual machine", ErrUnsupported, goos, goarch)
+}
 
 // mainCalled is set by Main in a program that is not an init.
 var mainCalled atomic.Bool

@@ -19,11 +19,7 @@ import (
 // report the refusal.
 
 // unsupported is the refusal of every run on this system.
-var unsupported = fmt.Sprintf("%v; this is %s/%s: run rein on a Linux host or in a Linux virtual machine", ErrUnsupported, runtime.GOOS, runtime.GOARCH)
-
-func checkPlatform() error {
-	return &Error{Status: Unavailable, Reason: unsupported, Err: ErrUnsupported}
-}
+var unsupported = unsupportedOn(runtime.GOOS, runtime.GOARCH)
 
 // Main returns at once: there is no init to run on this system.
 func Main() { mainCalled.Store(true) }

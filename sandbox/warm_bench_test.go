@@ -5,20 +5,13 @@ package sandbox
 import (
 	"context"
 	"os/exec"
-	"slices"
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
 )
-
-// median is the middle of ds, in milliseconds.
-func median(ds []time.Duration) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return float64(s[len(s)/2].Microseconds()) / 1000
-}
 
 // BenchmarkColdRunTrue times sandbox.Run of true on the bwrap rung,
 // interleaved with bare bubblewrap running /bin/true with the same
@@ -47,28 +40,21 @@ func coldRunTrue(b *testing.B) {
 		}
 		cold = append(cold, time.Since(t0))
 		t0 = time.Now()
-		if err := exec.Command(bw, bareArgs()...).Run(); err != nil {
+		if err := exec.Command(bw, testenv.BareBwrapArgs()...).Run(); err != nil {
 			b.Fatal(err)
 		}
 		bare = append(bare, time.Since(t0))
 	}
-	b.ReportMetric(median(cold), "run-ms")
-	b.ReportMetric(median(bare), "bare-ms")
-	b.ReportMetric(median(cold)/median(bare), "ratio")
-}
-
-// bareArgs are bubblewrap's arguments for /bin/true in the namespaces a
-// bwrap run has, the host's root bound read-only.
-func bareArgs() []string {
-	return []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-net",
-		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"}
+	b.ReportMetric(testenv.MedianMS(cold), "run-ms")
+	b.ReportMetric(testenv.MedianMS(bare), "bare-ms")
+	b.ReportMetric(testenv.MedianMS(cold)/testenv.MedianMS(bare), "ratio")
 }
 
 // BenchmarkWarmRunTrue times a run of true through a pool, whose sandbox
 // was started before the call, interleaved with bare bubblewrap.
 func BenchmarkWarmRunTrue(b *testing.B) {
 	bw, _ := bwrap.Find()
-	warmRunTrue(b, RungBwrap, bw, bareArgs())
+	warmRunTrue(b, RungBwrap, bw, testenv.BareBwrapArgs())
 }
 
 // BenchmarkWarmLandlockTrue times a run of true through a pool on the
@@ -113,9 +99,9 @@ func warmRunTrue(b *testing.B, rung Rung, bare0 string, bareArgv []string) {
 		}
 		bare = append(bare, time.Since(t0))
 	}
-	b.ReportMetric(median(warm), "run-ms")
-	b.ReportMetric(median(bare), "bare-ms")
-	b.ReportMetric(median(warm)/median(bare), "ratio")
-	b.ReportMetric(median(warm)-median(bare), "added-ms")
+	b.ReportMetric(testenv.MedianMS(warm), "run-ms")
+	b.ReportMetric(testenv.MedianMS(bare), "bare-ms")
+	b.ReportMetric(testenv.MedianMS(warm)/testenv.MedianMS(bare), "ratio")
+	b.ReportMetric(testenv.MedianMS(warm)-testenv.MedianMS(bare), "added-ms")
 	b.ReportMetric(float64(warmRuns)/float64(len(warm)), "warm-share")
 }

@@ -6,12 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reinhq/rein/files"
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
@@ -114,8 +114,7 @@ func BenchmarkShellWarm(b *testing.B) {
 	defer r.Close("ok")
 	args := json.RawMessage(`{"line":"true"}`)
 	ctx := context.Background()
-	bare := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-net",
-		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"}
+	bare := testenv.BareBwrapArgs()
 	var calls, bares []time.Duration
 	warm := 0
 	for b.Loop() {
@@ -142,11 +141,7 @@ func BenchmarkShellWarm(b *testing.B) {
 		}
 		bares = append(bares, time.Since(t0))
 	}
-	med := func(ds []time.Duration) float64 {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
+	med := testenv.MedianMS
 	b.ReportMetric(med(calls), "call-ms")
 	b.ReportMetric(med(bares), "bare-ms")
 	b.ReportMetric(med(calls)/med(bares), "ratio")

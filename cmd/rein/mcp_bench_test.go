@@ -55,8 +55,7 @@ func BenchmarkMCPShellWarm(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	bare := []string{"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup", "--unshare-net",
-		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", "/bin/true"}
+	bare := testenv.BareBwrapArgs()
 	call := func() time.Duration {
 		t0 := time.Now()
 		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "shell", Arguments: map[string]any{"line": "true"}})
@@ -79,11 +78,7 @@ func BenchmarkMCPShellWarm(b *testing.B) {
 		}
 		bares = append(bares, time.Since(t0))
 	}
-	med := func(ds []time.Duration) float64 {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return float64(s[len(s)/2].Microseconds()) / 1000
-	}
+	med := testenv.MedianMS
 	b.ReportMetric(med(calls), "call-ms")
 	b.ReportMetric(med(bares), "bare-ms")
 	b.ReportMetric(med(calls)/med(bares), "ratio")
