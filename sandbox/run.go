@@ -55,7 +55,7 @@ type run struct {
 	readyR       *os.File          // a warm sandbox's: where its init says it is ready
 	masked       []string          // the system files the view masks
 	live         [2]io.Writer      // where the streams go live, besides the result
-	early        bool              // the result is ready when the init reports (bwrap rung, captured streams)
+	early        bool              // the result is ready when the init reports (through a pool, captured streams)
 	confirmLater bool              // the groups are confirmed empty after the result
 	lostTrack    bool              // confirm found a group not empty
 	req          *request          // the init's request, on the bwrap rung
@@ -257,11 +257,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	go func() {
-		// On the bwrap rung the result is ready once the init has
-		// reported and ended (its report and the output pipes reach their
-		// end with it, and bubblewrap holds neither): bubblewrap's own end
-		// and the teardown come after. Without a report, the result waits
-		// for bubblewrap's end and its status.
+		// Through a pool, the result is ready once the init has reported
+		// (the report pipe ends when it closes it or ends; on the bwrap
+		// rung bubblewrap never holds it, nor the output pipes):
+		// bubblewrap's or the init's own end and the teardown come after.
+		// Without a report, the result waits for the end and its status.
 		var waitErr error
 		waited := true
 		if r.early {
@@ -335,7 +335,7 @@ func (r *run) begin(ctx context.Context) {
 }
 
 func (r *run) handle() *Handle {
-	h := &Handle{rung: r.rung, done: make(chan struct{}), kill: r.kill}
+	h := &Handle{rung: r.rung, done: make(chan struct{}), ended: r.done, kill: r.kill}
 	go func() {
 		<-r.resultReady
 		r.res.RungNote = r.note
@@ -376,6 +376,10 @@ func (r *run) pipes() error {
 		}
 		r.spools = append(r.spools, sp)
 	}
+	// Through a pool, the result is ready once the init has reported
+	// that its tree is dead; the teardown follows, and the pool's Close
+	// waits for it.
+	r.early = !r.preflight && r.p.pool != nil
 	if r.req == nil {
 		r.cmd.Stdout, r.cmd.Stderr = writers[0], writers[1]
 		return nil
@@ -401,7 +405,6 @@ func (r *run) pipes() error {
 		defer rd.Close()
 		io.Copy(r.bwrapErr, rd)
 	}()
-	r.early = !r.preflight && r.p.pool != nil
 	return nil
 }
 
@@ -547,11 +550,14 @@ func (r *run) finish(waitErr error, waited bool) {
 	// Confirm that nothing of the run is left.
 	switch {
 	case !waited && haveReport && rep.Swept:
-		// The init, pid 1 of the namespace, saw every process of it dead
-		// and has ended: the groups (which hold bubblewrap too, until it
-		// ends) are confirmed empty after the result, and a failure
-		// poisons the sandbox for the runs after.
+		// The init, pid 1 of the namespace or the subreaper of the tree,
+		// saw every process of it dead: the groups (which hold bubblewrap
+		// or the init too, until it ends) are confirmed empty after the
+		// result, and a failure poisons the sandbox for the runs after.
 		res.Containment = "pid namespace"
+		if r.rung != RungBwrap {
+			res.Containment = "subreaper"
+		}
 		r.confirmLater = true
 	case r.group != nil:
 		res.Containment = "cgroup"

@@ -279,8 +279,10 @@ func Run(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Wri
 type Handle struct {
 	rung Rung
 	done chan struct{}
-	res  *Result
-	kill func(reason Status)
+	// ended is closed when the run's teardown has ended too.
+	ended <-chan struct{}
+	res   *Result
+	kill  func(reason Status)
 }
 
 // Start starts line under p and returns at once; Wait gives the result.

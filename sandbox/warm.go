@@ -119,6 +119,12 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 func (pl *Pool) fillAfter(h *Handle, key string, p Profile) {
 	go func() {
 		<-h.done
+		if h.rung != RungBwrap {
+			// The run's HOME and TMPDIR slot is released at its
+			// teardown: the next sandbox takes the same one, as a
+			// toolchain that keys its caches on them expects.
+			<-h.ended
+		}
 		pl.fill(key, p)
 	}()
 }

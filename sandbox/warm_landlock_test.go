@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // TestWarmLandlock: on the landlock rung a warm sandbox serves a
@@ -84,5 +87,37 @@ func TestWarmLandlock(t *testing.T) {
 	res = poolRun(t, pool, "cat v", p)
 	if res.Warm || res.Stdout.Text != "v2\n" {
 		t.Fatalf("a replaced workspace: warm=%v %q %q", res.Warm, res.Stdout.Text, res.Stderr.Text)
+	}
+}
+
+// TestWarmLandlockEarlyResult: on the landlock rung a run through a pool
+// returns once its init, the subreaper of the tree, has reported every
+// process dead, before the init's own end and the teardown; a process
+// the command left in the background is dead by then, whether the run
+// was warm or cold, and the next run gets the same HOME and TMPDIR.
+func TestWarmLandlockEarlyResult(t *testing.T) {
+	requireRung(t, RungLandlock)
+	ws := workspaceDir(t)
+	pool := NewPool()
+	defer pool.Close()
+	p := warmProfile(ws)
+	p.Rung = RungLandlock
+	marker := "4242.5" + strconv.Itoa(os.Getpid())
+	var paths []string
+	for i, want := range []bool{false, true, true} {
+		if want {
+			waitWarm(t, pool)
+		}
+		res := poolRun(t, pool, "sh -c 'sleep "+marker+" & echo $HOME $TMPDIR'", p)
+		if res.Warm != want || res.Status != OK || res.Containment != "subreaper" || res.Poisoned != "" {
+			t.Fatalf("run %d: warm=%v %s containment %q poisoned %q %q", i, res.Warm, res.Status, res.Containment, res.Poisoned, res.Stderr.Text)
+		}
+		if left := testenv.ProcessesWith(marker); len(left) > 0 {
+			t.Fatalf("run %d: the background sleep outlived the result: %v", i, left)
+		}
+		paths = append(paths, strings.TrimSpace(res.Stdout.Text))
+	}
+	if paths[0] != paths[1] || paths[1] != paths[2] {
+		t.Errorf("HOME and TMPDIR changed between runs: %q", paths)
 	}
 }
