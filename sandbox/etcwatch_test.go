@@ -55,6 +55,7 @@ func TestInotifyWatch(t *testing.T) {
 // TestPrivateSystemFilesWatched: the watched answer is the stamped one,
 // and a spent watch reads the stamps again.
 func TestPrivateSystemFilesWatched(t *testing.T) {
+	watchEtc.Store(true)
 	first, err := privateSystemFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -72,5 +73,24 @@ func TestPrivateSystemFilesWatched(t *testing.T) {
 	}
 	if _, err := privateSystemFiles(); err != nil || !etcWatch.on {
 		t.Fatalf("the watch was not set again: %v", err)
+	}
+}
+
+// TestNoWatchWithoutPool: a process that runs no sandbox through a pool
+// (the CLI's one run) sets no watch on /etc, whose closing at its exit
+// would cost it a wait for the kernel's release of the marks.
+func TestNoWatchWithoutPool(t *testing.T) {
+	was := watchEtc.Load()
+	defer watchEtc.Store(was)
+	watchEtc.Store(false)
+	privateMu.Lock()
+	etcWatch.stop()
+	privateMemo = nil
+	privateMu.Unlock()
+	if _, err := privateSystemFiles(); err != nil {
+		t.Fatal(err)
+	}
+	if etcWatch.on {
+		t.Fatal("a watch on /etc was set in a process with no pool")
 	}
 }

@@ -19,7 +19,7 @@ import (
 // HOME, /tmp, the caches): a program planted there could be found by name
 // by a later stage, or by a wrapper, where the policy saw another.
 func SearchPath(p Profile) []string {
-	kept, _ := splitPath(p)
+	kept, _ := splitPath(p, exposedRoots(p))
 	return kept
 }
 
@@ -29,9 +29,9 @@ func SearchPath(p Profile) []string {
 // inside, and nothing the command does can change what it holds: a link
 // the command can write (in the workspace, or at a path the sandbox's own
 // /tmp could hold) that leads into /usr/bin today could lead anywhere by
-// the next stage.
-func splitPath(p Profile) (kept, dropped []string) {
-	roots, lexical := exposedRoots(p), exposedLexical(p)
+// the next stage. roots are exposedRoots(p).
+func splitPath(p Profile, roots []string) (kept, dropped []string) {
+	lexical := exposedLexical(p)
 	for _, d := range filepath.SplitList(callerPath(p.Env)) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue
@@ -40,7 +40,13 @@ func splitPath(p Profile) (kept, dropped []string) {
 		if slices.Contains(kept, d) || slices.Contains(dropped, d) {
 			continue
 		}
-		if real, err := filepath.EvalSymlinks(d); err == nil && inRoots(d, lexical) && inRoots(real, roots) && !within(real, p.Workspace) && !within(d, p.Workspace) {
+		// The lexical tests first: an entry outside the view as written
+		// (a directory of HOME, say) is dropped without walking its links.
+		if !inRoots(d, lexical) || within(d, p.Workspace) {
+			dropped = append(dropped, d)
+			continue
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil && inRoots(real, roots) && !within(real, p.Workspace) {
 			kept = append(kept, d)
 		} else {
 			dropped = append(dropped, d)
@@ -132,7 +138,7 @@ type search struct {
 
 func newSearch(p Profile) *search {
 	s := &search{p: p, roots: exposedRoots(p)}
-	s.kept, s.dropped = splitPath(p)
+	s.kept, s.dropped = splitPath(p, s.roots)
 	return s
 }
 

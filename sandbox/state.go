@@ -86,18 +86,28 @@ func privateSystemFiles() ([]string, error) {
 		// The watch is set on the directories the list was read from,
 		// then their stamps are checked again: a change between the
 		// reading and the watch shows in them, and leaves no watch.
-		etcWatch.watch(privateMemo.Dirs)
-		for d, stamp := range privateMemo.Dirs {
-			if dirStamp(d) != stamp {
-				etcWatch.stop()
-				break
+		if watchEtc.Load() {
+			etcWatch.watch(privateMemo.Dirs)
+			for d, stamp := range privateMemo.Dirs {
+				if dirStamp(d) != stamp {
+					etcWatch.stop()
+					break
+				}
 			}
 		}
 	}
 	return files, err
 }
 
-// etcWatch is an inotify descriptor on every directory of /etc the
+// watchEtc says that this process runs sandboxes through a pool, and so
+// will list /etc again: only then is the watch set. Its end costs the
+// kernel a wait for the marks' release (10 to 20 ms here) when the
+// descriptor closes, which a process that runs one sandbox and exits
+// would pay for nothing.
+var watchEtc atomic.Bool
+
+// etcWatch is an inotify descriptor, in a process that wants one
+// (watchEtc), on every directory of /etc the
 // private list was read from: a file made, removed, renamed, or whose
 // mode or owner changed (IN_ATTRIB reaches a directory's watch for its
 // entries too) queues an event as the change is made, before the call

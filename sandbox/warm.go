@@ -31,6 +31,10 @@ const (
 	// neither the workspace's session nor its lock while it waits; it
 	// joins them when it is taken.
 	WarmIdle = 10 * time.Second
+	// RefillDelay is how long after a run's result the next warm sandbox
+	// for its profile starts. A call that comes sooner runs cold, as it
+	// would while the next sandbox is being made.
+	RefillDelay = 5 * time.Millisecond
 )
 
 // Pool starts sandboxes before they are asked for. After a run takes a
@@ -90,6 +94,7 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 		return nil, err
 	}
 	p.pool = pl
+	watchEtc.Store(true)
 	key, ok := warmKey(p)
 	if !ok || line == nil || len(line.Pipelines) == 0 {
 		return Start(ctx, line, p, stdout, stderr)
@@ -112,10 +117,10 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	return h, err
 }
 
-// fillAfter starts the next warm sandbox for p once h's result is ready:
-// started beside the command, its bubblewrap and init would take the CPU
-// the command and its result need, and the next call comes after the
-// result anyway.
+// fillAfter starts the next warm sandbox for p RefillDelay after h's
+// result is ready: started beside the command, its bubblewrap and init
+// would take the CPU the command, its result and the caller's use of it
+// need, and the next call comes after those anyway.
 func (pl *Pool) fillAfter(h *Handle, key string, p Profile) {
 	go func() {
 		<-h.done
@@ -125,6 +130,9 @@ func (pl *Pool) fillAfter(h *Handle, key string, p Profile) {
 			// toolchain that keys its caches on them expects.
 			<-h.ended
 		}
+		// The caller's own use of the result (its record, its answer
+		// to an MCP client) has the CPU first.
+		time.Sleep(RefillDelay)
 		pl.fill(key, p)
 	}()
 }
