@@ -3,6 +3,7 @@ package sandbox
 import (
 	"os"
 	"sync"
+	"syscall"
 )
 
 // headTail keeps the first and last half of a limit of bytes written to
@@ -62,13 +63,70 @@ func (h *headTail) output() Output {
 	return Output{Text: string(h.head) + string(tail), Elided: h.total - int64(h.filled), Bytes: h.all}
 }
 
+// whole reports whether n more bytes would still be kept whole.
+func (h *headTail) whole(n int) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.all+int64(n) <= int64(2*h.half)
+}
+
 // spool writes a stream to its file up to a bound and counts what it
 // drops past it, or after a failed write: a command printing without end
-// fills no disk.
+// fills no disk. A spool with a path and no file yet (Profile's
+// SpoolOverflow) makes its file when the stream outgrows its head and
+// tail.
 type spool struct {
 	f       *os.File
+	path    string
 	left    int64
 	dropped int64
+	spilled bool // the file is made (or could not be), or was from the start
+}
+
+func newSpool(path string, left int64, overflow bool) (*spool, error) {
+	sp := &spool{path: path, left: left}
+	if overflow {
+		return sp, nil
+	}
+	sp.spilled = true
+	return sp, sp.open()
+}
+
+func (s *spool) open() error {
+	f, err := os.OpenFile(s.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	s.f = f
+	return nil
+}
+
+// take writes p, first making the file of an overflow spool once h
+// would no longer keep the stream whole, with what h holds so far.
+func (s *spool) take(h *headTail, p []byte) {
+	if !s.spilled {
+		if s.f == nil && h.whole(len(p)) {
+			return
+		}
+		s.spilled = true
+		if s.f == nil {
+			prefix := []byte(h.output().Text)
+			if s.left <= 0 || s.open() != nil {
+				s.left = 0
+			}
+			s.write(prefix)
+		}
+	}
+	s.write(p)
+}
+
+// close ends the file and says it in o.
+func (s *spool) close(o *Output) {
+	o.Dropped = s.dropped
+	if s.f != nil {
+		s.f.Close()
+		o.File = s.f.Name()
+	}
 }
 
 // write is called by the stream's one reader only.

@@ -368,11 +368,10 @@ func (r *run) pipes() error {
 		r.readers, writers[i] = append(r.readers, rd), wr
 		var sp *spool
 		if r.p.SpoolDir != "" {
-			f, err := os.OpenFile(filepath.Join(r.p.SpoolDir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-			if err != nil {
+			var err error
+			if sp, err = newSpool(filepath.Join(r.p.SpoolDir, name), r.p.spoolBytes(), r.p.SpoolOverflow); err != nil {
 				return refuse(Unavailable, "opening the spool file: %v", err)
 			}
-			sp = &spool{f: f, left: r.p.spoolBytes()}
 		}
 		r.spools = append(r.spools, sp)
 	}
@@ -472,15 +471,15 @@ func (r *run) copy(f *os.File, h *headTail, i int) {
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			h.Write(buf[:n])
 			// A warm sandbox's writers are set when it is taken, before
 			// its plan is sent: nothing is printed before that.
 			r.mu.Lock()
 			sp, live := r.spools[i], r.live[i]
 			r.mu.Unlock()
 			if sp != nil {
-				sp.write(buf[:n])
+				sp.take(h, buf[:n])
 			}
+			h.Write(buf[:n])
 			if live != nil {
 				live.Write(buf[:n])
 			}
@@ -614,9 +613,7 @@ func (r *run) finish(waitErr error, waited bool) {
 	res.Stdout, res.Stderr = r.outBuf.output(), r.errBuf.output()
 	for i, sp := range r.spools {
 		if sp != nil {
-			sp.f.Close()
-			o := []*Output{&res.Stdout, &res.Stderr}[i]
-			o.File, o.Dropped = sp.f.Name(), sp.dropped
+			sp.close([]*Output{&res.Stdout, &res.Stderr}[i])
 		}
 	}
 	var planted []string

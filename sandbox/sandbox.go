@@ -138,6 +138,10 @@ type Profile struct {
 	// command writes, through rein). What goes past it is dropped and
 	// counted in the stream's Output.Dropped.
 	SpoolBytes int64
+	// SpoolOverflow spools only a stream that outgrows what OutputBytes
+	// keeps in memory: its file is made then, holding every byte from the
+	// first. A stream that fits has no file, and its Output.Text is whole.
+	SpoolOverflow bool
 	// Limits bound what the run may use; each one set is enforced or the
 	// run is refused.
 	Limits Limits

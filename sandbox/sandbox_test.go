@@ -487,6 +487,46 @@ func TestOutputBound(t *testing.T) {
 	})
 }
 
+// TestSpoolOverflow: with SpoolOverflow a stream that fits what the
+// result keeps in memory has no file and its whole text; one a byte
+// longer is spooled whole, every byte from the first, cold and warm.
+func TestSpoolOverflow(t *testing.T) {
+	eachRungWarm(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		// 1000 bytes kept in memory: 500 of head and 500 of tail.
+		for _, n := range []int{0, 999, 1000, 1001, 4096, 300000} {
+			spool := t.TempDir()
+			line := fmt.Sprintf("sh -c 'seq 1000000 | head -c %d; seq 7 >&2'", n)
+			res := runLine(t, ws, line, Profile{Rung: rung, OutputBytes: 1000, SpoolDir: spool, SpoolOverflow: true})
+			want := seqText(1000000)[:n]
+			if res.Status != OK || res.Stdout.Bytes != int64(n) || res.Stderr.Text != seqText(7) || res.Stderr.File != "" {
+				t.Fatalf("%d bytes: %s %d bytes, stderr %q (file %q)", n, res.Status, res.Stdout.Bytes, res.Stderr.Text, res.Stderr.File)
+			}
+			entries, _ := os.ReadDir(spool)
+			if n <= 1000 {
+				if res.Stdout.File != "" || len(entries) != 0 || res.Stdout.Text != want {
+					t.Fatalf("%d bytes: file %q, spool %v, text kept %d bytes", n, res.Stdout.File, entries, len(res.Stdout.Text))
+				}
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join(spool, "stdout"))
+			if res.Stdout.File != filepath.Join(spool, "stdout") || err != nil || string(data) != want || len(entries) != 1 || res.Stdout.Dropped != 0 {
+				t.Fatalf("%d bytes: file %q holds %d bytes (%v), equal %v, spool %v", n, res.Stdout.File, len(data), err, string(data) == want, entries)
+			}
+		}
+	})
+}
+
+// seqText is what seq N prints.
+func seqText(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // TestSpoolBound: a command printing far past the spool's bound leaves a
 // spool of the bound and a result naming the bytes dropped; a file size
 // limit bounds the spool too.

@@ -384,7 +384,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	default:
 	}
 	hiddenAt := r.hidden
-	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.Hidden
+	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.SpoolOverflow, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.SpoolOverflow, p.Hidden
 	line, r.notFound = resolved(line, p)
 	// The workspace's session, as a cold run joins it: its lock (waiting
 	// for other processes' runs), its baseline of the protected files,
@@ -427,11 +427,12 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	var spools []*spool
 	if p.SpoolDir != "" {
 		for _, name := range []string{"stdout", "stderr"} {
-			f, err := os.OpenFile(filepath.Join(p.SpoolDir, name), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+			sp, err := newSpool(filepath.Join(p.SpoolDir, name), p.spoolBytes(), p.SpoolOverflow)
 			if err != nil {
+				closeSpools(spools)
 				return fmt.Errorf("opening the spool file: %v", err)
 			}
-			spools = append(spools, &spool{f: f, left: p.spoolBytes()})
+			spools = append(spools, sp)
 		}
 	}
 	plan := warmPlan{Line: line, NotFound: r.notFound, Dir: p.Dir}
@@ -504,6 +505,8 @@ func (r *run) covered(p Profile) []covered {
 
 func closeSpools(spools []*spool) {
 	for _, sp := range spools {
-		sp.f.Close()
+		if sp.f != nil {
+			sp.f.Close()
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -363,13 +364,14 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	if live.SpoolDir != "" {
 		prof.SpoolDir = live.SpoolDir
 	} else {
-		dir, err := c.resultDir()
+		dir, err := c.Router.spoolDir()
 		if err != nil {
 			return &Result{Status: Unavailable, Reason: err.Error()}
 		}
-		defer os.RemoveAll(dir)
-		// The result store keeps no more than this of a stream.
-		prof.SpoolDir, prof.SpoolBytes = dir, MaxStoredBytes+1
+		defer c.Router.spoolDone(dir)
+		// The result store keeps no more than this of a stream, and a
+		// stream short enough to be kept whole in memory needs no file.
+		prof.SpoolDir, prof.SpoolBytes, prof.SpoolOverflow = dir, MaxStoredBytes+1, true
 	}
 	// Whatever is shown live goes through the redactor the result does.
 	var stdout, stderr io.Writer
@@ -478,14 +480,41 @@ func (r *Router) markDown(why string) {
 	r.mu.Unlock()
 }
 
-// resultDir makes a directory for one command's spooled output, outside
-// the workspace.
-func (c *Call) resultDir() (string, error) {
+// spoolDir is a directory for one command's spooled output, outside the
+// workspace: an emptied one of an earlier command's, or a new one.
+func (r *Router) spoolDir() (string, error) {
+	r.mu.Lock()
+	if n := len(r.spools); n > 0 {
+		d := r.spools[n-1]
+		r.spools = r.spools[:n-1]
+		r.mu.Unlock()
+		return d, nil
+	}
+	r.mu.Unlock()
 	base, err := sandbox.StateDir("spool")
 	if err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(base, c.Router.runID+"-")
+	return os.MkdirTemp(base, r.runID+"-")
+}
+
+// spoolDone empties a command's spool directory, once its output is
+// read, and keeps it for the next command; after Close, or when it
+// cannot be emptied, it is removed.
+func (r *Router) spoolDone(dir string) {
+	for _, name := range []string{"stdout", "stderr"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			os.RemoveAll(dir)
+			return
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || len(r.spools) >= 4 {
+		os.RemoveAll(dir)
+		return
+	}
+	r.spools = append(r.spools, dir)
 }
 
 // Env is the environment a decided command runs with: the locale, the

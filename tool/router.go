@@ -188,6 +188,9 @@ type Router struct {
 	// pool keeps the next command's sandbox started and confined before
 	// the command arrives (sandbox.Pool), until the run ends.
 	pool *sandbox.Pool
+	// spools are the emptied spool directories of ended commands, for
+	// the next ones; removed at Close.
+	spools []string
 }
 
 // NewRouter starts a run: it opens the workspace and records the run.
@@ -355,6 +358,13 @@ func (r *Router) Close(status string) {
 	r.mu.Unlock()
 	left := r.handles.killAll(r.runID)
 	r.pool.Close()
+	r.mu.Lock()
+	spools := r.spools
+	r.spools = nil
+	r.mu.Unlock()
+	for _, d := range spools {
+		os.RemoveAll(d)
+	}
 	if r.ownResults && !r.cfg.KeepResults {
 		os.RemoveAll(r.cfg.Results.Dir)
 	}

@@ -3,10 +3,13 @@ package tool
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -384,4 +387,38 @@ func num(v any) int64 {
 		return int64(n)
 	}
 	return -1
+}
+
+// TestSpoolDirsReused: a command's output is whole in the result store
+// whether it outgrew what the sandbox keeps in memory (spooled) or not
+// (no file made); the spool directory is emptied after each command,
+// kept for the next, and removed at Close.
+func TestSpoolDirsReused(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	var dirs []string
+	for _, n := range []int{100000, 10, 100000} {
+		env := f.call(t, "shell", obj{"line": fmt.Sprintf("seq 1 %d", n)})
+		var b strings.Builder
+		for i := 1; i <= n; i++ {
+			b.WriteString(strconv.Itoa(i) + "\n")
+		}
+		want := b.String()
+		if env.Status != OK || env.Chars != len(want) || env.Result().Output != want {
+			t.Fatalf("seq 1 %d: %s, %d chars of %d", n, env.Status, env.Chars, len(want))
+		}
+		f.r.mu.Lock()
+		dirs = append(dirs, f.r.spools...)
+		f.r.mu.Unlock()
+	}
+	if len(dirs) != 3 || dirs[0] != dirs[1] || dirs[1] != dirs[2] {
+		t.Fatalf("spool directories after each command: %v", dirs)
+	}
+	if entries, err := os.ReadDir(dirs[0]); err != nil || len(entries) != 0 {
+		t.Fatalf("the kept spool directory holds %v (%v)", entries, err)
+	}
+	f.r.Close("ok")
+	if _, err := os.Stat(dirs[0]); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the spool directory outlived Close: %v", err)
+	}
 }
