@@ -37,7 +37,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if err != nil {
 		return nil, refuse(Unavailable, "%v", err)
 	}
-	masked, err := privateSystemFiles()
+	masked, err := systemMasks(RungBwrap)
 	if err != nil {
 		return nil, refuse(Unavailable, "listing the private files of /etc: %v", err)
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,19 @@ func TestMain(m *testing.M) {
 	// the main thread.
 	if os.Getenv("REIN_TEST_FORK_MAIN") == "1" {
 		os.Exit(forkFromMain())
+	}
+	// As a helper process of TestMasksOnlyReachable, as another user: the
+	// bwrap rung's masks of /etc, and what a line printed through them.
+	if ws := os.Getenv("REIN_TEST_MASKS_WS"); ws != "" {
+		masks, err := systemMasks(RungBwrap)
+		l, _ := shell.Parse(os.Getenv("REIN_TEST_MASKS_LINE"))
+		res, rerr := Run(context.Background(), l, Profile{Workspace: ws, Rung: RungBwrap}, nil, nil)
+		if err != nil || rerr != nil {
+			fmt.Println(err, rerr)
+			os.Exit(3)
+		}
+		json.NewEncoder(os.Stdout).Encode(map[string]any{"masks": masks, "stdout": res.Stdout.Text, "stderr": res.Stderr.Text})
+		os.Exit(0)
 	}
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.

@@ -215,6 +215,37 @@ func dirStamp(p string) string {
 	return fmt.Sprintf("%d.%d:%d.%d:%o:%d", st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec, st.Mode, st.Ino)
 }
 
+// systemMasks are the private system files rung's view must keep from
+// the command. Landlock grants /etc around every one of them. The bwrap
+// rung masks those the caller could reach itself: one it can neither
+// read nor write (nor, a directory, enter) stays out of reach in the
+// sandbox as well, whose uid is the caller's and whose capabilities are
+// dropped, and needs no mount.
+func systemMasks(rung Rung) ([]string, error) {
+	private, err := privateSystemFiles()
+	if err != nil || rung != RungBwrap {
+		return private, err
+	}
+	var out []string
+	for _, f := range private {
+		if reachable(f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// reachable reports whether this process could read, write or execute
+// path (enter it, a directory), were nothing masked.
+func reachable(path string) bool {
+	for _, mode := range []uint32{unix.R_OK, unix.W_OK, unix.X_OK} {
+		if unix.Faccessat(unix.AT_FDCWD, path, mode, 0) == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // landlockSystemRead is what the landlock rung may read of the system: the
 // system directories, /etc without what only root may read (Landlock can
 // only grant, so /etc is granted entry by entry around those), /proc and

@@ -412,7 +412,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	if !slices.Equal(r.protected, existing(p.Workspace, protectedPaths(p.Workspace))) || !slices.Equal(r.protected, sess.protected) {
 		return fmt.Errorf("the protected paths changed")
 	}
-	if masked, err := privateSystemFiles(); err != nil || !slices.Equal(masked, r.masked) {
+	if masked, err := systemMasks(r.rung); err != nil || !slices.Equal(masked, r.masked) {
 		return fmt.Errorf("/etc's private files changed")
 	}
 	if !p.ReadOnly {
