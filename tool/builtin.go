@@ -361,7 +361,8 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		res.Status, res.Reason, res.Rule = Denied, v.Reason, v.Rule
 		return res
 	}
-	if live.SpoolDir != "" {
+	own := live.SpoolDir == ""
+	if !own {
 		prof.SpoolDir = live.SpoolDir
 	} else {
 		dir, err := c.Router.spoolDir()
@@ -402,7 +403,14 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 		}
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
-	return c.Router.fromSandbox(res, sr)
+	res = c.Router.fromSandbox(res, sr)
+	if own {
+		// The router's spool files are read into the result and removed
+		// as the call ends, and their directory holds the next command's:
+		// the result names none.
+		sr.Stdout.File, sr.Stderr.File = "", ""
+	}
+	return res
 }
 
 // checkFrom decides line from where it starts: dir, the profile's Dir,
