@@ -729,7 +729,10 @@ func (r *run) cleanup() {
 		}
 	}
 	if r.slot >= 0 && r.slotOf != nil {
-		r.slotOf.releaseSlot(r.slot, r.res != nil && r.res.Poisoned != "")
+		// A run that lost track of a process after its result (confirm)
+		// keeps its slot as a poisoned one does: the process may still
+		// write there.
+		r.slotOf.releaseSlot(r.slot, r.res != nil && (r.res.Poisoned != "" || r.lostTrack))
 	}
 	r.leave()
 }
