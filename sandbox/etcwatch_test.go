@@ -55,6 +55,7 @@ func TestInotifyWatch(t *testing.T) {
 // TestPrivateSystemFilesWatched: the watched answer is the stamped one,
 // and a spent watch reads the stamps again.
 func TestPrivateSystemFilesWatched(t *testing.T) {
+	defer watchEtc.Store(watchEtc.Load())
 	watchEtc.Store(true)
 	first, err := privateSystemFiles()
 	if err != nil {

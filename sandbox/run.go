@@ -251,9 +251,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 	for i, f := range r.readers {
 		go r.copy(f, []*headTail{r.outBuf, r.errBuf}[i], i)
 	}
-	if r.p.pool != nil {
-		r.p.pool.teardown.Add(1)
-	}
+	counted := r.p.pool != nil && r.p.pool.countTeardown()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	go func() {
@@ -297,7 +295,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 			r.confirm()
 			r.cleanup()
 		}
-		if r.p.pool != nil {
+		if counted {
 			r.p.pool.teardown.Done()
 		}
 		if cancel != nil {
@@ -705,8 +703,9 @@ func (r *run) finish(waitErr error, waited bool) {
 }
 
 // cleanup removes what the run made on the host and releases the
-// workspace. Without a confirmed death the scratch directory is kept for
-// the next sweep, once this process is gone.
+// workspace. Without a confirmed death the cgroups are kept for the next
+// sweep, once this process is gone, and the HOME and TMPDIR slot is
+// marked and never used again.
 func (r *run) cleanup() {
 	if r.res == nil {
 		// A run that never started.

@@ -161,6 +161,19 @@ func (pl *Pool) Close() {
 	pl.teardown.Wait()
 }
 
+// countTeardown counts a run's teardown for Close to wait for, unless
+// Close has begun: a run started through a closed pool is not waited for
+// (a WaitGroup's count may not grow while it is waited on).
+func (pl *Pool) countTeardown() bool {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	if pl.closed {
+		return false
+	}
+	pl.teardown.Add(1)
+	return true
+}
+
 // Warm is how many sandboxes are waiting.
 func (pl *Pool) Warm() int {
 	pl.mu.Lock()
