@@ -91,6 +91,12 @@ type run struct {
 	hostNet      string         // the proxy's socket directory, on the bwrap rung
 	full         *fullNet       // the user-mode network, in network full
 
+	// taking is held while a warm sandbox is being taken: its end (an
+	// init that died while it waited) is not torn down meanwhile, so the
+	// session the taking joins is left by the teardown after it, once.
+	taking sync.Mutex
+	ending bool // under taking: the teardown has begun, and it cannot be taken
+
 	mu       sync.Mutex
 	killedAs Status // why rein ended the run, if it did
 	done     chan struct{}
@@ -274,6 +280,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		} else {
 			waitErr = <-exited
 		}
+		r.taking.Lock()
+		r.ending = true
+		r.taking.Unlock()
 		r.mu.Lock()
 		stop, cancel := r.stop, r.cancel
 		r.mu.Unlock()

@@ -391,10 +391,10 @@ func existing(ws string, rels []string) []string {
 // cannot: the view no longer holds what it was built from, or the init is
 // gone.
 func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.Writer) error {
-	select {
-	case <-r.done:
+	r.taking.Lock()
+	defer r.taking.Unlock()
+	if r.ending {
 		return fmt.Errorf("the warm sandbox ended")
-	default:
 	}
 	hiddenAt := r.hidden
 	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.SpoolOverflow, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.SpoolOverflow, p.Hidden
