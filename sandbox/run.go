@@ -75,8 +75,9 @@ type run struct {
 	slotOf       *session // whose slot it is (a warm sandbox's before it joins)
 	hostIO       string
 	guard        *guard
-	hidden       []string  // the workspace paths hidden from the command
-	repos        *repoMeta // the repository metadata below the workspace, as it was
+	saved        [2]*os.File // a warm sandbox's guard.json and repos.json, made empty while it waits
+	hidden       []string    // the workspace paths hidden from the command
+	repos        *repoMeta   // the repository metadata below the workspace, as it was
 	session      *session
 	changesAt    int
 	unlock       func()
@@ -191,6 +192,19 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 	}
 	if err := r.scanStart(); err != nil {
 		return nil, err
+	}
+	if !p.ReadOnly && r.session == nil {
+		// A warm sandbox's: made now, empty (the sweep passes an empty
+		// one by), and written when it is taken, so that the taking
+		// makes no file (a file's creation can wait on the filesystem's
+		// journal for milliseconds).
+		for i, name := range []string{"guard.json", "repos.json"} {
+			f, err := os.OpenFile(filepath.Join(r.scratch, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+			if err != nil {
+				return nil, refuse(Unavailable, "making the run's saved files: %v", err)
+			}
+			r.saved[i] = f
+		}
 	}
 	if !p.ReadOnly && r.session != nil {
 		// Kept on disk too: if rein is killed mid-run, the next run's
@@ -727,6 +741,11 @@ func (r *run) cleanup() {
 		r.groups.remove()
 	}
 	r.lifelineClose()
+	for _, f := range r.saved {
+		if f != nil {
+			f.Close()
+		}
+	}
 	if r.scratch != "" {
 		// A warm sandbox whose init died while it waited can be taken
 		// while this runs: the taking writes its saved files into the

@@ -430,11 +430,17 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	}
 	if !p.ReadOnly {
 		r.guard = sess.baseline
-		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
+		err := writeSaved(r.saved[0], r.guard)
+		r.saved[0] = nil
+		if err != nil {
 			return fmt.Errorf("saving the protected files: %v", err)
 		}
-		if err := r.repos.save(filepath.Join(r.scratch, "repos.json")); err != nil {
-			return fmt.Errorf("saving the repository metadata: %v", err)
+		if r.repos != nil {
+			err := writeSaved(r.saved[1], r.repos)
+			r.saved[1] = nil
+			if err != nil {
+				return fmt.Errorf("saving the repository metadata: %v", err)
+			}
 		}
 	}
 	var spools []*spool
@@ -492,6 +498,22 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	}
 	r.begin(ctx)
 	return nil
+}
+
+// writeSaved writes v into f, one of a warm sandbox's saved files, made
+// empty when it was started, and closes it.
+func writeSaved(f *os.File, v any) error {
+	if f == nil {
+		return fmt.Errorf("the file was not made")
+	}
+	data, err := json.Marshal(v)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // covered is what a warm bwrap sandbox's init checks is still covered by

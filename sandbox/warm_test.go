@@ -193,3 +193,47 @@ func TestWarmProcessBound(t *testing.T) {
 		t.Errorf("the count says %d, the pools hold %d", c, n)
 	}
 }
+
+// TestWarmSavedFilesIdle: a warm sandbox's saved files are made empty
+// while it waits, so that the taking makes no file; empty, they give the
+// sweep nothing to put back, should rein die before the sandbox is
+// taken (the host user's edits since are kept). Once taken they hold the
+// session's baseline (TestKill9LeavesNothing's warm variants).
+func TestWarmSavedFilesIdle(t *testing.T) {
+	for _, rung := range []Rung{RungBwrap, RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			pool := NewPool()
+			defer pool.Close()
+			p := warmProfile(ws)
+			p.Rung = rung
+			poolRun(t, pool, "true", p)
+			waitWarm(t, pool)
+			pool.mu.Lock()
+			var scratch string
+			for _, w := range pool.warm {
+				scratch = w.r.scratch
+			}
+			pool.mu.Unlock()
+			os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755)
+			os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte("{}"), 0o644)
+			for _, name := range []string{"guard.json", "repos.json"} {
+				fi, err := os.Stat(filepath.Join(scratch, name))
+				if err != nil || fi.Size() != 0 || fi.Mode().Perm() != 0o600 {
+					t.Fatalf("%s of the idle warm sandbox: %v, %v", name, fi, err)
+				}
+			}
+			if err := restoreSaved(filepath.Join(scratch, "guard.json")); err == nil {
+				t.Fatal("the sweep would put back from an idle warm sandbox's empty file")
+			}
+			repoMetaSaved(filepath.Join(scratch, "repos.json"))
+			if data, err := os.ReadFile(filepath.Join(ws, ".vscode", "settings.json")); err != nil || string(data) != "{}" {
+				t.Fatalf("the host's edit made while the sandbox waited: %q %v", data, err)
+			}
+			if res := poolRun(t, pool, "true", p); !res.Warm || res.Status != OK {
+				t.Fatalf("the warm run: warm=%v %s %s", res.Warm, res.Status, res.Reason)
+			}
+		})
+	}
+}
