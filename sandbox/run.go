@@ -747,12 +747,15 @@ func (r *run) cleanup() {
 		}
 	}
 	if r.scratch != "" {
-		// A warm sandbox whose init died while it waited can be taken
-		// while this runs: the taking writes its saved files into the
-		// directory as it is removed, and the removal then finds it not
-		// empty. Once it is gone, such a write fails and the taking with
-		// it.
-		for i := 0; i < 5 && os.RemoveAll(r.scratch) != nil; i++ {
+		// The bwrap rung's HOME and /tmp are in it: the command may have
+		// made directories there that not even their owner can empty
+		// (chmod 000), which removeTree opens up once every process of
+		// the run is dead. Without a confirmed death one may still swap
+		// an entry for a link under the walk: what can go goes.
+		if r.res == nil || (r.res.Poisoned == "" && !r.lostTrack) {
+			removeTree(r.scratch)
+		} else {
+			os.RemoveAll(r.scratch)
 		}
 	}
 	if r.slot >= 0 && r.slotOf != nil {

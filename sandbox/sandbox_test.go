@@ -52,6 +52,7 @@ func TestMain(m *testing.M) {
 		json.NewEncoder(os.Stdout).Encode(map[string]any{"masks": masks, "stdout": res.Stdout.Text, "stderr": res.Stderr.Text})
 		os.Exit(0)
 	}
+	scratchHelper()
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {

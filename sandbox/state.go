@@ -693,7 +693,9 @@ func sweep() {
 	for _, d := range dead {
 		restoreSaved(filepath.Join(d, "guard.json"))
 		repoMetaSaved(filepath.Join(d, "repos.json"))
-		os.RemoveAll(d)
+		// The cgroups' processes are dead: directories the command made
+		// unreadable in its HOME or /tmp are opened up.
+		removeTree(d)
 	}
 }
 
