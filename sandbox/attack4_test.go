@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/shell"
 )
@@ -83,5 +84,103 @@ func TestAttack4ScratchRemoved(t *testing.T) {
 	}
 	if len(got.Runs) > 0 {
 		t.Errorf("the run's scratch directory is left behind: %v", got.Runs)
+	}
+}
+
+// warmOf is the run of the pool's one waiting sandbox.
+func warmOf(t *testing.T, pool *Pool) *run {
+	t.Helper()
+	pool.mu.Lock()
+	defer pool.mu.Unlock()
+	for _, w := range pool.warm {
+		return w.r
+	}
+	t.Fatal("no warm sandbox")
+	return nil
+}
+
+// TestAttack4KillWhileTaken: a warm sandbox whose init is killed at any
+// moment around its taking gives the call a result of its own (warm or,
+// the sandbox gone, cold), and leaves the workspace's session once.
+func TestAttack4KillWhileTaken(t *testing.T) {
+	for _, rung := range []Rung{RungBwrap, RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			pool := NewPool()
+			p := warmProfile(ws)
+			p.Rung = rung
+			poolRun(t, pool, "true", p)
+			for i := range 12 {
+				waitWarm(t, pool)
+				r := warmOf(t, pool)
+				go func() {
+					time.Sleep(time.Duration(i) * 150 * time.Microsecond)
+					r.cmd.Process.Kill()
+				}()
+				res := poolRun(t, pool, "echo hi", p)
+				t.Logf("%d: warm=%v %s %q", i, res.Warm, res.Status, res.Stdout.Text)
+				if res.Stdout.Text != "hi\n" && res.Status != Cancelled && res.Status != Failed {
+					t.Fatalf("%d: %+v", i, res)
+				}
+			}
+			done := make(chan struct{})
+			go func() { pool.Close(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close did not return")
+			}
+			s := sessionOf(ws)
+			s.mu.Lock()
+			refs := s.refs
+			s.mu.Unlock()
+			if refs != 0 {
+				t.Fatalf("the session is held by %d runs after every run ended", refs)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			l, _ := shell.Parse("echo cold")
+			if res, err := Run(ctx, l, Profile{Workspace: ws, Rung: rung}, nil, nil); err != nil || res.Stdout.Text != "cold\n" {
+				t.Fatalf("a run after: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+// TestAttack4CancelWhileTakingWaits: a taking that waits for another
+// process's hold of the workspace ends with its context, the init killed
+// meanwhile, and Close then returns.
+func TestAttack4CancelWhileTakingWaits(t *testing.T) {
+	requireRung(t, RungBwrap)
+	ws := workspaceDir(t)
+	pool := NewPool()
+	p := warmProfile(ws)
+	poolRun(t, pool, "true", p)
+	waitWarm(t, pool)
+	r := warmOf(t, pool)
+	unlock, err := lockWorkspace(context.Background(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		r.cmd.Process.Kill()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	l, _ := shell.Parse("echo hi")
+	began := time.Now()
+	res, err := pool.Run(ctx, l, p, nil, nil)
+	if err == nil || time.Since(began) > 3*time.Second {
+		t.Fatalf("the call: %+v %v after %v", res, err, time.Since(began))
+	}
+	done := make(chan struct{})
+	go func() { pool.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
 	}
 }
