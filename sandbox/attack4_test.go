@@ -184,3 +184,52 @@ func TestAttack4CancelWhileTakingWaits(t *testing.T) {
 		t.Fatal("Close did not return")
 	}
 }
+
+// TestAttack4InitNeverAnswers: a taking whose init never answers its
+// plan (stopped, here) ends with the call's context, and Close returns.
+func TestAttack4InitNeverAnswers(t *testing.T) {
+	for _, rung := range []Rung{RungBwrap, RungLandlock} {
+		t.Run(string(rung), func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			pool := NewPool()
+			p := warmProfile(ws)
+			p.Rung = rung
+			poolRun(t, pool, "true", p)
+			waitWarm(t, pool)
+			r := warmOf(t, pool)
+			// The init: bubblewrap's child on the bwrap rung.
+			pid := r.cmd.Process.Pid
+			if rung == RungBwrap {
+				data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+				fmt.Sscan(string(data), &pid)
+			}
+			syscall.Kill(pid, syscall.SIGSTOP)
+			defer syscall.Kill(pid, syscall.SIGCONT)
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			l, _ := shell.Parse("echo hi")
+			done := make(chan error, 1)
+			go func() {
+				res, err := pool.Run(ctx, l, p, nil, nil)
+				if err == nil && res.Status == OK {
+					err = fmt.Errorf("ran after its context ended: %+v", res)
+				}
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				t.Logf("the call: %v", err)
+			case <-time.After(3 * time.Second):
+				t.Fatal("the call outlived its context by seconds: the taking waits for the init's answer")
+			}
+			closed := make(chan struct{})
+			go func() { pool.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(3 * time.Second):
+				t.Fatal("Close did not return")
+			}
+		})
+	}
+}

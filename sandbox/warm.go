@@ -489,16 +489,29 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 		return fmt.Errorf("sending the plan: %v", err)
 	}
 	// One read: the answer is one write of the init's, and bubblewrap
-	// holds the pipe open after it.
+	// holds the pipe open after it. An init that does not answer
+	// (stopped, say) holds neither the call past its context nor the
+	// workspace's session for good: the read ends, and the sandbox is
+	// discarded, its session put back and left by its teardown.
 	answer := make([]byte, 4096)
+	r.readyR.SetReadDeadline(time.Now().Add(answerWait))
+	unwatch := context.AfterFunc(ctx, func() { r.readyR.SetReadDeadline(time.Now()) })
 	n, _ := r.readyR.Read(answer)
+	unwatch()
 	r.readyR.Close()
+	if n == 0 && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if n == 0 || answer[0] != 'y' {
 		return fmt.Errorf("the warm sandbox's view no longer holds: %s", answer[min(n, 1):n])
 	}
 	r.begin(ctx)
 	return nil
 }
+
+// answerWait bounds the wait for a warm sandbox's answer to its plan,
+// which its init gives within milliseconds.
+const answerWait = 10 * time.Second
 
 // writeSaved writes v into f, one of a warm sandbox's saved files, made
 // empty when it was started, and closes it.
