@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -44,34 +42,8 @@ func scratchHelper() {
 // directory and lists the cgroup hierarchies again.
 func TestAttack4ScratchRemoved(t *testing.T) {
 	requireRung(t, RungBwrap)
-	if os.Getuid() != 0 {
-		t.Skip("needs root, to run a helper as another user")
-	}
-	dir := t.TempDir()
-	os.Chmod(filepath.Dir(dir), 0o755)
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "sandbox.test")
-	src, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
-	ws, cache := filepath.Join(dir, "ws"), filepath.Join(dir, "cache")
-	for _, d := range []string{ws, cache} {
-		os.Mkdir(d, 0o700)
-		os.Chown(d, 65534, 65534)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"REIN_TEST_A4_WS=" + ws, "REIN_CACHE_DIR=" + cache, "HOME=" + cache, "PATH=/usr/bin:/bin",
-		"REIN_TEST_A4_LINE=sh -c 'mkdir -p $HOME/a/b $HOME/c && touch $HOME/a/b/f && chmod 000 $HOME/a/b $HOME/a && chmod 500 $HOME/c'"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the helper as nobody: %v: %s", err, out)
-	}
+	out := asNobody(t, "REIN_TEST_A4_WS=",
+		"REIN_TEST_A4_LINE=sh -c 'mkdir -p $HOME/a/b $HOME/c && touch $HOME/a/b/f && chmod 000 $HOME/a/b $HOME/a && chmod 500 $HOME/c'")
 	var got struct {
 		Status, Reason string
 		Runs           []string

@@ -4,13 +4,8 @@ package sandbox
 
 import (
 	"encoding/json"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -21,9 +16,6 @@ import (
 // them in the sandbox.
 func TestMasksOnlyReachable(t *testing.T) {
 	requireRung(t, RungBwrap)
-	if os.Getuid() != 0 {
-		t.Skip("needs root, to run a helper as another user")
-	}
 	private, err := privateSystemFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -35,34 +27,10 @@ func TestMasksOnlyReachable(t *testing.T) {
 	if !slices.Contains(private, "/etc/shadow") {
 		t.Fatalf("/etc/shadow is not among the private files: %v", private)
 	}
-	// The helper is this test binary, run as nobody from a directory it
-	// may enter, with a cache directory and a workspace of its own.
-	dir := t.TempDir()
-	// The test's temporary directories, which only root may enter.
-	os.Chmod(filepath.Dir(dir), 0o755)
-	os.Chmod(dir, 0o755)
-	bin := filepath.Join(dir, "sandbox.test")
-	src, err := os.Open(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst, _ := os.OpenFile(bin, os.O_CREATE|os.O_WRONLY, 0o755)
-	io.Copy(dst, src)
-	src.Close()
-	dst.Close()
-	ws, cache := filepath.Join(dir, "ws"), filepath.Join(dir, "cache")
-	for _, d := range []string{ws, cache} {
-		os.Mkdir(d, 0o700)
-		os.Chown(d, 65534, 65534)
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"REIN_TEST_MASKS_WS=" + ws, "REIN_CACHE_DIR=" + cache, "HOME=" + cache, "PATH=/usr/bin:/bin",
-		"REIN_TEST_MASKS_LINE=sh -c 'grep -c \" /etc/shadow \" /proc/self/mountinfo; cat /etc/shadow; ls /etc/ssl/private'"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the helper as nobody: %v: %s", err, out)
-	}
+	// The helper as nobody: its masks, and what a line printed through
+	// them.
+	out := asNobody(t, "REIN_TEST_MASKS_WS=",
+		"REIN_TEST_MASKS_LINE=sh -c 'grep -c \" /etc/shadow \" /proc/self/mountinfo; cat /etc/shadow; ls /etc/ssl/private'")
 	var got struct {
 		Masks          []string
 		Stdout, Stderr string
@@ -77,5 +45,35 @@ func TestMasksOnlyReachable(t *testing.T) {
 	}
 	if got.Stdout != "0\n" || !strings.Contains(got.Stderr, "/etc/shadow: Permission denied") || !strings.Contains(got.Stderr, "'/etc/ssl/private': Permission denied") {
 		t.Errorf("as nobody in the sandbox: stdout %q, stderr %q", got.Stdout, got.Stderr)
+	}
+}
+
+// TestMasksJudgedAgain: the masks' answer is kept only while the watch on
+// /etc vouches for the listing; a listing it does not vouch for (no
+// watch, or a change seen) judges every file's reach again.
+func TestMasksJudgedAgain(t *testing.T) {
+	defer watchEtc.Store(watchEtc.Load())
+	watchEtc.Store(true)
+	first, err := systemMasks(RungBwrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privateMu.Lock()
+	gen := privateGen
+	privateMu.Unlock()
+	if again, _ := systemMasks(RungBwrap); !slices.Equal(first, again) {
+		t.Fatalf("kept %v, first %v", again, first)
+	}
+	privateMu.Lock()
+	kept := privateGen == gen && etcWatch.on
+	// What a change the watch saw does: the watch is spent.
+	etcWatch.stop()
+	masksMemo.out = []string{"/stale"}
+	privateMu.Unlock()
+	if !kept {
+		t.Fatal("the second listing was not vouched for by the watch on /etc: the masks were judged again although nothing changed")
+	}
+	if again, _ := systemMasks(RungBwrap); !slices.Equal(first, again) {
+		t.Fatalf("after the watch was spent the masks are %v, not judged again (%v)", again, first)
 	}
 }

@@ -76,11 +76,19 @@ var privateMemo *privateEtc
 func privateSystemFiles() ([]string, error) {
 	privateMu.Lock()
 	defer privateMu.Unlock()
+	return privateSystemFilesLocked()
+}
+
+// privateSystemFilesLocked is privateSystemFiles with privateMu held.
+func privateSystemFilesLocked() ([]string, error) {
 	// A list read from the file may predate a chmod in place, which no
 	// stamp shows: the watch keeps it only as long as its age allows.
 	if privateMemo != nil && time.Since(privateMemo.At) < privateTTL && etcWatch.quiet() {
 		return privateMemo.Files, nil
 	}
+	// Not vouched for by the watch: what was judged of the files (their
+	// reach, systemMasks) is judged again.
+	privateGen++
 	files, err := privateSystemFilesStamped()
 	if err == nil {
 		// The watch is set on the directories the list was read from,
@@ -222,9 +230,17 @@ func dirStamp(p string) string {
 // sandbox as well, whose uid is the caller's and whose capabilities are
 // dropped, and needs no mount.
 func systemMasks(rung Rung) ([]string, error) {
-	private, err := privateSystemFiles()
+	privateMu.Lock()
+	defer privateMu.Unlock()
+	private, err := privateSystemFilesLocked()
 	if err != nil || rung != RungBwrap {
 		return private, err
+	}
+	// While the watch saw no change in /etc (a chmod, a chown, an ACL
+	// set are changes it sees), the files' reach is what it was: this
+	// process's credentials do not change.
+	if masksMemo.gen == privateGen && masksMemo.gen != 0 {
+		return masksMemo.out, nil
 	}
 	var out []string
 	for _, f := range private {
@@ -232,8 +248,20 @@ func systemMasks(rung Rung) ([]string, error) {
 			out = append(out, f)
 		}
 	}
+	masksMemo.gen, masksMemo.out = privateGen, out
 	return out, nil
 }
+
+// privateGen counts the listings of /etc's private files the watch did
+// not vouch for, and masksMemo is systemMasks' answer for one of them;
+// privateMu guards both.
+var (
+	privateGen uint64
+	masksMemo  struct {
+		gen uint64
+		out []string
+	}
+)
 
 // reachable reports whether this process could read, write or execute
 // path (enter it, a directory), were nothing masked.
