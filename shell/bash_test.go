@@ -213,6 +213,7 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 		type proc struct {
 			in       string
 			readFile bool
+			data     *string // a here-document's bytes on stdin
 			out, err bashSink
 		}
 		procs := make([]proc, len(p.Stages))
@@ -232,6 +233,11 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 					pc.err = pc.out
 					continue
 				}
+				if r.Op == Input {
+					d := r.Data
+					pc.data, pc.readFile = &d, false
+					continue
+				}
 				path, err := resolve(r.Path)
 				if err != nil {
 					return nil, err
@@ -244,7 +250,7 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 				}
 				switch {
 				case r.Op == Read:
-					pc.readFile, pc.in = true, path
+					pc.readFile, pc.in, pc.data = true, path, nil
 					if path != os.DevNull && !exists[path] {
 						content := "< " + r.Path
 						pr.setup.files[path] = content + "\n"
@@ -270,10 +276,15 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 			pc := procs[j]
 			var in []string
 			switch {
+			case pc.data != nil:
 			case pc.readFile && pc.in != os.DevNull:
 				in = files[pc.in]
 			case !pc.readFile && j > 0:
 				in = pipe
+			}
+			stdin := joinLines(in)
+			if pc.data != nil {
+				stdin = *pc.data
 			}
 			var next []string
 			write := func(s bashSink, text string) {
@@ -291,7 +302,7 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 			name := st.Argv[0]
 			pr.want.records = append(pr.want.records, bashRecord{
 				Cwd:   cwd,
-				Stdin: joinLines(in),
+				Stdin: stdin,
 				Argv:  slices.Clone(st.Argv),
 			})
 			write(pc.out, "1 "+name)
@@ -665,6 +676,9 @@ func dumpPlan(l *Line) string {
 			}
 			for _, r := range s.Redirects {
 				fmt.Fprintf(&sb, " {%d %s %q}", r.Fd, r.Op, r.Path)
+				if r.Op == Input {
+					fmt.Fprintf(&sb, "data(%q)", r.Data)
+				}
 			}
 		}
 	}

@@ -113,6 +113,8 @@ func checkPlanShape(l *Line, n int) error {
 					ok = (r.Fd == 1 || r.Fd == 2) && r.Path != ""
 				case DupStdout:
 					ok = r.Fd == 2 && r.Path == ""
+				case Input:
+					ok = r.Fd == 0 && r.Path == "" && (r.Data == "" || strings.HasSuffix(r.Data, "\n"))
 				}
 				if !ok || strings.IndexByte(r.Path, 0) >= 0 {
 					return fmt.Errorf("redirect %+v", r)

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -53,12 +55,16 @@ func (p Parser) Parse(line string) (*Line, error) {
 	b := builder{home: p.Home, line: line}
 	b.check(f)
 	if len(f.Stmts) == 0 && b.first == nil {
-		b.add(refuse(Syntax, 0, "empty line"))
+		if len(b.notes) > 0 {
+			b.add(refuse(Comment, 0, "the line is only a comment, and runs nothing"))
+		} else {
+			b.add(malformed(refuse(Syntax, 0, "empty line")))
+		}
 	}
 	if b.first != nil {
 		return nil, b.first
 	}
-	plan := &Line{}
+	plan := &Line{Notes: b.notes}
 	for i, st := range f.Stmts {
 		if i > 0 {
 			plan.Connectors = append(plan.Connectors, Seq)
@@ -69,6 +75,37 @@ func (p Parser) Parse(line string) (*Line, error) {
 		return nil, b.first
 	}
 	return plan, nil
+}
+
+// OpaqueShell is the program an opaque line runs under: bash, found on the
+// sandbox's PATH like any other program, given the line with -c.
+const OpaqueShell = "bash"
+
+// Plan returns the plan of line: the exact plan Parse makes when the line
+// is inside the grammar, or else, for a line bash would run, its opaque
+// plan: one stage, bash -c with the line as written, and Line.Opaque
+// naming the construct that made it opaque. The caller decides an opaque
+// plan as it decides bash -c (its deny rules and hard denies still see
+// the commands SimpleCommands can read), asks, and runs it confined. The
+// error is a *Refusal only for a line bash would reject too, or that no
+// program could receive (Refusal.Malformed).
+func (p Parser) Plan(line string) (*Line, error) {
+	plan, err := p.Parse(line)
+	if err == nil {
+		return plan, nil
+	}
+	var r *Refusal
+	if !errors.As(err, &r) || r.Malformed {
+		return nil, err
+	}
+	return Opaque(line, r), nil
+}
+
+// Opaque is the plan that runs line as opaque shell code: bash -c LINE,
+// with r the construct that kept it outside the grammar.
+func Opaque(line string, r *Refusal) *Line {
+	st := &Stage{Kind: Command, Argv: []string{OpaqueShell, "-c", line}, Source: line}
+	return &Line{Pipelines: []*Pipeline{{Stages: []*Stage{st}}}, Opaque: r}
 }
 
 // FromArgv builds the plan of one stage that spawns argv verbatim, as the
@@ -102,27 +139,28 @@ func (l *Line) Stages() []*Stage {
 // bytes (no program can receive one), invalid UTF-8, and overlong lines.
 func prescan(line string) *Refusal {
 	if len(line) > MaxLineBytes {
-		return refuse(Syntax, MaxLineBytes, fmt.Sprintf("the line is %d bytes, longer than the %d the grammar accepts", len(line), MaxLineBytes))
+		return malformedRefuse(Syntax, MaxLineBytes, fmt.Sprintf("the line is %d bytes, longer than the %d the grammar accepts", len(line), MaxLineBytes))
 	}
 	if i := strings.IndexByte(line, 0); i >= 0 {
-		return refuse(ControlCharacter, i, "a NUL byte cannot be passed to a program")
+		return malformedRefuse(ControlCharacter, i, "a NUL byte cannot be passed to a program")
 	}
 	if !utf8.ValidString(line) {
 		for i, r := range line {
 			if r == utf8.RuneError {
 				if _, n := utf8.DecodeRuneInString(line[i:]); n <= 1 {
-					return &Refusal{Construct: Syntax, Offset: i, Message: "the line is not valid UTF-8: pass arguments with such bytes through exec's argv"}
+					return &Refusal{Construct: Syntax, Offset: i, Message: "the line is not valid UTF-8: pass arguments with such bytes through exec's argv", Malformed: true}
 				}
 			}
 		}
 	}
 	// The tokeniser turns CR LF into LF even inside quotes, where bash
-	// keeps both bytes; refusing the pair keeps the argv honest.
+	// keeps both bytes; refusing the pair keeps the argv honest (as
+	// opaque code bash reads it as written).
 	if i := strings.Index(line, "\r\n"); i >= 0 {
 		return &Refusal{Construct: Newline, Offset: i, Message: "a carriage return right before a newline is not supported, even quoted: send one line per call, and pass such bytes through exec's argv"}
 	}
-	if strings.TrimLeft(line, " \t") == "" {
-		return refuse(Syntax, 0, "empty line")
+	if strings.TrimLeft(line, " \t\n") == "" {
+		return malformedRefuse(Syntax, 0, "empty line")
 	}
 	return nil
 }
@@ -141,12 +179,22 @@ func parseErrorRefusal(line string, err error) *Refusal {
 		off, text = int(le.Pos.Offset()), le.Feature+" is not supported"
 	}
 	if c, at, ok := firstNamedConstruct(line); ok && at <= off {
-		return refuse(c, at, "")
+		return malformed(refuse(c, at, ""))
 	}
 	if w := wordAt(line, off); reservedWords[w] {
-		return refuse(CompoundCommand, off, fmt.Sprintf("%q", w))
+		return malformed(refuse(CompoundCommand, off, fmt.Sprintf("%q", w)))
 	}
-	return refuse(Syntax, off, text)
+	return malformed(refuse(Syntax, off, text))
+}
+
+// malformed marks r as a refusal of a line bash would not run either.
+func malformed(r *Refusal) *Refusal {
+	r.Malformed = true
+	return r
+}
+
+func malformedRefuse(c Construct, offset int, detail string) *Refusal {
+	return malformed(refuse(c, offset, detail))
 }
 
 // wordAt returns the bare word starting at off, if any.
@@ -227,10 +275,18 @@ type builder struct {
 	home  string
 	line  string
 	first *Refusal
-	// quoted holds the byte ranges [from, to) inside quotes; newlines and
-	// control bytes are ordinary there.
+	// quoted holds the byte ranges [from, to) inside quotes, comments and
+	// here-document bodies; newlines and control bytes are ordinary there.
 	quoted [][2]int
+	// notes are the line's comments, said in words (Line.Notes).
+	notes []string
+	// braceWords counts the words the line's brace expansions make.
+	braceWords int
 }
+
+// maxBraceWords bounds the words brace expansion may make in one line;
+// past it the line is opaque rather than a plan of thousands of words.
+const maxBraceWords = 1000
 
 func (b *builder) add(r *Refusal) {
 	if r != nil && (b.first == nil || r.Offset < b.first.Offset) {
@@ -284,8 +340,18 @@ func (b *builder) check(f *syntax.File) {
 			}
 		case *syntax.Redirect:
 			b.add(checkRedirect(n))
+			if n.Hdoc != nil {
+				// The body is data, checked when the stage is built;
+				// its newlines are not separators.
+				b.quoted = append(b.quoted, [2]int{off(n.Hdoc.Pos()), off(n.Hdoc.End())})
+				b.add(b.checkWord(n.Word))
+				return false
+			}
 		case *syntax.Comment:
-			b.add(refuse(Comment, off(n.Hash), ""))
+			at := off(n.Hash)
+			end := at + 1 + len(n.Text)
+			b.quoted = append(b.quoted, [2]int{at, end})
+			b.notes = append(b.notes, fmt.Sprintf("the text from byte %d on (%s) is a comment and does not run", at, shortText(b.line[at:end])))
 		case *syntax.CmdSubst:
 			b.add(refuse(CommandSubstitution, off(n.Pos()), ""))
 			return false
@@ -330,10 +396,47 @@ func (b *builder) check(f *syntax.File) {
 	b.scanUnquoted()
 }
 
-// scanUnquoted refuses newlines, carriage returns and control bytes that
-// stand outside quotes. The tokeniser treats a newline as a separator and
-// drops a backslash-newline; neither may pass silently.
+// checkWord refuses what a here-document's delimiter word may not hold:
+// anything but literal text and quotes.
+func (b *builder) checkWord(w *syntax.Word) *Refusal {
+	if w == nil {
+		return nil
+	}
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return refuse(ParameterExpansion, off(p.Pos()), "$'...' as a here-document delimiter")
+			}
+		case *syntax.DblQuoted:
+			for _, dp := range p.Parts {
+				if _, ok := dp.(*syntax.Lit); !ok || p.Dollar {
+					return refuse(Heredoc, off(p.Pos()), "an expansion in a here-document delimiter")
+				}
+			}
+		default:
+			return refuse(Heredoc, off(part.Pos()), "an expansion in a here-document delimiter")
+		}
+	}
+	return nil
+}
+
+// shortText is s on one line and at most 40 bytes, for a note.
+func shortText(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
+}
+
+// scanUnquoted refuses carriage returns and control bytes that stand
+// outside quotes, comments and here-document bodies. A newline there is a
+// separator (or, after a backslash, nothing), as the tokeniser reads it
+// and bash does.
 func (b *builder) scanUnquoted() {
+	slices.SortFunc(b.quoted, func(x, y [2]int) int { return x[0] - y[0] })
 	q := 0
 	for i := 0; i < len(b.line); i++ {
 		for q < len(b.quoted) && b.quoted[q][1] <= i {
@@ -344,8 +447,9 @@ func (b *builder) scanUnquoted() {
 			continue
 		}
 		switch c := b.line[i]; {
-		case c == '\n' || c == '\r':
-			b.add(refuse(Newline, i, ""))
+		case c == '\n':
+		case c == '\r':
+			b.add(refuse(Newline, i, "a carriage return"))
 			return
 		case c < 0x20 && c != '\t', c == 0x7f:
 			b.add(refuse(ControlCharacter, i, fmt.Sprintf("byte 0x%02x", c)))
@@ -361,7 +465,10 @@ func checkRedirect(r *syntax.Redirect) *Refusal {
 	}
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
-		return refuse(Heredoc, at, "")
+		if r.N == nil {
+			return nil
+		}
+		return refuse(Heredoc, at, fmt.Sprintf("%q feeds a descriptor other than standard input", redirText(r)))
 	case syntax.RdrOut, syntax.AppOut:
 		if r.N == nil || r.N.Value == "2" {
 			return nil
@@ -464,12 +571,23 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		return s
 	}
 	for _, w := range words {
-		s.Argv = append(s.Argv, b.word(w))
+		s.Argv = append(s.Argv, b.words(w)...)
 	}
+	end := off(words[len(words)-1].End())
 	for _, r := range st.Redirs {
 		s.Redirects = append(s.Redirects, b.redirect(r))
+		if r.Word != nil {
+			end = max(end, off(r.Word.End()))
+		}
+	}
+	if begin := min(s.Offset, off(words[0].Pos())); begin <= end && end <= len(b.line) {
+		s.Source = b.line[begin:end]
 	}
 	at := off(words[0].Pos())
+	if len(s.Argv) == 0 {
+		b.add(refuse(Syntax, at, "the words expand to nothing: name a program to run"))
+		return s
+	}
 	switch name := s.Argv[0]; {
 	case name == "":
 		b.add(refuse(Syntax, at, "the program name is empty"))
@@ -503,6 +621,8 @@ func (b *builder) timeWords(c *syntax.TimeClause) []*syntax.Word {
 func (b *builder) cd(s *Stage, words []*syntax.Word) {
 	s.Kind = Cd
 	switch {
+	case len(s.Argv) != len(words):
+		b.add(refuse(Syntax, s.Offset, "cd takes one directory, and its braces make another number of words"))
 	case len(words) > 2:
 		b.add(refuse(Syntax, off(words[2].Pos()), "cd takes one directory"))
 	case len(s.Redirects) > 0:
@@ -520,6 +640,10 @@ func (b *builder) cd(s *Stage, words []*syntax.Word) {
 func (b *builder) redirect(r *syntax.Redirect) Redirect {
 	out := Redirect{}
 	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc:
+		return Redirect{Op: Input, Data: b.heredoc(r)}
+	case syntax.WordHdoc:
+		return Redirect{Op: Input, Data: b.single(r.Word) + "\n"}
 	case syntax.RdrIn:
 		out.Op = Read
 	case syntax.RdrOut:
@@ -534,33 +658,323 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 	if r.N != nil && r.N.Value == "2" {
 		out.Fd = 2
 	}
-	out.Path = b.word(r.Word)
+	at := off(r.Word.Pos())
+	out.Path = b.single(r.Word)
 	if out.Path == "" {
-		b.add(refuse(Syntax, off(r.Word.Pos()), "the redirect target is empty"))
+		b.add(refuse(Syntax, at, "the redirect target is empty"))
 	}
 	return out
 }
 
-// word performs rein's quote removal and tilde expansion on one word and
-// refuses every byte that a shell would expand.
-func (b *builder) word(w *syntax.Word) string {
+// words performs brace expansion as bash does, then quote removal and
+// tilde expansion on each word it makes, refusing every byte that a shell
+// would expand otherwise. A word without a brace expansion is one word.
+func (b *builder) words(w *syntax.Word) []string {
+	at := off(w.Pos())
+	if !syntax.SplitBraces(w) {
+		return []string{b.word(w)}
+	}
+	if r := checkBraces(w, at); r != nil {
+		b.add(r)
+		return nil
+	}
+	var out []string
+	for x, err := range expand.BracesSeq(nil, w) {
+		b.braceWords++
+		if err != nil || b.braceWords > maxBraceWords {
+			b.add(refuse(BraceGroup, at, fmt.Sprintf("brace expansion makes more than %d words in the line", maxBraceWords)))
+			return nil
+		}
+		// bash drops a word the expansion left empty, unless quotes
+		// made it.
+		if v := b.word(x); v != "" || hasQuotes(x) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// hasQuotes reports whether a word holds a quoted part.
+func hasQuotes(w *syntax.Word) bool {
+	return slices.ContainsFunc(w.Parts, func(p syntax.WordPart) bool {
+		switch p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		}
+		return false
+	})
+}
+
+// checkBraces refuses the brace expansions whose words rein does not make
+// as bash does: a letter sequence that crosses from upper to lower case
+// (bash makes the punctuation between them, some of it quoted).
+func checkBraces(w *syntax.Word, at int) *Refusal {
+	var bad *Refusal
+	var walk func(parts []syntax.WordPart)
+	walk = func(parts []syntax.WordPart) {
+		for _, p := range parts {
+			br, ok := p.(*syntax.BraceExp)
+			if !ok || bad != nil {
+				continue
+			}
+			if br.Sequence {
+				from, to := br.Elems[0].Lit(), br.Elems[1].Lit()
+				if len(from) == 1 && len(to) == 1 && isLetter(from[0]) && isLetter(to[0]) && isUpper(from[0]) != isUpper(to[0]) {
+					bad = refuse(BraceGroup, at, fmt.Sprintf("the sequence {%s..%s} crosses between upper and lower case", from, to))
+				}
+			}
+			for _, e := range br.Elems {
+				walk(e.Parts)
+			}
+		}
+	}
+	walk(w.Parts)
+	return bad
+}
+
+func isLetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+func isUpper(c byte) bool  { return 'A' <= c && c <= 'Z' }
+
+// heredoc returns the bytes a here-document feeds to standard input, as
+// bash makes them: <<- strips the leading tabs of every line; with the
+// delimiter unquoted, \$ \` \\ lose their backslash and a backslash-newline
+// joins two lines, and anything that would expand is refused by name.
+func (b *builder) heredoc(r *syntax.Redirect) string {
+	raw, ok := b.heredocBody(r)
+	if !ok {
+		b.add(refuse(Heredoc, off(r.OpPos), "the here-document's body cannot be read as bash reads it"))
+		return ""
+	}
+	if r.Hdoc != nil {
+		for _, p := range r.Hdoc.Parts {
+			if _, ok := p.(*syntax.Lit); !ok {
+				b.add(refuse(expansionOf(p), off(p.Pos()), "in a here-document body"))
+				return ""
+			}
+		}
+	}
+	if r.Op == syntax.DashHdoc {
+		lines := strings.SplitAfter(raw, "\n")
+		for i, l := range lines {
+			lines[i] = strings.TrimLeft(l, "\t")
+		}
+		raw = strings.Join(lines, "")
+	}
+	if quotedDelimiter(r.Word) {
+		return raw
+	}
+	base := 0
+	if r.Hdoc != nil {
+		base = off(r.Hdoc.Pos())
+	}
 	var sb strings.Builder
-	assign := assignmentLike(w)
-	for i, part := range w.Parts {
-		switch p := part.(type) {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		next := byte(0)
+		if i+1 < len(raw) {
+			next = raw[i+1]
+		}
+		switch {
+		case c == '\\' && next != 0 && strings.IndexByte("$`\\", next) >= 0:
+			sb.WriteByte(next)
+			i++
+		case c == '\\' && next == '\n':
+			i++
+		case c == '$' && !literalDollar(next):
+			b.add(refuse(ParameterExpansion, base+i, "in a here-document body whose delimiter is unquoted: quote the delimiter (<<'EOF') to keep the body as it is"))
+			return ""
+		case c == '`':
+			b.add(refuse(CommandSubstitution, base+i, "in a here-document body whose delimiter is unquoted: quote the delimiter (<<'EOF') to keep the body as it is"))
+			return ""
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
+}
+
+// heredocBody reads a here-document's body from the line as bash does:
+// the lines after the one that holds the redirect, up to the first line
+// that is the delimiter (after its leading tabs, for <<-). The body is
+// read a second way, from the tokeniser's parts, and the two must agree,
+// or ok is false.
+func (b *builder) heredocBody(r *syntax.Redirect) (raw string, ok bool) {
+	if r.Hdoc == nil || len(r.Hdoc.Parts) == 0 {
+		return "", true
+	}
+	delim := delimiterText(r.Word)
+	var sb strings.Builder
+	rest := b.line[min(off(r.Hdoc.Pos()), len(b.line)):]
+	for found := false; !found; {
+		l, after, more := strings.Cut(rest, "\n")
+		cmp := l
+		if r.Op == syntax.DashHdoc {
+			cmp = strings.TrimLeft(l, "\t")
+		}
+		switch {
+		case cmp == delim:
+			found = true
+		case !more:
+			return "", false // bash warns and takes the end of input
+		default:
+			sb.WriteString(l + "\n")
+			rest = after
+		}
+	}
+	raw = sb.String()
+	var parts strings.Builder
+	for _, p := range r.Hdoc.Parts {
+		if l, ok := p.(*syntax.Lit); ok {
+			parts.WriteString(l.Value)
+		} else {
+			// An expansion: the body is refused by name; its text need
+			// not agree.
+			return raw, true
+		}
+	}
+	joined := raw
+	if !quotedDelimiter(r.Word) {
+		joined = strings.ReplaceAll(raw, "\\\n", "")
+	}
+	return raw, strings.TrimRight(parts.String(), "\t") == strings.TrimRight(joined, "\t")
+}
+
+// delimiterText is a here-document's delimiter after quote removal.
+func delimiterText(w *syntax.Word) string {
+	var sb strings.Builder
+	for _, p := range w.Parts {
+		switch p := p.(type) {
 		case *syntax.Lit:
-			b.unquoted(&sb, p, i == 0, i == len(w.Parts)-1, assign)
+			for i := 0; i < len(p.Value); i++ {
+				if p.Value[i] == '\\' && i+1 < len(p.Value) {
+					i++
+				}
+				sb.WriteByte(p.Value[i])
+			}
 		case *syntax.SglQuoted:
 			sb.WriteString(p.Value)
 		case *syntax.DblQuoted:
 			for _, dp := range p.Parts {
 				if l, ok := dp.(*syntax.Lit); ok {
-					b.doubleQuoted(&sb, l)
+					sb.WriteString(l.Value)
 				}
 			}
 		}
 	}
 	return sb.String()
+}
+
+// quotedDelimiter reports whether a here-document's delimiter has any
+// quoting, which keeps bash from expanding anything in the body.
+func quotedDelimiter(w *syntax.Word) bool {
+	if w == nil {
+		return false
+	}
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			return true
+		case *syntax.Lit:
+			if strings.IndexByte(p.Value, '\\') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// expansionOf names the construct of a word part that expands.
+func expansionOf(p syntax.WordPart) Construct {
+	switch p.(type) {
+	case *syntax.CmdSubst:
+		return CommandSubstitution
+	case *syntax.ArithmExp:
+		return Arithmetic
+	case *syntax.ProcSubst:
+		return ProcessSubstitution
+	}
+	return ParameterExpansion
+}
+
+// word performs rein's quote removal and tilde expansion on one word and
+// refuses every byte that a shell would expand. A brace expansion in it
+// (a redirect's target, say) is refused: bash would make several words of
+// one that must be one.
+func (b *builder) word(w *syntax.Word) string {
+	var sb strings.Builder
+	assign := assignmentLike(w)
+	glob := bracketGlob(w)
+	for i, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+			b.unquoted(&sb, p, i == 0, i == len(w.Parts)-1, assign, glob, nextByte(w.Parts, i))
+		case *syntax.SglQuoted:
+			sb.WriteString(p.Value)
+		case *syntax.DblQuoted:
+			for j, dp := range p.Parts {
+				if l, ok := dp.(*syntax.Lit); ok {
+					b.doubleQuoted(&sb, l, nextByte(p.Parts, j))
+				}
+			}
+		}
+	}
+	return sb.String()
+}
+
+// single is word for a place that takes one word (a redirect's target, a
+// here-string): a brace expansion there, which bash would make several
+// words of, is refused.
+func (b *builder) single(w *syntax.Word) string {
+	at := off(w.Pos())
+	if syntax.SplitBraces(w) {
+		b.add(refuse(BraceGroup, at, "brace expansion where one word is needed"))
+		return ""
+	}
+	return b.word(w)
+}
+
+// nextByte is the first byte of the part after parts[i] when it is
+// literal text, 0 when there is none, and 0xff when it is something else.
+func nextByte(parts []syntax.WordPart, i int) byte {
+	if i+1 >= len(parts) {
+		return 0
+	}
+	if l, ok := parts[i+1].(*syntax.Lit); ok && l.Value != "" {
+		return l.Value[0]
+	}
+	return 0xff
+}
+
+// literalDollar reports whether a $ followed by next (0 for nothing) is a
+// literal $ to bash: only before the end of a word, a blank, or one of a
+// few bytes that start no expansion.
+func literalDollar(next byte) bool {
+	return next == 0 || strings.IndexByte(" \t\n/.,:%+=]}~^", next) >= 0
+}
+
+// bracketGlob reports whether w holds an unquoted [ with an unquoted ]
+// after it: bash globs such a word, and leaves a lone [ or ] as it is.
+func bracketGlob(w *syntax.Word) bool {
+	open := false
+	for _, part := range w.Parts {
+		l, ok := part.(*syntax.Lit)
+		if !ok {
+			continue
+		}
+		for j := 0; j < len(l.Value); j++ {
+			switch l.Value[j] {
+			case '\\':
+				j++
+			case '[':
+				open = true
+			case ']':
+				if open {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // assignmentLike reports whether w starts with NAME= unquoted; bash expands
@@ -577,7 +991,7 @@ func assignmentLike(w *syntax.Word) bool {
 	return eq > 0 && syntax.ValidName(l.Value[:eq])
 }
 
-func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPart, assign bool) {
+func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPart, assign, glob bool, after byte) {
 	v, base := l.Value, off(l.Pos())
 	// In an assignment-like word bash also expands a tilde right after the
 	// first = and after any later unquoted :.
@@ -600,13 +1014,18 @@ func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPa
 				sb.WriteByte(c)
 			}
 		case c == '$':
-			b.add(refuse(ParameterExpansion, base+j, ""))
+			next := after
+			if j+1 < len(v) {
+				next = v[j+1]
+			}
+			if !literalDollar(next) {
+				b.add(refuse(ParameterExpansion, base+j, ""))
+			}
+			sb.WriteByte(c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, ""))
-		case c == '*' || c == '?' || c == '[' || c == ']':
+		case c == '*' || c == '?' || (glob && (c == '[' || c == ']')):
 			b.add(refuse(Glob, base+j, fmt.Sprintf("unquoted %q", c)))
-		case c == '{' || c == '}':
-			b.add(refuse(BraceGroup, base+j, fmt.Sprintf("unquoted %q", c)))
 		case c == '#' && wordStart && j == 0:
 			b.add(refuse(Comment, base+j, ""))
 		case c == '\n' || c == '\r':
@@ -652,7 +1071,7 @@ func (b *builder) tilde(sb *strings.Builder, s string, at int, lastPart, assign 
 
 // doubleQuoted removes the quoting inside "...": \" \\ \` \$ are escapes,
 // backslash-newline disappears, every other backslash stays.
-func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit) {
+func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit, after byte) {
 	v, base := l.Value, off(l.Pos())
 	for j := 0; j < len(v); j++ {
 		c := v[j]
@@ -663,7 +1082,14 @@ func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit) {
 		case c == '\\' && j+1 < len(v) && v[j+1] == '\n':
 			j++
 		case c == '$':
-			b.add(refuse(ParameterExpansion, base+j, "inside double quotes"))
+			next := after
+			if j+1 < len(v) {
+				next = v[j+1]
+			}
+			if !literalDollar(next) {
+				b.add(refuse(ParameterExpansion, base+j, "inside double quotes"))
+			}
+			sb.WriteByte(c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, "inside double quotes"))
 		default:

@@ -1,7 +1,9 @@
 package shell
 
 import (
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,6 +41,8 @@ func rErrOut(path string) Redirect { return Redirect{Fd: 2, Op: Truncate, Path: 
 func rErrApp(path string) Redirect { return Redirect{Fd: 2, Op: Append, Path: path} }
 
 var rDupErr = Redirect{Fd: 2, Op: DupStdout}
+
+func rData(data string) Redirect { return Redirect{Op: Input, Data: data} }
 
 var planCases = []struct {
 	line string
@@ -103,6 +107,93 @@ var planCases = []struct {
 	{"cmd a#b HEAD~1 50% a@b", lineOf(pipeOf(cmdStage(0, "cmd", "a#b", "HEAD~1", "50%", "a@b")))},
 	{"cmd héllo '日本'", lineOf(pipeOf(cmdStage(0, "cmd", "héllo", "日本")))},
 	{"'my cmd' x", lineOf(pipeOf(cmdStage(0, "my cmd", "x")))},
+
+	// a lone [ and ], a literal $, braces bash leaves alone or expands
+	{"[ -f x ] && cmd", lineOf(pipeOf(cmdStage(0, "[", "-f", "x", "]")), And, pipeOf(cmdStage(12, "cmd")))},
+	{"grep -n foo$ a$/b", lineOf(pipeOf(cmdStage(0, "grep", "-n", "foo$", "a$/b")))},
+	{"git stash show -p stash@{0}", lineOf(pipeOf(cmdStage(0, "git", "stash", "show", "-p", "stash@{0}")))},
+	{"find . -exec grep -l x {} \\;", lineOf(pipeOf(cmdStage(0, "find", ".", "-exec", "grep", "-l", "x", "{}", ";")))},
+	{"cmd a{b,c}d {1..3} ~/{x,y}", lineOf(pipeOf(cmdStage(0, "cmd", "abd", "acd", "1", "2", "3", testHome+"/x", testHome+"/y")))},
+
+	// here-documents and here-strings
+	{"cat <<'EOF' > f\na $b\nEOF", lineOf(pipeOf(redirected(cmdStage(0, "cat"), rData("a $b\n"), rOut("f"))))},
+	{"python3 <<EOF\nprint(1)\nEOF\ncmd", lineOf(pipeOf(redirected(cmdStage(0, "python3"), rData("print(1)\n"))), Seq, pipeOf(cmdStage(27, "cmd")))},
+	{"cat <<-EOF\n\ta\n\t\tb\n\tEOF", lineOf(pipeOf(redirected(cmdStage(0, "cat"), rData("a\nb\n"))))},
+	{"cat <<< 'x y'", lineOf(pipeOf(redirected(cmdStage(0, "cat"), rData("x y\n"))))},
+	{"cat <<EOF\n\\$x \\\\ \\q\nEOF", lineOf(pipeOf(redirected(cmdStage(0, "cat"), rData("$x \\ \\q\n"))))},
+
+	// newlines, comments
+	{"cmd a\ncmd b\n", lineOf(pipeOf(cmdStage(0, "cmd", "a")), Seq, pipeOf(cmdStage(6, "cmd", "b")))},
+	{"curl x \\\n  -H y", lineOf(pipeOf(cmdStage(0, "curl", "x", "-H", "y")))},
+	{"git checkout a.py  # revert", lineOf(pipeOf(cmdStage(0, "git", "checkout", "a.py")))},
+}
+
+// TestPlanOpaque checks which lines Plan runs as opaque code, which it
+// still refuses, and what an opaque plan holds.
+func TestPlanOpaque(t *testing.T) {
+	cases := []struct {
+		line      string
+		construct Construct // "" for an exact plan
+		refused   bool      // a line bash would reject: no plan at all
+	}{
+		{"go test ./...", "", false},
+		{"cat > f <<EOF\n$HOME\nEOF", ParameterExpansion, false},
+		{"for f in a b; do echo $f; done", CompoundCommand, false},
+		{"ls *.py", Glob, false},
+		{"FOO=1 cmd", Assignment, false},
+		{"cmd &", Background, false},
+		{"# only a comment", Comment, false},
+		{"cd a b", Syntax, false},
+		{"a\rb", Newline, false},
+		{"cmd 'unterminated", Syntax, true},
+		{"a &&", Syntax, true},
+		{"", Syntax, true},
+		{"cmd \x00", ControlCharacter, true},
+		{"cmd \xff", Syntax, true},
+		{"cat <<EOF\nno end", Heredoc, true},
+	}
+	for _, c := range cases {
+		l, err := Parser{Home: testHome}.Plan(c.line)
+		switch {
+		case c.refused:
+			var r *Refusal
+			if l != nil || !errors.As(err, &r) || !r.Malformed || r.Construct != c.construct {
+				t.Errorf("Plan(%q) = %s, %v; want a malformed refusal naming %s", c.line, dumpPlan(l), err, c.construct)
+			}
+		case err != nil:
+			t.Errorf("Plan(%q): %v", c.line, err)
+		case c.construct == "":
+			if l.Opaque != nil {
+				t.Errorf("Plan(%q) is opaque (%v), want an exact plan", c.line, l.Opaque)
+			}
+		default:
+			st := l.Stages()
+			if l.Opaque == nil || l.Opaque.Construct != c.construct || len(st) != 1 ||
+				!slices.Equal(st[0].Argv, []string{"bash", "-c", c.line}) || len(st[0].Redirects) != 0 {
+				t.Errorf("Plan(%q) = %s opaque %v, want bash -c LINE naming %s", c.line, dumpPlan(l), l.Opaque, c.construct)
+			}
+		}
+	}
+}
+
+// TestNotesAndSource checks that a comment is said in the plan's notes and
+// that each stage keeps the words it was written with.
+func TestNotesAndSource(t *testing.T) {
+	l, err := Parser{Home: testHome}.Parse("rm -rf ~  # tidy up\ncat <<'EOF' > f\nbody\nEOF")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"the text from byte 10 on (# tidy up) is a comment and does not run"}
+	if !slices.Equal(l.Notes, want) {
+		t.Errorf("Notes = %q, want %q", l.Notes, want)
+	}
+	st := l.Stages()
+	if st[0].Source != "rm -rf ~" || st[0].Argv[2] != testHome {
+		t.Errorf("stage 0 Source %q Argv %q", st[0].Source, st[0].Argv)
+	}
+	if st[1].Source != "cat <<'EOF' > f" {
+		t.Errorf("stage 1 Source %q, want the stage without its body", st[1].Source)
+	}
 }
 
 func TestParsePlans(t *testing.T) {
@@ -139,9 +230,9 @@ func TestStageOffsets(t *testing.T) {
 			switch {
 			case o <= prev || o >= len(e.line):
 				t.Errorf("line %q: stage %d at offset %d after %d", e.line, i, o, prev)
-			case strings.IndexByte(" \t;|&", e.line[o]) >= 0:
+			case strings.IndexByte(" \t\n;|&", e.line[o]) >= 0:
 				t.Errorf("line %q: stage %d offset %d is on %q", e.line, i, o, e.line[o])
-			case o > 0 && strings.IndexByte(" \t;|&", e.line[o-1]) < 0:
+			case o > 0 && strings.IndexByte(" \t\n;|&", e.line[o-1]) < 0:
 				t.Errorf("line %q: stage %d offset %d is inside a word", e.line, i, o)
 			}
 			prev = o

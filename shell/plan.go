@@ -19,6 +19,20 @@ package shell
 type Line struct {
 	Pipelines  []*Pipeline
 	Connectors []Connector
+
+	// Opaque, when set, says the line is outside the grammar: its plan is
+	// one stage, bash -c with the line as written, and Opaque names the
+	// first construct that kept rein from making an exact plan of it. Only
+	// Parser.Plan makes such a line; Parse refuses it instead.
+	//
+	//	cat > f <<EOF ⏎ $HOME ⏎ EOF  =>  bash -c 'cat > f <<EOF ⏎ $HOME ⏎ EOF'
+	Opaque *Refusal `json:",omitempty"`
+
+	// Notes say what in the line runs nothing: each comment, by where it
+	// starts.
+	//
+	//	git checkout a.py  # revert  =>  ["the text from byte 19 on (# revert) is a comment and does not run"]
+	Notes []string `json:",omitempty"`
 }
 
 // Connector joins two pipelines.
@@ -104,6 +118,14 @@ type Stage struct {
 
 	// Offset is the byte offset of the stage's first word in the line.
 	Offset int
+
+	// Source is the stage as the line writes it, from its first word to
+	// the end of its last word or redirect (a here-document's body not
+	// included): what a decision shows, so that ~ reads as ~ and not only
+	// as the HOME it became.
+	//
+	//	rm -rf ~  =>  "rm -rf ~" (Argv ["rm", "-rf", "/run/rein/home"])
+	Source string `json:",omitempty"`
 }
 
 // RedirectOp is what a redirect does with its file descriptor.
@@ -118,6 +140,9 @@ const (
 	Append
 	// DupStdout makes fd 2 a copy of the current fd 1: 2>&1
 	DupStdout
+	// Input feeds Data to fd 0: a here-document (<<, <<-) or a
+	// here-string (<<<), its bytes known before anything runs.
+	Input
 )
 
 // String returns the operator as written in a line for fd 1 (or 0).
@@ -131,6 +156,8 @@ func (o RedirectOp) String() string {
 		return ">>"
 	case DupStdout:
 		return ">&1"
+	case Input:
+		return "<<"
 	}
 	return "?"
 }
@@ -141,8 +168,15 @@ type Redirect struct {
 	Fd int
 	Op RedirectOp
 	// Path is the target after quote removal and tilde expansion; empty
-	// for DupStdout.
+	// for DupStdout and Input.
 	Path string
+	// Data is what Input feeds to fd 0, byte for byte: a here-document's
+	// body after bash's own processing (tabs stripped for <<-, escapes
+	// removed where the delimiter is unquoted), or a here-string's word
+	// and a newline.
+	//
+	//	cat <<'EOF' ⏎ a $b ⏎ EOF  =>  "a $b\n"
+	Data string `json:",omitempty"`
 }
 
 // IsWrite reports whether the redirect opens its path for writing.

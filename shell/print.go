@@ -7,6 +7,7 @@ import "strings"
 // set is single-quoted, so nothing in the printed line is expanded.
 func (l *Line) String() string {
 	var sb strings.Builder
+	var bodies []string
 	for i, p := range l.Pipelines {
 		if i > 0 {
 			sb.WriteString(" " + l.Connectors[i-1].String() + " ")
@@ -15,26 +16,42 @@ func (l *Line) String() string {
 			if j > 0 {
 				sb.WriteString(" | ")
 			}
-			s.print(&sb)
+			bodies = s.print(&sb, bodies)
 		}
 	}
+	writeBodies(&sb, bodies)
 	return sb.String()
 }
 
 // String prints one stage as it would appear in a line.
 func (s *Stage) String() string {
 	var sb strings.Builder
-	s.print(&sb)
+	writeBodies(&sb, s.print(&sb, nil))
 	return sb.String()
 }
 
-func (s *Stage) print(sb *strings.Builder) {
+// heredocDelimiter ends the here-documents a printed line carries: it is
+// never a line of their bodies, which are empty or do not end with a
+// newline (the rest print as here-strings).
+const heredocDelimiter = "REIN_EOF"
+
+// writeBodies appends the bodies of the here-documents a printed line
+// holds, each closed by its delimiter, after the line.
+func writeBodies(sb *strings.Builder, bodies []string) {
+	for _, b := range bodies {
+		sb.WriteString("\n" + b + heredocDelimiter)
+	}
+}
+
+// print writes the stage and returns bodies with the bodies of its
+// here-documents added.
+func (s *Stage) print(sb *strings.Builder, bodies []string) []string {
 	if s.Kind == Cd {
 		sb.WriteString("cd")
 		if s.Dir != "" {
 			sb.WriteString(" " + Quote(s.Dir))
 		}
-		return
+		return bodies
 	}
 	for i, a := range s.Argv {
 		switch {
@@ -51,8 +68,17 @@ func (s *Stage) print(sb *strings.Builder) {
 	}
 	for _, r := range s.Redirects {
 		sb.WriteByte(' ')
-		if r.Op == DupStdout {
+		switch {
+		case r.Op == DupStdout:
 			sb.WriteString("2>&1")
+			continue
+		case r.Op == Input && strings.HasSuffix(r.Data, "\n"):
+			// A here-string adds the newline the data ends with.
+			sb.WriteString("<<< " + Quote(strings.TrimSuffix(r.Data, "\n")))
+			continue
+		case r.Op == Input:
+			sb.WriteString("<<'" + heredocDelimiter + "'")
+			bodies = append(bodies, r.Data)
 			continue
 		}
 		if r.Fd == 2 {
@@ -60,6 +86,7 @@ func (s *Stage) print(sb *strings.Builder) {
 		}
 		sb.WriteString(r.Op.String() + " " + Quote(r.Path))
 	}
+	return bodies
 }
 
 // Quote returns s as one word of a line: unchanged when every byte is in

@@ -36,6 +36,10 @@ type Refusal struct {
 	Offset int `json:"offset"`
 	// Message is one sentence a model can act on.
 	Message string `json:"message"`
+	// Malformed says bash would not run the line either (it does not
+	// parse), or no program could receive it (a NUL byte, invalid UTF-8,
+	// past MaxLineBytes): such a line has no opaque plan.
+	Malformed bool `json:"malformed,omitempty"`
 }
 
 func (r *Refusal) Error() string {
@@ -49,16 +53,16 @@ var hints = map[Construct]string{
 	Arithmetic:          "arithmetic expansion is not supported: compute the value first and write it literally",
 	ProcessSubstitution: "process substitution is not supported: write the inner command's output to a file first, then name the file",
 	Subshell:            "subshells are not supported: run the commands directly, joined with ; && or ||",
-	BraceGroup:          "braces are not supported unquoted: write '{}' for a literal brace, or run the commands directly",
-	Heredoc:             "here-documents and here-strings are not supported: write the text to a file first and redirect from it with <",
+	BraceGroup:          "brace groups { ...; } are not supported, and brace expansion only where it makes at most 1000 words: run the commands directly, or quote the braces",
+	Heredoc:             "only a here-document or here-string on standard input, with a literal delimiter, is read as data",
 	Background:          "running in the background with & is not supported: use shell_start for long-running work, or join commands with ;",
 	UnsupportedRedirect: "only >, >>, <, 2>, 2>> and 2>&1 are supported",
 	CompoundCommand:     "shell control flow (if, for, while, case, functions, !, [[ ]]) is not supported: run one command per stage and join stages with ; && or ||",
 	Glob:                "glob patterns are not expanded: name the paths explicitly (find them first with find or list_dir), or quote the character",
 	Assignment:          "environment assignments are not supported on the line: pass environment through the API; as an argument (make CC=gcc) it is fine",
 	TildeUser:           "only ~ and ~/path are supported: write the directory's path",
-	Comment:             "comments are not supported: remove the # and everything after it, or quote the #",
-	Newline:             "a line must not contain unquoted newlines: send one line per call, or join commands with ;",
+	Comment:             "a # inside a word's first byte here is not read as a comment: quote the #",
+	Newline:             "a carriage return outside quotes is not read: end lines with a newline alone",
 	ShellBuiltin:        "there is no shell to hold the effect of this builtin: pass environment through the API and run programs directly",
 	ControlCharacter:    "unquoted control characters are not supported: quote the argument that holds it",
 	Syntax:              "the line is not well formed",
