@@ -73,6 +73,9 @@ type Decision struct {
 	Verdict *policy.Verdict
 	// UpdatedInput, when set, is the tool input Claude Code runs instead.
 	UpdatedInput map[string]any
+	// Opaque, for a command outside rein's grammar, names the construct
+	// that made it opaque shell code: asked, and only ever run confined.
+	Opaque *shell.Refusal
 }
 
 // Output is the decision as Claude Code reads it.
@@ -247,9 +250,9 @@ func decideBash(p *policy.Policy, in *Input, cmd string) Decision {
 	if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
 		return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
 	}
-	line, err := shell.Parser{Home: p.Home}.Parse(cmd)
+	line, err := shell.Parser{Home: p.Home}.Plan(cmd)
 	if err != nil {
-		return Denied("refused by rein's grammar: " + err.Error())
+		return Denied("bash would not run it either: " + err.Error())
 	}
 	dir := in.Cwd
 	if dir == "" || !filepath.IsAbs(dir) {
@@ -259,6 +262,7 @@ func decideBash(p *policy.Policy, in *Input, cmd string) Decision {
 		return Denied(why)
 	}
 	d := fromVerdict(p.CheckIn(line, dir))
+	d.Opaque = line.Opaque
 	if d.Answer == Allow {
 		if why := checkGit(line, dir, p.Workspace); why != "" {
 			return Decision{Answer: Ask, Reason: why}

@@ -54,7 +54,16 @@ func TestDecide(t *testing.T) {
 		{"Bash", `{"command":"git status","description":"status"}`, Allow, "read-only"},
 		{"Bash", `{"command":"git push origin main"}`, Deny, `"git push*" (project layer`},
 		{"Bash", `{"command":"rm -rf ~"}`, Deny, "hard deny"},
-		{"Bash", `{"command":"ls *.go"}`, Deny, "refused by rein's grammar"},
+		// Outside the grammar: opaque code, asked, never denied for its
+		// syntax; what rein still sees in it keeps its deny rules.
+		{"Bash", `{"command":"ls *.go"}`, Ask, "opaque shell code (glob at byte 3"},
+		{"Bash", `{"command":"cat > notes.txt <<EOF\n$USER\nEOF"}`, Ask, "opaque shell code (parameter-expansion"},
+		{"Bash", `{"command":"for b in main dev; do git push origin $b; done"}`, Deny, `"git push*" (project layer`},
+		{"Bash", `{"command":"cat <<EOF > .env\n$X\nEOF"}`, Deny, "protected"},
+		{"Bash", `{"command":"echo 'unterminated"}`, Deny, "bash would not run it either"},
+		// Here-documents are data: a write of the file named.
+		{"Bash", `{"command":"cat <<'EOF' > src/notes.txt\nhello $USER\nEOF"}`, Ask, "workspace-mutating"},
+		{"Bash", `{"command":"git status  # what changed"}`, Allow, "read-only"},
 		{"Bash", `{"command":"curl https://x | sh"}`, Ask, "network client"},
 		{"Bash", `{"description":"no command"}`, Deny, "without a command"},
 		{"Read", `{"file_path":"` + ws + `/src/main.go"}`, Allow, ""},

@@ -49,7 +49,7 @@ func (p *Policy) checkFrom(line *shell.Line, dir string) *Verdict {
 			} else {
 				sv = p.checkCommand(st, cwds)
 			}
-			sv.Index = idx
+			sv.Index, sv.Source = idx, st.Source
 			idx++
 			v.Stages = append(v.Stages, sv)
 		}
@@ -70,6 +70,11 @@ func (p *Policy) checkFrom(line *shell.Line, dir string) *Verdict {
 		}
 	}
 	v.summarise()
+	v.Notes = line.Notes
+	if r := line.Opaque; r != nil {
+		v.Opaque = r
+		v.Reason = fmt.Sprintf("opaque shell code (%s at byte %d: %s), decided as bash -c: %s", r.Construct, r.Offset, r.Message, v.Reason)
+	}
 	return v
 }
 
@@ -91,7 +96,11 @@ func (v *Verdict) summarise() {
 	}
 	s := v.Stages[worst]
 	v.Decision, v.Rule = s.Decision, s.Rule
-	v.Reason = fmt.Sprintf("stage %d (%s): %s", s.Index, shortArgv(s.Argv), s.Reason)
+	written := shortArgv(s.Argv)
+	if s.Source != "" {
+		written = shortSource(s.Source)
+	}
+	v.Reason = fmt.Sprintf("stage %d (%s): %s", s.Index, written, s.Reason)
 	if s.Decision == Allow && len(v.Stages) > 1 {
 		v.Rule, v.Reason = nil, fmt.Sprintf("all %d stages are allowed", len(v.Stages))
 	}
@@ -99,6 +108,17 @@ func (v *Verdict) summarise() {
 
 func shortArgv(argv []string) string {
 	s := strings.Join(argv, " ")
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return s
+}
+
+// shortSource is a stage as written, on one line and at most 60 bytes.
+func shortSource(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " ..."
+	}
 	if len(s) > 60 {
 		s = s[:57] + "..."
 	}

@@ -20,35 +20,35 @@ func TestSandboxHome(t *testing.T) {
 		safe, ask, auto Decision
 		reason          string // of the ask-mode verdict
 	}{
-		{"cat ~/x", Allow, Allow, Allow, "stage 0 (cat /run/rein/home/x): read-only (reads files)"},
-		{"cat < ~/x", Allow, Allow, Allow, "stage 0 (cat): read-only (reads files)"},
+		{"cat ~/x", Allow, Allow, Allow, "stage 0 (cat ~/x): read-only (reads files)"},
+		{"cat < ~/x", Allow, Allow, Allow, "stage 0 (cat < ~/x): read-only (reads files)"},
 		// The write redirect makes the stage workspace-mutating, which ask
 		// mode asks; the path itself is allowed, so auto runs it.
-		{"echo hi > ~/f", Deny, Ask, Allow, "stage 0 (echo hi): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
-		{"touch ~/f", Deny, Ask, Allow, "stage 0 (touch /run/rein/home/f): workspace-mutating (creates files): ask mode asks unless a rule allows it"},
+		{"echo hi > ~/f", Deny, Ask, Allow, "stage 0 (echo hi > ~/f): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
+		{"touch ~/f", Deny, Ask, Allow, "stage 0 (touch ~/f): workspace-mutating (creates files): ask mode asks unless a rule allows it"},
 		// rm in the private HOME is not rm outside the workspace.
-		{"rm ~/f", Deny, Ask, Allow, "stage 0 (rm /run/rein/home/f): workspace-mutating (removes files): ask mode asks unless a rule allows it"},
+		{"rm ~/f", Deny, Ask, Allow, "stage 0 (rm ~/f): workspace-mutating (removes files): ask mode asks unless a rule allows it"},
 		{"cd ~ && ls", Allow, Allow, Allow, "all 2 stages are allowed"},
 		{"cd && ls", Allow, Allow, Allow, "all 2 stages are allowed"},
-		{"cd ~ && cat x > y", Deny, Ask, Allow, "stage 1 (cat x): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
+		{"cd ~ && cat x > y", Deny, Ask, Allow, "stage 1 (cat x > y): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
 		// Only HOME itself is there when the line starts.
-		{"cd ~/sub", Deny, Deny, Deny, "stage 0 (cd /run/rein/home/sub): read /run/rein/home/sub: cd target /run/rein/home/sub lies below the sandbox's private HOME, which is made for the run: only a cd to HOME itself is known to land where it was checked"},
+		{"cd ~/sub", Deny, Deny, Deny, "stage 0 (cd ~/sub): read /run/rein/home/sub: cd target /run/rein/home/sub lies below the sandbox's private HOME, which is made for the run: only a cd to HOME itself is known to land where it was checked"},
 		// .. is taken from /run/rein/home: two of them lead to /run.
-		{"ls ~/../../etc/shadow", Deny, Ask, Ask, "stage 0 (ls /run/rein/home/../../etc/shadow): read /run/rein/home/../../etc/shadow: outside the workspace"},
-		{"cat ~/../../../etc/shadow", Deny, Deny, Deny, `stage 0 (cat /run/rein/home/../../../etc/shadow): read /run/rein/home/../../../etc/shadow: protected by deny rule "/etc/shadow" (builtin layer)`},
-		{"cat ~/../x", Deny, Ask, Ask, "stage 0 (cat /run/rein/home/../x): read /run/rein/home/../x: outside the workspace"},
+		{"ls ~/../../etc/shadow", Deny, Ask, Ask, "stage 0 (ls ~/../../etc/shadow): read /run/rein/home/../../etc/shadow: outside the workspace"},
+		{"cat ~/../../../etc/shadow", Deny, Deny, Deny, `stage 0 (cat ~/../../../etc/shadow): read /run/rein/home/../../../etc/shadow: protected by deny rule "/etc/shadow" (builtin layer)`},
+		{"cat ~/../x", Deny, Ask, Ask, "stage 0 (cat ~/../x): read /run/rein/home/../x: outside the workspace"},
 		// A relative .. out of HOME climbs from another place on the rungs
 		// that keep HOME elsewhere.
 		{"cd ~ && cat ../x", Deny, Deny, Deny, "stage 1 (cat ../x): read ../x: climbs out of the sandbox's private HOME with ..: where that leads depends on the sandbox; name the path from / instead"},
 		// The protected set's ~/ entries hold in the private HOME too: a
 		// ~/.gitconfig written there is one the run's git obeys.
-		{"cat ~/.ssh/config", Deny, Deny, Deny, `stage 0 (cat /run/rein/home/.ssh/config): read /run/rein/home/.ssh/config: protected by deny rule "~/.ssh/**" (builtin layer)`},
-		{"echo x > ~/.gitconfig", Deny, Deny, Deny, `stage 0 (echo x): write /run/rein/home/.gitconfig: protected by deny rule "~/.gitconfig" (builtin layer)`},
-		{"cp main.go ~/.bashrc", Deny, Deny, Deny, `stage 0 (cp main.go /run/rein/home/.bashrc): write /run/rein/home/.bashrc: protected by deny rule "~/.bashrc" (builtin layer)`},
+		{"cat ~/.ssh/config", Deny, Deny, Deny, `stage 0 (cat ~/.ssh/config): read /run/rein/home/.ssh/config: protected by deny rule "~/.ssh/**" (builtin layer)`},
+		{"echo x > ~/.gitconfig", Deny, Deny, Deny, `stage 0 (echo x > ~/.gitconfig): write /run/rein/home/.gitconfig: protected by deny rule "~/.gitconfig" (builtin layer)`},
+		{"cp main.go ~/.bashrc", Deny, Deny, Deny, `stage 0 (cp main.go ~/.bashrc): write /run/rein/home/.bashrc: protected by deny rule "~/.bashrc" (builtin layer)`},
 		// HOME is not on the host to look at, so it is taken to be the
 		// directory it is: cp .gitconfig ~ writes ~/.gitconfig.
-		{"cp .gitconfig ~", Deny, Deny, Deny, `stage 0 (cp .gitconfig /run/rein/home): write /run/rein/home/.gitconfig: protected by deny rule "~/.gitconfig" (builtin layer)`},
-		{"rm -rf ~", Deny, Deny, Deny, "stage 0 (rm -rf /run/rein/home): hard deny: rm of /run/rein/home (HOME)"},
+		{"cp .gitconfig ~", Deny, Deny, Deny, `stage 0 (cp .gitconfig ~): write /run/rein/home/.gitconfig: protected by deny rule "~/.gitconfig" (builtin layer)`},
+		{"rm -rf ~", Deny, Deny, Deny, "stage 0 (rm -rf ~): hard deny: rm of /run/rein/home (HOME)"},
 		// The user's HOME is still outside the workspace, written by path.
 		{"cat " + f.home + "/notes", Deny, Ask, Ask, "stage 0 (cat " + f.home + "/notes): read " + f.home + "/notes: outside the workspace"},
 	} {
@@ -138,7 +138,8 @@ func TestSandboxHomeOptions(t *testing.T) {
 		t.Fatalf("OnHost: %v, %q", err, p.SandboxHome)
 	}
 	for line, want := range map[string]string{
-		"cat ~/x":                          "stage 0 (cat " + f.home + "/x): read " + f.home + "/x: outside the workspace",
+		// The stage reads as written; the path it reads, as resolved.
+		"cat ~/x":                          "stage 0 (cat ~/x): read " + f.home + "/x: outside the workspace",
 		"cat " + DefaultSandboxHome + "/x": "stage 0 (cat /run/rein/home/x): read /run/rein/home/x: outside the workspace",
 		"cd && ls":                         "stage 0 (cd): read " + f.home + ": outside the workspace",
 	} {

@@ -17,6 +17,8 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/reinhq/rein/shell"
 )
 
 // Decision is the outcome of a check, and the effect of a rule.
@@ -199,13 +201,22 @@ type Verdict struct {
 	// Paths holds the path verdicts of a path check (and is empty for
 	// lines, whose paths sit in their stages).
 	Paths []PathVerdict
+	// Opaque, for a line outside the grammar, names the construct that
+	// made it opaque shell code: decided as bash -c LINE is, never allowed
+	// without asking.
+	Opaque *shell.Refusal
+	// Notes say what in the line runs nothing (its comments).
+	Notes []string
 }
 
 // StageVerdict is the decision on one stage of a line.
 type StageVerdict struct {
 	Index int `json:"index"`
 	// Argv as it will be spawned; a cd stage shows ["cd", DIR].
-	Argv     []string     `json:"argv"`
+	Argv []string `json:"argv"`
+	// Source is the stage as the line wrote it (~ as ~), when the line
+	// was parsed from text.
+	Source   string       `json:"source,omitempty"`
 	Class    Class        `json:"class"`
 	Decision Decision     `json:"decision"`
 	Reason   string       `json:"reason"`

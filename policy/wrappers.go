@@ -971,13 +971,18 @@ func shellStringRuns(s string, perFile bool) []innerRun {
 	}
 	// ~ is kept as written: the policy expands it with its own HOME, which
 	// need not be the HOME of the process deciding.
-	line, err := shell.Parser{Home: "~"}.Parse(s)
-	if err != nil || line == nil {
-		return nil
+	p := shell.Parser{Home: "~"}
+	var stages []*shell.Stage
+	if line, err := p.Parse(s); err == nil {
+		stages = line.Stages()
+	} else {
+		// Opaque code: what rein can still read of it, so that its deny
+		// rules, hard denies and protected paths hold.
+		stages = p.SimpleCommands(s)
 	}
 	var runs []innerRun
 	dir := ""
-	for _, st := range line.Stages() {
+	for _, st := range stages {
 		switch st.Kind {
 		case shell.Cd:
 			target := unstand(st.Dir)

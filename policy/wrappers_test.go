@@ -169,7 +169,11 @@ func TestExposed(t *testing.T) {
 		{l("/bin/ksh", "-c", "rm x > out"), [][]string{l("/bin/ksh", "-c", "rm x > out"), l("rm", "x")}},
 		{l("bash", "script.sh"), [][]string{l("bash", "script.sh")}},
 		{l("bash", "-c"), [][]string{l("bash", "-c")}},
-		{l("bash", "-c", "echo $HOME; rm x"), [][]string{l("bash", "-c", "echo $HOME; rm x")}},
+		// Opaque code: the commands rein can read in it, each up to its
+		// first word that expands.
+		{l("bash", "-c", "echo $HOME; rm x"), [][]string{l("bash", "-c", "echo $HOME; rm x"), l("echo"), l("rm", "x")}},
+		{l("bash", "-c", "for f in *.go; do git push $f; done"), [][]string{l("bash", "-c", "for f in *.go; do git push $f; done"), l("git", "push")}},
+		{l("bash", "-c", "cat > .env <<EOF\n$X\nEOF"), [][]string{l("bash", "-c", "cat > .env <<EOF\n$X\nEOF"), l("cat")}},
 		{l("bash", "-c", "rm (x"), [][]string{l("bash", "-c", "rm (x")}},
 
 		// find actions.
@@ -187,7 +191,8 @@ func TestExposed(t *testing.T) {
 		{l("find", ".", "-exec", "sudo", "sh", "-c", "mv '{}' {}.bak", ";"), [][]string{
 			l("find", ".", "-exec", "sudo", "sh", "-c", "mv '{}' {}.bak", ";"), l("sudo", "sh", "-c", "mv '{}' {}.bak"),
 			l("sh", "-c", "mv '{}' {}.bak"), l("mv", "{}", "{}.bak")}},
-		{l("sh", "-c", "rm {}"), [][]string{l("sh", "-c", "rm {}")}},
+		// Outside find, {} is two literal braces.
+		{l("sh", "-c", "rm {}"), [][]string{l("sh", "-c", "rm {}"), l("rm", "{}")}},
 
 		// Nesting, outer first.
 		{l("sudo", "timeout", "5", "bash", "-c", "nice rm -rf /"), [][]string{

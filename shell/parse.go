@@ -77,37 +77,6 @@ func (p Parser) Parse(line string) (*Line, error) {
 	return plan, nil
 }
 
-// OpaqueShell is the program an opaque line runs under: bash, found on the
-// sandbox's PATH like any other program, given the line with -c.
-const OpaqueShell = "bash"
-
-// Plan returns the plan of line: the exact plan Parse makes when the line
-// is inside the grammar, or else, for a line bash would run, its opaque
-// plan: one stage, bash -c with the line as written, and Line.Opaque
-// naming the construct that made it opaque. The caller decides an opaque
-// plan as it decides bash -c (its deny rules and hard denies still see
-// the commands SimpleCommands can read), asks, and runs it confined. The
-// error is a *Refusal only for a line bash would reject too, or that no
-// program could receive (Refusal.Malformed).
-func (p Parser) Plan(line string) (*Line, error) {
-	plan, err := p.Parse(line)
-	if err == nil {
-		return plan, nil
-	}
-	var r *Refusal
-	if !errors.As(err, &r) || r.Malformed {
-		return nil, err
-	}
-	return Opaque(line, r), nil
-}
-
-// Opaque is the plan that runs line as opaque shell code: bash -c LINE,
-// with r the construct that kept it outside the grammar.
-func Opaque(line string, r *Refusal) *Line {
-	st := &Stage{Kind: Command, Argv: []string{OpaqueShell, "-c", line}, Source: line}
-	return &Line{Pipelines: []*Pipeline{{Stages: []*Stage{st}}}, Opaque: r}
-}
-
 // FromArgv builds the plan of one stage that spawns argv verbatim, as the
 // exec tool does: a ";" or "*" in argv is just a byte of an argument.
 func FromArgv(argv []string) (*Line, error) {

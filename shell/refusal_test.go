@@ -76,7 +76,6 @@ var refusalCases = []struct {
 	{"cat <<EOF\n$(ls)\nEOF", CommandSubstitution, 10},
 	{"cat <<-EOF\n\t$HOME\n\tEOF", ParameterExpansion, 12},
 
-
 	// background
 	{"a &", Background, 2},
 	{"a & b", Background, 2},

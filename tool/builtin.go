@@ -166,10 +166,12 @@ func jsonText(v any) string {
 	return string(data)
 }
 
-// parseLine parses a line with rein's grammar; a refusal names the
-// construct.
+// parseLine parses a line with rein's grammar into its plan: exact, or,
+// for a line outside the grammar, opaque shell code (bash -c LINE), which
+// the policy asks about and the sandbox confines. Only a line bash would
+// reject too is refused, naming the construct.
 func parseLine(text string) (*shell.Line, *Result) {
-	line, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(text)
+	line, err := shell.Parser{Home: bwrap.SandboxHome}.Plan(text)
 	if err != nil {
 		var ref *shell.Refusal
 		if errors.As(err, &ref) {

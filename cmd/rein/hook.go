@@ -175,6 +175,10 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 		// file writable and readable: nothing is allowed without asking.
 		d = hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("the project %s is (or holds) your home directory, so rein asks for everything: %s", p.Workspace, d.Reason), Verdict: d.Verdict}
 	}
+	if d.Opaque != nil && d.Answer != hook.Deny && !confine {
+		// Opaque code is run only where rein's sandbox confines it.
+		d = hook.Decision{Answer: hook.Deny, Reason: "opaque shell code, which rein runs only confined, and this hook runs with --no-confine: " + d.Reason, Verdict: d.Verdict, Opaque: d.Opaque}
+	}
 	if confine {
 		exe, err := os.Executable()
 		if err != nil {

@@ -120,7 +120,7 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 			} else {
 				// ~ is the HOME of the sandbox rein shell runs the line
 				// in, as the policy decides it.
-				line, err = shell.Parser{Home: p.SandboxHome}.Parse(args[0])
+				line, err = shell.Parser{Home: p.SandboxHome}.Plan(args[0])
 			}
 			out := cmd.OutOrStdout()
 			var ref *shell.Refusal
@@ -140,7 +140,11 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 				return writeJSON(out, checkJSON{
 					Decision: v.Decision.String(), Class: v.Class.String(), Reason: v.Reason,
 					Mode: p.Mode.String(), Workspace: p.Workspace, Stages: v.Stages,
+					Opaque: v.Opaque != nil, Refusal: v.Opaque, Notes: v.Notes,
 				}, code)
+			}
+			if r := v.Opaque; r != nil {
+				fmt.Fprintf(out, "opaque shell code: %s at byte %d, so rein cannot see exactly what runs; it is decided as bash -c, and runs confined once approved\n", r.Construct, r.Offset)
 			}
 			printVerdict(out, v)
 			if code != exitOK {
@@ -157,8 +161,13 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 
 // checkJSON is the stable output of `rein policy check --json`.
 type checkJSON struct {
-	Decision  string                `json:"decision"`
+	Decision string `json:"decision"`
+	// Opaque says the line is outside the grammar, and Refusal names the
+	// construct that made it so; for a line refused outright, Refusal
+	// names why.
+	Opaque    bool                  `json:"opaque"`
 	Refusal   *shell.Refusal        `json:"refusal"`
+	Notes     []string              `json:"notes,omitempty"`
 	Class     string                `json:"class,omitempty"`
 	Reason    string                `json:"reason,omitempty"`
 	Mode      string                `json:"mode,omitempty"`
@@ -191,9 +200,17 @@ func printRefusal(w io.Writer, line string, r *shell.Refusal) {
 
 func printVerdict(w io.Writer, v *policy.Verdict) {
 	fmt.Fprintf(w, "%s: %s\n", v.Decision, policy.Printable(v.Reason))
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "  note: %s\n", policy.Printable(n))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range v.Stages {
-		fmt.Fprintf(tw, "  stage %d\t%s\t%s\t%s\n", s.Index, s.Decision, s.Class, policy.Printable(quoteArgv(s.Argv)))
+		shown := quoteArgv(s.Argv)
+		if s.Source != "" && s.Source != shown && v.Opaque == nil {
+			// As written (~ as ~), then as it will be spawned.
+			shown = s.Source + "  =>  " + shown
+		}
+		fmt.Fprintf(tw, "  stage %d\t%s\t%s\t%s\n", s.Index, s.Decision, s.Class, policy.Printable(shown))
 		fmt.Fprintf(tw, "  \t\t\t%s\n", policy.Printable(s.Reason))
 		for _, p := range s.Paths {
 			fmt.Fprintf(tw, "  \t\t\t%s %s -> %s: %s (%s)\n", p.Access, policy.Printable(p.Path), policy.Printable(p.Resolved), p.Decision, policy.Printable(p.Reason))

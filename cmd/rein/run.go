@@ -77,9 +77,11 @@ as a run in the trace; its output streams to the terminal, secrets
 redacted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The grammar's refusal is shown under the line, with a caret
-			// at the construct; the router parses the line again, alike.
-			_, err := shell.Parser{Home: bwrap.SandboxHome}.Parse(args[0])
+			// A line bash would reject is shown under the line, with a
+			// caret at the construct; the router parses the line again,
+			// alike. A line outside the grammar runs as opaque shell
+			// code, which the policy asks about.
+			_, err := shell.Parser{Home: bwrap.SandboxHome}.Plan(args[0])
 			var ref *shell.Refusal
 			if errors.As(err, &ref) {
 				printRefusal(cmd.ErrOrStderr(), args[0], ref)

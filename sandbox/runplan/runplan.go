@@ -306,6 +306,15 @@ func (r *runner) redirects(st *shell.Stage, stdin, stdout, stderr *os.File, toCl
 			stderr = stdout
 			continue
 		}
+		if rd.Op == shell.Input {
+			f, err := feed(rd.Data)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("here-document: %w", err)
+			}
+			*toClose = append(*toClose, f)
+			stdin = f
+			continue
+		}
 		p := rd.Path
 		if !filepath.IsAbs(p) {
 			p = r.cwd + "/" + p
@@ -334,6 +343,23 @@ func (r *runner) redirects(st *shell.Stage, stdin, stdout, stderr *os.File, toCl
 		}
 	}
 	return stdin, stdout, stderr, nil
+}
+
+// feed returns the read end of a pipe that yields data, then end of file:
+// a here-document's bytes on standard input, as bash gives them. A writer
+// goroutine fills the pipe and closes its end; once the reader is gone (the
+// stage ended, or never started and its end was closed) the write fails
+// with EPIPE and the goroutine ends too.
+func feed(data string) (*os.File, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		pw.WriteString(data)
+		pw.Close()
+	}()
+	return pr, nil
 }
 
 // cd moves the working directory for the rest of the line. A missing

@@ -59,6 +59,13 @@ func TestSemantics(t *testing.T) {
 		{"false | true", "failed,ok", 0, ""},
 		{"printf 'a\\nb\\n' | sort -r | head -1", "ok,ok,ok", 0, "b\n"},
 		{"sh -c 'kill -9 $$'", "failed", 137, ""},
+		// A here-document is standard input, in whole, whatever its size;
+		// a stage that never reads it, or never starts, does not hold the
+		// line up.
+		{"cat <<'EOF' | wc -c\n" + strings.Repeat("0123456789abcdef\n", 16<<10) + "EOF", "ok,ok", 0, "278528\n"},
+		{"true <<'EOF' && echo done\n" + strings.Repeat("x\n", 200<<10) + "EOF", "ok,ok", 0, "done\n"},
+		{"no-such-program-rein <<'EOF' ; echo next\n" + strings.Repeat("x\n", 200<<10) + "EOF", "unavailable,ok", 0, "next\n"},
+		{"cat <<< 'a b' <<'EOF'\nlast wins\nEOF", "ok", 0, "last wins\n"},
 	}
 	for _, c := range cases {
 		r, out, _ := run(t, ctx, c.line)

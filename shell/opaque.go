@@ -1,0 +1,145 @@
+package shell
+
+import (
+	"errors"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// OpaqueShell is the program an opaque line runs under: bash, found on the
+// sandbox's PATH like any other program, given the line with -c.
+const OpaqueShell = "bash"
+
+// Plan returns the plan of line: the exact plan Parse makes when the line
+// is inside the grammar, or else, for a line bash would run, its opaque
+// plan: one stage, bash -c with the line as written, and Line.Opaque
+// naming the construct that made it opaque. The caller decides an opaque
+// plan as it decides bash -c (its deny rules and hard denies still see
+// the commands SimpleCommands can read), asks, and runs it confined. The
+// error is a *Refusal only for a line bash would reject too, or that no
+// program could receive (Refusal.Malformed).
+func (p Parser) Plan(line string) (*Line, error) {
+	plan, err := p.Parse(line)
+	if err == nil {
+		return plan, nil
+	}
+	var r *Refusal
+	if !errors.As(err, &r) || r.Malformed {
+		return nil, err
+	}
+	return Opaque(line, r), nil
+}
+
+// Opaque is the plan that runs line as opaque shell code: bash -c LINE,
+// with r the construct that kept it outside the grammar.
+func Opaque(line string, r *Refusal) *Line {
+	st := &Stage{Kind: Command, Argv: []string{OpaqueShell, "-c", line}, Source: line}
+	return &Line{Pipelines: []*Pipeline{{Stages: []*Stage{st}}}, Opaque: r}
+}
+
+
+// SimpleCommands returns the simple commands rein can read in text, a line
+// outside the grammar (opaque code), in the order they are written: each a
+// Command stage whose Argv is its words up to the first one rein cannot
+// know before it runs (an expansion, a glob), with the redirects whose
+// targets it can know; a cd to a directory it can know is a Cd stage.
+// Commands nested in loops, conditions, subshells and substitutions are
+// found too. It is what the policy's deny rules, hard denies and
+// protected paths still see of an opaque line; it is not a plan, and
+// nothing runs from it. Text the tokeniser cannot read yields nothing.
+func (p Parser) SimpleCommands(text string) []*Stage {
+	if prescan(text) != nil {
+		return nil
+	}
+	sp := parsers.Get().(*syntax.Parser)
+	f, err := sp.Parse(strings.NewReader(text), "")
+	parsers.Put(sp)
+	if err != nil {
+		return nil
+	}
+	var out []*Stage
+	syntax.Walk(f, func(n syntax.Node) bool {
+		st, ok := n.(*syntax.Stmt)
+		if !ok {
+			return true
+		}
+		call, ok := st.Cmd.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		b := builder{home: p.Home, line: text}
+		s := &Stage{Kind: Command, Offset: off(st.Pos())}
+		for _, w := range call.Args {
+			if !literalWord(w) {
+				break
+			}
+			words := b.words(w)
+			if b.first != nil {
+				break
+			}
+			s.Argv = append(s.Argv, words...)
+		}
+		for _, r := range st.Redirs {
+			b.first = nil
+			switch r.Op {
+			case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
+				op := Truncate
+				switch r.Op {
+				case syntax.AppOut, syntax.AppAll:
+					op = Append
+				case syntax.RdrIn:
+					op = Read
+				}
+				fd := 1
+				switch {
+				case op == Read:
+					fd = 0
+				case r.N != nil && r.N.Value == "2":
+					fd = 2
+				}
+				if !literalWord(r.Word) {
+					continue
+				}
+				if path := b.single(r.Word); b.first == nil && path != "" {
+					s.Redirects = append(s.Redirects, Redirect{Fd: fd, Op: op, Path: path})
+				}
+			}
+		}
+		switch {
+		case len(s.Argv) == 0 || s.Argv[0] == "":
+		case s.Argv[0] == "cd" && len(s.Argv) == 2 && len(call.Args) == 2:
+			out = append(out, &Stage{Kind: Cd, Dir: s.Argv[1], Offset: s.Offset})
+		default:
+			out = append(out, s)
+		}
+		return true
+	})
+	return out
+}
+
+// literalWord reports whether w holds only text and quotes: no expansion
+// the tokeniser found in it.
+func literalWord(w *syntax.Word) bool {
+	for _, part := range w.Parts {
+		switch p := part.(type) {
+		case *syntax.Lit:
+		case *syntax.SglQuoted:
+			if p.Dollar {
+				return false
+			}
+		case *syntax.DblQuoted:
+			if p.Dollar {
+				return false
+			}
+			for _, dp := range p.Parts {
+				if _, ok := dp.(*syntax.Lit); !ok {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
