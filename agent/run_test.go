@@ -135,7 +135,7 @@ func TestRunSucceeds(t *testing.T) {
 		turn{calls: []ToolCall{call("c1", "read_file", `{"path":"calc.go"}`), call("c2", "read_file", `{"path":"calc_test.go"}`)},
 			check: func(t *testing.T, req map[string]any) {
 				sys := req["messages"].([]any)[0].(map[string]any)["content"].(string)
-				for _, want := range []string{"## Your boundary", "sandbox (as its preflight found it here), with the network off", "Protected, never to be written or deleted (the gate's own files): *_test.go", "`go test ./...`", "Run go test ./... before you say you are done."} {
+				for _, want := range []string{"## Your boundary", "sandbox (as its preflight found it here), with the network off", "quoted here-documents (<<'EOF')", "Protected, never to be written or deleted (the gate's own files): *_test.go", "`go test ./...`", "Run go test ./... before you say you are done."} {
 					if !contains(sys, want) {
 						t.Errorf("the system block lacks %q:\n%s", want, sys)
 					}

@@ -52,8 +52,8 @@ func readAgentLines(t testing.TB) []agentLine {
 // corpusTally counts what rein made of a set of lines.
 type corpusTally struct {
 	lines, exact, opaque, malformed int
-	hookDeny, hookGrammarDeny      int
-	constructs                     map[shell.Construct]int
+	hookDeny, hookGrammarDeny       int
+	constructs                      map[shell.Construct]int
 }
 
 func (c *corpusTally) pct(n int) float64 { return 100 * float64(n) / float64(max(c.lines, 1)) }

@@ -235,6 +235,26 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// A link to a system program is classified as that program: ./del
 	// pointing at /bin/rm is rm, with rm's hard denies and paths.
 	facts := analyze(p.canonProgram(stripped, cwds))
+	if data, ok := hereData(st); ok && facts.ProgramFromStdin {
+		// A here-document is the program a reader of standard input runs:
+		// program text, scanned as -c's is; a shell's is read as the
+		// command string it is (bash <<'EOF' is bash -c), its commands
+		// exposed to the deny rules and their paths decided.
+		facts.Inline = append(facts.Inline, data)
+		if isShellProgram(path.Base(stripped[0])) {
+			as := []string{stripped[0], "-c", data}
+			g := analyze(as)
+			facts.Reads = append(facts.Reads, g.Reads...)
+			facts.Writes = append(facts.Writes, g.Writes...)
+			facts.Deletes = append(facts.Deletes, g.Deletes...)
+			facts.OutsideDangerous = append(facts.OutsideDangerous, g.OutsideDangerous...)
+			facts.Network = facts.Network || g.Network
+			if facts.HardDeny == "" {
+				facts.HardDeny = g.HardDeny
+			}
+			exposedCmds = append(exposedCmds, exposedRuns(as)[1:]...)
+		}
+	}
 	sv.Class = facts.Class
 	classReason := facts.Reason
 	if stdinArgs(argv) && sv.Class < Unknown {
@@ -367,6 +387,21 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
 	sv.stricterPaths()
 	return sv
+}
+
+// hereData returns what a stage reads on standard input when its
+// redirects settle it to a here-document's bytes.
+func hereData(st *shell.Stage) (string, bool) {
+	data, ok := "", false
+	for _, r := range st.Redirects {
+		switch r.Op {
+		case shell.Input:
+			data, ok = r.Data, true
+		case shell.Read:
+			data, ok = "", false
+		}
+	}
+	return data, ok
 }
 
 // systemProgramDirs hold the programs the class table describes. A bare

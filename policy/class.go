@@ -52,6 +52,10 @@ type stageFacts struct {
 	// HardDeny is non-empty when the argv alone is a hard deny (mkfs*, dd
 	// onto a device); it says why.
 	HardDeny string
+	// ProgramFromStdin says the program reads the program it runs from
+	// standard input (python3 with no script, sh -s): a here-document
+	// there is program text, decided like -c's.
+	ProgramFromStdin bool
 }
 
 // MarshalText writes the class name.

@@ -84,6 +84,7 @@ func refineInterpreter(in *interpreter) func(*classCall) {
 			return
 		case len(ops) == 0 || ops[0] == "-" || isStdinPath(ops[0]):
 			c.set(ShellComplex, c.name+" reads its program from standard input")
+			c.f.ProgramFromStdin = true
 			return
 		default:
 			c.set(Unknown, c.name+" runs a script")
@@ -160,6 +161,7 @@ options:
 		c.set(Unknown, "node prints information")
 	default:
 		c.set(ShellComplex, "node reads its program from standard input")
+		c.f.ProgramFromStdin = true
 	}
 }
 
@@ -180,6 +182,7 @@ func refineShell(c *classCall) {
 		c.set(ShellComplex, c.name+" -c runs a command string")
 	case inv.stdin:
 		c.set(ShellComplex, c.name+" reads commands from standard input")
+		c.f.ProgramFromStdin = true
 	case inv.info:
 		c.set(Unknown, c.name+" prints information")
 	default:

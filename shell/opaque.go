@@ -38,7 +38,6 @@ func Opaque(line string, r *Refusal) *Line {
 	return &Line{Pipelines: []*Pipeline{{Stages: []*Stage{st}}}, Opaque: r}
 }
 
-
 // SimpleCommands returns the simple commands rein can read in text, a line
 // outside the grammar (opaque code), in the order they are written: each a
 // Command stage whose Argv is its words up to the first one rein cannot

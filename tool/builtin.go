@@ -38,7 +38,7 @@ type ExecArgs struct {
 
 // ShellArgs are shell's arguments.
 type ShellArgs struct {
-	Line    string `json:"line" jsonschema:"a command line in rein's shell grammar: pipes, redirects, && || ; and cd, never a shell"`
+	Line    string `json:"line" jsonschema:"a command line: pipes, redirects, && || ; newlines, cd, comments, here-documents (<<'EOF') and {a,b} are seen exactly; anything else ($VAR, $(...), globs, loops) runs as opaque bash code, which is asked first"`
 	Timeout string `json:"timeout,omitempty" jsonschema:"how long the line may run, such as 30s or 5m; at most the policy's ceiling"`
 }
 
@@ -119,7 +119,7 @@ func Builtin() (*Registry, error) {
 			}
 			return c.command(ctx, line, a.Timeout)
 		}))
-	add(Define("shell", "Run a command line (rein's grammar: pipes, redirects, && || ; cd; never a shell) in the sandbox, after the policy allows every stage.", false, nil,
+	add(Define("shell", "Run a command line in the sandbox, after the policy allows every stage. rein reads pipes, redirects, && || ; newlines, cd, comments, quoted here-documents and brace expansion itself and runs each program directly; a line with anything else ($VAR, $(...), globs, loops, &) runs as opaque bash code, which is always asked first: prefer plain lines.", false, nil,
 		func(ctx context.Context, c *Call, a ShellArgs) *Result {
 			line, res := parseLine(a.Line)
 			if res != nil {

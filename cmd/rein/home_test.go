@@ -8,7 +8,7 @@ import (
 )
 
 // TestPolicyCheckTilde: rein policy check decides a line's ~ as rein shell
-// runs it, the sandbox's private HOME, and prints it so.
+// runs it, the sandbox's private HOME, and shows the stage as written.
 func TestPolicyCheckTilde(t *testing.T) {
 	home, _ := docFixture(t)
 	for _, c := range []struct {
@@ -16,12 +16,12 @@ func TestPolicyCheckTilde(t *testing.T) {
 		code  int
 		first string
 	}{
-		{"cat ~/x", exitOK, "allow: stage 0 (cat /run/rein/home/x): read-only (reads files)"},
+		{"cat ~/x", exitOK, "allow: stage 0 (cat ~/x): read-only (reads files)"},
 		{"cd ~ && ls", exitOK, "allow: all 2 stages are allowed"},
-		{"echo hi > ~/f", exitAsk, "ask: stage 0 (echo hi): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
-		{"ls ~/../../etc/shadow", exitAsk, "ask: stage 0 (ls /run/rein/home/../../etc/shadow): read /run/rein/home/../../etc/shadow: outside the workspace"},
-		{"cat ~/../../../etc/shadow", exitDeny, `deny: stage 0 (cat /run/rein/home/../../../etc/shadow): read /run/rein/home/../../../etc/shadow: protected by deny rule "/etc/shadow" (builtin layer)`},
-		{"cat ~user/x", exitRefuse, "refused: tilde-user at byte 4"},
+		{"echo hi > ~/f", exitAsk, "ask: stage 0 (echo hi > ~/f): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
+		{"ls ~/../../etc/shadow", exitAsk, "ask: stage 0 (ls ~/../../etc/shadow): read /run/rein/home/../../etc/shadow: outside the workspace"},
+		{"cat ~/../../../etc/shadow", exitDeny, `deny: stage 0 (cat ~/../../../etc/shadow): read /run/rein/home/../../../etc/shadow: protected by deny rule "/etc/shadow" (builtin layer)`},
+		{"cat ~user/x", exitAsk, "opaque shell code: tilde-user at byte 4, so rein cannot see exactly what runs; it is decided as bash -c, and runs confined once approved"},
 		// The user's HOME by its path is the user's.
 		{"cat " + home + "/.ssh/id_rsa", exitDeny, "deny: stage 0 (cat " + home + "/.ssh/id_rsa): read " + home + `/.ssh/id_rsa: protected by deny rule "~/.ssh/**" (builtin layer)`},
 	} {

@@ -206,8 +206,9 @@ func printVerdict(w io.Writer, v *policy.Verdict) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range v.Stages {
 		shown := quoteArgv(s.Argv)
-		if s.Source != "" && s.Source != shown && v.Opaque == nil {
-			// As written (~ as ~), then as it will be spawned.
+		if s.Source != "" && !strings.HasPrefix(s.Source, shown) && v.Opaque == nil {
+			// The words were expanded (~, braces): as written, then as
+			// they will be spawned.
 			shown = s.Source + "  =>  " + shown
 		}
 		fmt.Fprintf(tw, "  stage %d\t%s\t%s\t%s\n", s.Index, s.Decision, s.Class, policy.Printable(shown))

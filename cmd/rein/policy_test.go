@@ -27,7 +27,9 @@ func TestPolicyCheckExitStatus(t *testing.T) {
 		{[]string{"policy", "check", "--", "git status"}, exitOK},
 		{[]string{"policy", "check", "--", "touch x"}, exitAsk},
 		{[]string{"policy", "check", "--mode", "safe", "--", "touch x"}, exitDeny},
-		{[]string{"policy", "check", "--", "ls *"}, exitRefuse},
+		{[]string{"policy", "check", "--", "ls *"}, exitAsk}, // opaque code is asked
+		{[]string{"policy", "check", "--mode", "safe", "--", "ls *"}, exitDeny},
+		{[]string{"policy", "check", "--", "ls 'unterminated"}, exitRefuse}, // bash would reject it too
 		{[]string{"policy", "check", "--argv", "--", "ls", "*"}, exitOK}, // an argv is verbatim
 		{[]string{"policy", "check", "--argv", "--", "rm", "-rf", "/"}, exitDeny},
 		{[]string{"policy", "check", "--mode", "yolo", "--", "ls"}, exitUsage},
@@ -86,7 +88,12 @@ func TestPolicyCheckJSON(t *testing.T) {
 	}
 
 	code, out, _ = rein(t, "policy", "check", "--json", "--", "ls $HOME")
-	if code != exitRefuse || !strings.Contains(out, `"decision": "refused"`) || !strings.Contains(out, `"construct": "parameter-expansion"`) || !strings.Contains(out, `"offset": 3`) || !strings.Contains(out, `"stages": []`) {
+	if code != exitAsk || !strings.Contains(out, `"decision": "ask"`) || !strings.Contains(out, `"opaque": true`) || !strings.Contains(out, `"construct": "parameter-expansion"`) ||
+		!strings.Contains(out, `"offset": 3`) || !strings.Contains(out, `"source": "ls $HOME"`) {
+		t.Errorf("opaque JSON: %d\n%s", code, out)
+	}
+	code, out, _ = rein(t, "policy", "check", "--json", "--", "ls $(pwd")
+	if code != exitRefuse || !strings.Contains(out, `"decision": "refused"`) || !strings.Contains(out, `"opaque": false`) || !strings.Contains(out, `"malformed": true`) || !strings.Contains(out, `"stages": []`) {
 		t.Errorf("refusal JSON: %d\n%s", code, out)
 	}
 	// A stage decided by the class table has null attribution.
