@@ -282,6 +282,9 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	// redirects point.
 	reads, writes := slices.Clone(facts.Reads), slices.Clone(facts.Writes)
 	for _, r := range st.Redirects {
+		if r.Op == shell.DupStdout || r.Op == shell.Input {
+			continue // no path: a copy of fd 1, or a here-document's bytes
+		}
 		access := ActRead
 		if r.IsWrite() {
 			access = ActWrite

@@ -110,7 +110,7 @@ func stageWords(st *shell.Stage) []string {
 	}
 	w := append([]string(nil), st.Argv...)
 	for _, r := range st.Redirects {
-		w = append(w, fmt.Sprint(r.Fd)+r.Op.String(), r.Path)
+		w = append(w, fmt.Sprint(r.Fd)+r.Op.String(), r.Path+r.Data)
 	}
 	return w
 }

@@ -143,9 +143,6 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 					Opaque: v.Opaque != nil, Refusal: v.Opaque, Notes: v.Notes,
 				}, code)
 			}
-			if r := v.Opaque; r != nil {
-				fmt.Fprintf(out, "opaque shell code: %s at byte %d, so rein cannot see exactly what runs; it is decided as bash -c, and runs confined once approved\n", r.Construct, r.Offset)
-			}
 			printVerdict(out, v)
 			if code != exitOK {
 				return &exitError{code: code}
