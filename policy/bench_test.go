@@ -78,6 +78,40 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckHeredoc decides the lines real agents write most: a file
+// written from a here-document then run, a program fed its code by one,
+// and a line outside the grammar decided as opaque code (bash -c).
+func BenchmarkCheckHeredoc(b *testing.B) {
+	lines := map[string]string{
+		"write-then-run": "cat <<'EOF' > reproduce.py\nimport sys\nprint(sys.argv)\nEOF\npython3 reproduce.py",
+		"python-stdin":   "python3 <<'EOF'\nimport json\nprint(json.dumps({'a': 1}))\nEOF",
+		"opaque":         "for f in a.py b.py; do python -m py_compile $f; done",
+	}
+	f := newFixture(b)
+	mode := ModeAsk
+	o := f.options()
+	o.Mode = &mode
+	o.Rules = benchRules(100)
+	p, err := Load(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, text := range lines {
+		b.Run(name, func(b *testing.B) {
+			line, err := shell.Parser{Home: f.home}.Plan(text)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if v := p.Check(line); v.Decision == Deny {
+					b.Fatal(v.Reason)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkGlobMatch is the bare mechanism under exec matching: one
 // pattern against one string.
 func BenchmarkGlobMatch(b *testing.B) {

@@ -1,7 +1,9 @@
 package shell
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -73,11 +75,11 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 			if !literalWord(w) {
 				break
 			}
-			words := b.words(w)
+			argv := b.appendWords(s.Argv, w)
 			if b.first != nil {
 				break
 			}
-			s.Argv = append(s.Argv, words...)
+			s.Argv = argv
 		}
 		for _, r := range st.Redirs {
 			b.first = nil
@@ -141,4 +143,55 @@ func literalWord(w *syntax.Word) bool {
 		}
 	}
 	return true
+}
+
+// Differs says how plan b differs from plan a, or "" when they are the
+// same plan: the same pipelines, stages, argv, redirects, bytes and
+// opaque construct (byte offsets, notes and the words as written aside).
+func Differs(a, b *Line) string {
+	if a == nil || b == nil {
+		return "a plan is missing"
+	}
+	type stage struct {
+		Kind      StageKind
+		Argv      []string
+		Program   string
+		Programs  map[string]string
+		Dir       string
+		Redirects []Redirect
+	}
+	flat := func(l *Line) (out [][]stage) {
+		for _, p := range l.Pipelines {
+			var ps []stage
+			for _, s := range p.Stages {
+				ps = append(ps, stage{s.Kind, s.Argv, s.Program, s.Programs, s.Dir, s.Redirects})
+			}
+			out = append(out, ps)
+		}
+		return out
+	}
+	enc := func(l *Line) string {
+		var construct Construct
+		if l.Opaque != nil {
+			construct = l.Opaque.Construct
+		}
+		data, _ := json.Marshal(struct {
+			P [][]stage
+			C []Connector
+			O Construct
+		}{flat(l), l.Connectors, construct})
+		return string(data)
+	}
+	if x, y := enc(a), enc(b); x != y {
+		if len(a.Stages()) != len(b.Stages()) {
+			return fmt.Sprintf("%d stages against %d", len(a.Stages()), len(b.Stages()))
+		}
+		for i, s := range a.Stages() {
+			if t := b.Stages()[i]; fmt.Sprint(s.Argv, s.Dir) != fmt.Sprint(t.Argv, t.Dir) {
+				return fmt.Sprintf("stage %d is %q, not %q", i, t.Argv, s.Argv)
+			}
+		}
+		return "their redirects, connectors or programs differ"
+	}
+	return ""
 }

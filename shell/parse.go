@@ -539,8 +539,9 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		b.add(refuse(Syntax, s.Offset, "empty stage: name a program to run"))
 		return s
 	}
+	s.Argv = make([]string, 0, len(words))
 	for _, w := range words {
-		s.Argv = append(s.Argv, b.words(w)...)
+		s.Argv = b.appendWords(s.Argv, w)
 	}
 	end := off(words[len(words)-1].End())
 	for _, r := range st.Redirs {
@@ -635,24 +636,24 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 	return out
 }
 
-// words performs brace expansion as bash does, then quote removal and
+// appendWords performs brace expansion as bash does, then quote removal and
 // tilde expansion on each word it makes, refusing every byte that a shell
-// would expand otherwise. A word without a brace expansion is one word.
-func (b *builder) words(w *syntax.Word) []string {
+// would expand otherwise, and appends the words to out. A word without a
+// brace expansion is one word.
+func (b *builder) appendWords(out []string, w *syntax.Word) []string {
 	at := off(w.Pos())
 	if !syntax.SplitBraces(w) {
-		return []string{b.word(w)}
+		return append(out, b.word(w))
 	}
 	if r := checkBraces(w, at); r != nil {
 		b.add(r)
-		return nil
+		return out
 	}
-	var out []string
 	for x, err := range expand.BracesSeq(nil, w) {
 		b.braceWords++
 		if err != nil || b.braceWords > maxBraceWords {
 			b.add(refuse(BraceGroup, at, fmt.Sprintf("brace expansion makes more than %d words in the line", maxBraceWords)))
-			return nil
+			return out
 		}
 		// bash drops a word the expansion left empty, unless quotes
 		// made it.

@@ -125,6 +125,14 @@ func Builtin() (*Registry, error) {
 			if res != nil {
 				return res
 			}
+			if decided, ok := ctx.Value(decidedKey{}).(*shell.Line); ok {
+				// Another process decided this line: what runs is its
+				// plan, and only while the line still parses to it here.
+				if why := shell.Differs(decided, line); why != "" {
+					return &Result{Status: Denied, Reason: "the line parses here to another plan than the one decided before it was sent here (" + why + "): run it again"}
+				}
+				line = decided
+			}
 			return c.command(ctx, line, a.Timeout)
 		}))
 	add(Define("read_result", "Read a range of a whole result whose envelope elided part of it.", true, nil,
@@ -164,6 +172,18 @@ func Builtin() (*Registry, error) {
 func jsonText(v any) string {
 	data, _ := json.MarshalIndent(v, "", "  ")
 	return string(data)
+}
+
+type decidedKey struct{}
+
+// WithDecided makes the shell call made with ctx run plan, the plan that
+// another process (Claude Code's hook) decided for the call's line, and
+// refuse, running nothing, when the line parses here to any other plan:
+// a second parse may see another HOME, other files or another version of
+// the grammar than the decision did. The call's own policy still decides
+// the plan.
+func WithDecided(ctx context.Context, plan *shell.Line) context.Context {
+	return context.WithValue(ctx, decidedKey{}, plan)
 }
 
 // parseLine parses a line with rein's grammar into its plan: exact, or,

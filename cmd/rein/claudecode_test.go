@@ -405,3 +405,47 @@ func TestClaudeCodeMCPWithHook(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeCodeHeredocAndOpaque: the lines real agents write most reach
+// Claude Code's Bash through rein's hook as they are. A here-document
+// write that a rule allows runs confined, its body landing byte for byte;
+// a line outside rein's grammar is asked, not denied: unattended (claude
+// -p, nobody to ask) it does not run, and the model reads Claude Code's
+// need for approval, not a refusal of its syntax.
+func TestClaudeCodeHeredocAndOpaque(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"cat\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
+		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}}
+	data, _ := json.Marshal(settings)
+	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), data, 0o644)
+
+	body := "import sys\nprint(f\"{sys.argv} costs $5\")  # `not run`\n\tdone\n"
+	s := newCCServer(t,
+		ccTool("Bash", map[string]any{"command": "cat <<'EOF' > reproduce.py\n" + body + "EOF", "description": "write the script"}),
+		ccTool("Bash", map[string]any{"command": "for f in a b; do echo $f > opaque-$f.txt; done", "description": "a loop"}),
+	)
+	res := runClaude(t, s, ws, home, "--permission-mode", "default")
+	seen := s.seen()
+	if len(seen) != 2 {
+		t.Fatalf("the model saw %d tool results: %q (%v)", len(seen), seen, res["result"])
+	}
+	if data, err := os.ReadFile(filepath.Join(ws, "reproduce.py")); err != nil || string(data) != body {
+		t.Errorf("the here-document write: %q %v (the model saw %q)", data, err, seen[0])
+	}
+	// The reason ends as only an ask (or an allow) rewritten to run
+	// confined does: the hook asked, it did not deny.
+	if !strings.Contains(seen[1], "rein: opaque shell code (compound-command at byte 0") || !strings.HasSuffix(seen[1], "; runs in rein's sandbox") ||
+		strings.Contains(seen[1], "bash would not run") {
+		t.Errorf("the opaque line was not asked: %q", seen[1])
+	}
+	if _, err := os.Stat(filepath.Join(ws, "opaque-a.txt")); err == nil {
+		t.Errorf("the asked line ran with nobody to approve it (the model saw %q)", seen[1])
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/workspace"
@@ -23,6 +24,11 @@ import (
 
 // hookTimeout bounds one hook answer; past it the answer is deny.
 const hookTimeout = 10 * time.Second
+
+// maxConfinedBytes bounds the command the hook rewrites a Bash call to:
+// Claude Code runs it as one argument of its shell, and Linux takes no
+// argument longer than 128 KiB.
+const maxConfinedBytes = 120 << 10
 
 // maxHookInput bounds what the hook reads of its input.
 const maxHookInput = 8 << 20
@@ -191,6 +197,13 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 		d = hook.Confine(in, d, func(line string, asked bool, input map[string]any) string {
 			return confinedLine(exe, sf, p, line, dir, asked, confinedTimeout(input))
 		})
+		for _, v := range d.UpdatedInput {
+			if c, ok := v.(string); ok && len(c) > maxConfinedBytes {
+				// Claude Code hands the command to its shell as one
+				// argument, which the kernel bounds (128 KiB).
+				d = hook.Denied(fmt.Sprintf("the command, with the plan rein decided for it, is %d bytes, more than the %d a shell can be given: write large files with the Write tool", len(c), maxConfinedBytes))
+			}
+		}
 	}
 	if err := record(p, in, d); err != nil {
 		return hook.Denied("the trace could not record the decision: " + err.Error())
@@ -232,6 +245,14 @@ func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string
 	for _, f := range [][2]string{{"--org-policy", sf.org}, {"--user-policy", sf.user}, {"--project-policy", sf.project}} {
 		if f[1] != "" {
 			words = append(words, f[0], f[1])
+		}
+	}
+	// The plan the sandbox will run, as this process parsed it: rein
+	// shell runs that plan, and refuses if the line parses there to any
+	// other (another HOME, other files, another rein).
+	if plan, err := (shell.Parser{Home: bwrap.SandboxHome}).Plan(line); err == nil {
+		if data, err := json.Marshal(plan); err == nil {
+			words = append(words, "--plan", string(data))
 		}
 	}
 	words = append(words, "--", line)

@@ -156,3 +156,66 @@ func TestHookConfinesFromItsDirectory(t *testing.T) {
 		t.Error("sub/build is still there")
 	}
 }
+
+// TestHookConfinesHeredocAndOpaque: a here-document write is decided as a
+// write of its file and runs confined, its body byte for byte; a line
+// outside the grammar is asked (not denied), runs confined under bash once
+// approved, and is denied under --no-confine; the confined run carries the
+// plan the hook decided and refuses a line that parses to another.
+func TestHookConfinesHeredocAndOpaque(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	t.Setenv("CLAUDE_PROJECT_DIR", ws)
+	in := func(command string) string {
+		data, _ := json.Marshal(map[string]any{"session_id": "s2", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+			"tool_input": map[string]string{"command": command}})
+		return string(data)
+	}
+
+	body := "SELECT * FROM t WHERE a = '$1';\n\tindented `x` \\ \n"
+	d, reason, up := hookAnswer(t, in("cat <<'EOF' > q.sql\n"+body+"EOF"))
+	if d != "ask" || up == nil || !strings.Contains(reason, "workspace-mutating") {
+		t.Fatalf("here-document: %s %q %v", d, reason, up)
+	}
+	line := up["command"].(string)
+	if !strings.Contains(line, " --plan '") {
+		t.Fatalf("the rewritten command carries no plan: %s", line)
+	}
+	if out, code := runAsClaudeCode(t, ws, line); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "q.sql")); string(data) != body {
+		t.Fatalf("q.sql = %q, want %q", data, body)
+	}
+
+	// Opaque: asked, run by bash in the sandbox once approved.
+	d, reason, up = hookAnswer(t, in("for f in a b; do echo \"$f\" >> loop.txt; done"))
+	if d != "ask" || up == nil || !strings.Contains(reason, "opaque shell code (compound-command") {
+		t.Fatalf("opaque: %s %q %v", d, reason, up)
+	}
+	if out, code := runAsClaudeCode(t, ws, up["command"].(string)); code != 0 {
+		t.Fatalf("opaque, approved: exit %d: %s", code, out)
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "loop.txt")); string(data) != "a\nb\n" {
+		t.Fatalf("loop.txt = %q", data)
+	}
+	// Nothing would confine it under --no-confine.
+	if d, reason, up := hookAnswer(t, in("ls *.go"), "--no-confine"); d != "deny" || up != nil || !strings.Contains(reason, "--no-confine") {
+		t.Fatalf("opaque under --no-confine: %s %q %v", d, reason, up)
+	}
+	// Only a line bash would reject too is denied for its syntax.
+	if d, reason, _ := hookAnswer(t, in("echo 'unterminated")); d != "deny" || !strings.Contains(reason, "bash would not run it either") {
+		t.Fatalf("malformed: %s %q", d, reason)
+	}
+
+	// The confined run refuses a line whose plan is not the one decided.
+	_, _, up = hookAnswer(t, in("echo decided > d.txt"))
+	forged := strings.Replace(up["command"].(string), "-- 'echo decided > d.txt'", "-- 'echo other > d.txt'", 1)
+	out, code := runAsClaudeCode(t, ws, forged)
+	if code == 0 || !strings.Contains(out, "another plan than the one decided") {
+		t.Fatalf("a line that parses to another plan ran: exit %d: %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "d.txt")); err == nil {
+		t.Fatal("d.txt was written")
+	}
+}

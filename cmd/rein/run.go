@@ -38,6 +38,10 @@ type runFlags struct {
 	limits  limitFlags
 	net     netFlags
 	trace   traceFlag
+	// decided is the plan another process decided for the line (rein
+	// shell --plan, which Claude Code's hook writes): the line runs only
+	// as that plan.
+	decided *shell.Line
 }
 
 func newExecCmd(sf *scopeFlags) *cobra.Command {
@@ -65,6 +69,7 @@ in the trace; its output streams to the terminal, secrets redacted.`,
 
 func newShellCmd(sf *scopeFlags) *cobra.Command {
 	var rf runFlags
+	var planJSON string
 	cmd := &cobra.Command{
 		Use:   "shell [flags] 'LINE'",
 		Short: "Parse and decide a command line, then run it in the sandbox (never a shell)",
@@ -87,10 +92,20 @@ redacted.`,
 				printRefusal(cmd.ErrOrStderr(), args[0], ref)
 				return &exitError{code: exitRefuse}
 			}
+			if planJSON != "" {
+				var decided shell.Line
+				dec := json.NewDecoder(strings.NewReader(planJSON))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&decided); err != nil || len(decided.Pipelines) == 0 {
+					return &exitError{exitUsage, fmt.Sprintf("--plan is not a plan of rein's grammar: %v", err)}
+				}
+				rf.decided = &decided
+			}
 			return runDecided(cmd, sf, &rf, "shell", tool.ShellArgs{Line: args[0], Timeout: rf.timeoutArg()})
 		},
 	}
 	rf.register(cmd)
+	cmd.Flags().StringVar(&planJSON, "plan", "", "the plan (JSON) decided for LINE by another process, such as Claude Code's hook: LINE runs as that plan, and is refused if it parses here to any other")
 	return cmd
 }
 
@@ -215,6 +230,9 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, a
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if rf.decided != nil {
+		ctx = tool.WithDecided(ctx, rf.decided)
+	}
 	raw, _ := json.Marshal(args)
 	env := r.Call(tool.WithLive(ctx, live), name, raw)
 	r.Close(cmp.Or(map[tool.Status]string{tool.OK: "ok"}[env.Status], string(env.Status)))
