@@ -13,7 +13,7 @@ var benchLines = map[string]string{
 	"chain":    `cd src && go vet ./... && git diff --stat > "out file.txt" 2>&1 || echo failed`,
 	// The shape most real agent lines that were refused before take: a
 	// file written from a quoted here-document, then run.
-	"heredoc": "cat <<'EOF' > reproduce.py\nimport sys\nfrom pkg import thing\n\nprint(thing(sys.argv[1:]))  # $HOME stays\nassert thing([]) == {}\nEOF\npython3 reproduce.py",
+	"heredoc":                "cat <<'EOF' > reproduce.py\nimport sys\nfrom pkg import thing\n\nprint(thing(sys.argv[1:]))  # $HOME stays\nassert thing([]) == {}\nEOF\npython3 reproduce.py",
 	"comment-newline-braces": "git stash show -p stash@{0}  # what was stashed\nfind . -name '*.py' -exec grep -l TODO {} \\; | head -{1,2}0",
 }
 

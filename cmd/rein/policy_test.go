@@ -30,7 +30,7 @@ func TestPolicyCheckExitStatus(t *testing.T) {
 		{[]string{"policy", "check", "--", "ls *"}, exitAsk}, // opaque code is asked
 		{[]string{"policy", "check", "--mode", "safe", "--", "ls *"}, exitDeny},
 		{[]string{"policy", "check", "--", "ls 'unterminated"}, exitRefuse}, // bash would reject it too
-		{[]string{"policy", "check", "--argv", "--", "ls", "*"}, exitOK}, // an argv is verbatim
+		{[]string{"policy", "check", "--argv", "--", "ls", "*"}, exitOK},    // an argv is verbatim
 		{[]string{"policy", "check", "--argv", "--", "rm", "-rf", "/"}, exitDeny},
 		{[]string{"policy", "check", "--mode", "yolo", "--", "ls"}, exitUsage},
 		{[]string{"policy", "check", "--", "ls", "extra"}, exitUsage},
