@@ -212,7 +212,7 @@ func TestHookConfinesHeredocAndOpaque(t *testing.T) {
 	_, _, up = hookAnswer(t, in("echo decided > d.txt"))
 	forged := strings.Replace(up["command"].(string), "-- 'echo decided > d.txt'", "-- 'echo other > d.txt'", 1)
 	out, code := runAsClaudeCode(t, ws, forged)
-	if code == 0 || !strings.Contains(out, "another plan than the one decided") {
+	if code != exitSandbox || !strings.Contains(out, "another plan than the one decided") {
 		t.Fatalf("a line that parses to another plan ran: exit %d: %s", code, out)
 	}
 	if _, err := os.Stat(filepath.Join(ws, "d.txt")); err == nil {
