@@ -371,6 +371,10 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	live := liveOf(ctx)
 	log := &egressLog{observe: live.Egress}
 	prof := c.profile(timeout, log)
+	if r := line.Opaque; r != nil && prof.Rung == sandbox.RungNone {
+		// Opaque code is asked on the premise that it runs confined.
+		return &Result{Status: Denied, Reason: fmt.Sprintf("opaque shell code (%s at byte %d) runs only in a sandbox, and the rung is none: confine it, or write a line rein sees exactly", r.Construct, r.Offset)}
+	}
 	// The policy decides the programs the sandbox's PATH finds, which are
 	// the ones that run.
 	sandbox.ResolvePrograms(line, prof)

@@ -208,3 +208,17 @@ func TestShellTraced(t *testing.T) {
 		t.Errorf("the observation: %q", steps[0].Observation)
 	}
 }
+
+// TestShellOpaqueNeedsConfinement: a line outside the grammar is asked on
+// the premise that it runs confined; on the none rung, approved or not,
+// it does not run.
+func TestShellOpaqueNeedsConfinement(t *testing.T) {
+	_, ws := docFixture(t)
+	code, _, errOut := rein(t, "shell", "--rung", "none", "--approve", "all", "--", "for f in a; do touch $f.txt; done")
+	if code != exitSandbox || !strings.Contains(errOut, "runs only in a sandbox, and the rung is none") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a.txt")); err == nil {
+		t.Fatal("the opaque line ran unconfined")
+	}
+}
