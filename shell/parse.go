@@ -539,21 +539,29 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		b.add(refuse(Syntax, s.Offset, "empty stage: name a program to run"))
 		return s
 	}
-	s.Argv = make([]string, 0, len(words))
-	for _, w := range words {
-		s.Argv = b.appendWords(s.Argv, w)
+	// Where each word starts, and where the stage ends, are taken before
+	// brace expansion rewrites the words.
+	pos := make([]int, len(words))
+	for i, w := range words {
+		pos[i] = off(w.Pos())
 	}
 	end := off(words[len(words)-1].End())
 	for _, r := range st.Redirs {
-		s.Redirects = append(s.Redirects, b.redirect(r))
 		if r.Word != nil {
 			end = max(end, off(r.Word.End()))
 		}
 	}
-	if begin := min(s.Offset, off(words[0].Pos())); begin <= end && end <= len(b.line) {
+	if begin := min(s.Offset, pos[0]); begin <= end && end <= len(b.line) {
 		s.Source = b.line[begin:end]
 	}
-	at := off(words[0].Pos())
+	s.Argv = make([]string, 0, len(words))
+	for _, w := range words {
+		s.Argv = b.appendWords(s.Argv, w)
+	}
+	for _, r := range st.Redirs {
+		s.Redirects = append(s.Redirects, b.redirect(r))
+	}
+	at := pos[0]
 	if len(s.Argv) == 0 {
 		b.add(refuse(Syntax, at, "the words expand to nothing: name a program to run"))
 		return s
@@ -562,7 +570,7 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 	case name == "":
 		b.add(refuse(Syntax, at, "the program name is empty"))
 	case name == "cd":
-		b.cd(s, words)
+		b.cd(s, pos)
 	case shellBuiltins[name]:
 		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q", name)))
 	case reservedWords[name] || name == "{" || name == "}":
@@ -588,19 +596,19 @@ func (b *builder) timeWords(c *syntax.TimeClause) []*syntax.Word {
 	return append(words, call.Args...)
 }
 
-func (b *builder) cd(s *Stage, words []*syntax.Word) {
+func (b *builder) cd(s *Stage, words []int) {
 	s.Kind = Cd
 	switch {
 	case len(s.Argv) != len(words):
 		b.add(refuse(Syntax, s.Offset, "cd takes one directory, and its braces make another number of words"))
 	case len(words) > 2:
-		b.add(refuse(Syntax, off(words[2].Pos()), "cd takes one directory"))
+		b.add(refuse(Syntax, words[2], "cd takes one directory"))
 	case len(s.Redirects) > 0:
 		b.add(refuse(Syntax, s.Offset, "cd takes no redirects"))
 	case len(words) == 2 && s.Argv[1] == "":
-		b.add(refuse(Syntax, off(words[1].Pos()), "cd to an empty directory name"))
+		b.add(refuse(Syntax, words[1], "cd to an empty directory name"))
 	case len(words) == 2 && strings.HasPrefix(s.Argv[1], "-"):
-		b.add(refuse(Syntax, off(words[1].Pos()), "cd takes no options and no -: name the directory"))
+		b.add(refuse(Syntax, words[1], "cd takes no options and no -: name the directory"))
 	case len(words) == 2:
 		s.Dir = s.Argv[1]
 	}
