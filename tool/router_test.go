@@ -126,7 +126,9 @@ func TestLifeOfACall(t *testing.T) {
 		{"write_file", obj{"path": ".git/config", "content": "x"}, Denied, "protected"},
 		{"write_file", obj{"path": "new.txt", "content": "x"}, OK, "+x"},
 		{"shell", obj{"line": "rm -rf src"}, Denied, `"rm *"`},
-		{"shell", obj{"line": "ls *.go"}, Denied, "refused by the grammar"},
+		// Outside the grammar: opaque code, asked (this approver denies).
+		{"shell", obj{"line": "ls *.go"}, Denied, "deny-all approver (opaque shell code (glob at byte 3"},
+		{"shell", obj{"line": "ls 'unterminated"}, Denied, "refused by the grammar"},
 		{"shell", obj{"line": "cat src/main.go"}, OK, "package main"},
 		{"shell", obj{"line": "sh -c 'exit 3'"}, Denied, "deny-all approver"},
 		{"exec", obj{"argv": []string{"ls", "src"}}, OK, "main.go"},
