@@ -59,6 +59,8 @@ func TestOpaqueLines(t *testing.T) {
 		{"ls *.py", ModeSafe, Deny, "opaque shell code"},
 		{"for b in a b; do git push origin $b; done", ModeAuto, Deny, `"git push*"`},
 		{"X=1 rm -rf / $Y", ModeAuto, Deny, "hard deny"},
+		{"for f in {a,b}; do git push origin {x,y} $f; done", ModeAuto, Deny, `"git push*"`},
+		{"echo $X; rm -rf {/,x}", ModeAuto, Deny, "hard deny"},
 		{"cat <<EOF > ~/.bashrc\n$PATH\nEOF", ModeAuto, Deny, "protected"},
 		{"cd $(git rev-parse --show-toplevel) && make", ModeAuto, Ask, "opaque shell code (command-substitution"},
 	}

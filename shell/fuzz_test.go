@@ -288,3 +288,43 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// FuzzPlan checks Plan's contract on any input: an exact plan (Parse's),
+// or an opaque plan that runs the line as written under bash -c, or a
+// refusal only of a line bash would reject too; and SimpleCommands reads
+// any text without failing.
+func FuzzPlan(f *testing.F) {
+	for _, e := range readCorpus(f, filepath.Join("testdata", "bash_corpus.txt")) {
+		f.Add(e.line)
+	}
+	for _, c := range refusalCases {
+		f.Add(c.line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		p := Parser{Home: testHome}
+		l, err := p.Plan(line)
+		exact, perr := p.Parse(line)
+		var r *Refusal
+		switch {
+		case err != nil:
+			if !errors.As(err, &r) || !r.Malformed || l != nil || perr == nil {
+				t.Fatalf("Plan(%q) = %s, %v: an error must be a malformed refusal, and Parse must refuse too", line, dumpPlan(l), err)
+			}
+		case l.Opaque == nil:
+			if perr != nil || !samePlan(l, exact) {
+				t.Fatalf("Plan(%q) = %s, exact, but Parse gives %s, %v", line, dumpPlan(l), dumpPlan(exact), perr)
+			}
+		default:
+			st := l.Stages()
+			if perr == nil || !errors.As(perr, &r) || r.Malformed || l.Opaque.Construct != r.Construct ||
+				len(st) != 1 || !slices.Equal(st[0].Argv, []string{OpaqueShell, "-c", line}) || len(st[0].Redirects) != 0 {
+				t.Fatalf("Plan(%q) = %s opaque %v; Parse: %v", line, dumpPlan(l), l.Opaque, perr)
+			}
+		}
+		for _, s := range p.SimpleCommands(line) {
+			if s.Kind == Command && (len(s.Argv) == 0 || s.Argv[0] == "") {
+				t.Fatalf("SimpleCommands(%q) holds an empty command", line)
+			}
+		}
+	})
+}

@@ -59,16 +59,20 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 	if err != nil {
 		return nil
 	}
-	var out []*Stage
+	// The statements are gathered first: reading their words rewrites
+	// them (brace expansion), which the walk must not see.
+	var stmts []*syntax.Stmt
 	syntax.Walk(f, func(n syntax.Node) bool {
-		st, ok := n.(*syntax.Stmt)
-		if !ok {
-			return true
+		if st, ok := n.(*syntax.Stmt); ok {
+			if call, ok := st.Cmd.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+				stmts = append(stmts, st)
+			}
 		}
-		call, ok := st.Cmd.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 {
-			return true
-		}
+		return true
+	})
+	var out []*Stage
+	for _, st := range stmts {
+		call := st.Cmd.(*syntax.CallExpr)
 		b := builder{home: p.Home, line: text}
 		s := &Stage{Kind: Command, Offset: off(st.Pos())}
 		for _, w := range call.Args {
@@ -114,8 +118,7 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 		default:
 			out = append(out, s)
 		}
-		return true
-	})
+	}
 	return out
 }
 
