@@ -237,13 +237,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	facts := analyze(p.canonProgram(stripped, cwds))
 	if data, ok := hereData(st); ok && facts.ProgramFromStdin {
 		// A here-document is the program a reader of standard input runs:
-		// program text, scanned as -c's is; a shell's is read as the
-		// command string it is (bash <<'EOF' is bash -c), its commands
-		// exposed to the deny rules and their paths decided.
+		// program text, scanned as -c's is; a shell's, behind any
+		// wrapper, is read as the command string it is (bash <<'EOF' is
+		// bash -c), its commands exposed to the deny rules and their
+		// paths decided.
 		facts.Inline = append(facts.Inline, data)
-		if isShellProgram(path.Base(stripped[0])) {
-			as := []string{stripped[0], "-c", data}
-			g := analyze(as)
+		for _, sh := range hereShells(wrapped(argv), data) {
+			g := analyze(sh.argv)
 			facts.Reads = append(facts.Reads, g.Reads...)
 			facts.Writes = append(facts.Writes, g.Writes...)
 			facts.Deletes = append(facts.Deletes, g.Deletes...)
@@ -252,7 +252,10 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 			if facts.HardDeny == "" {
 				facts.HardDeny = g.HardDeny
 			}
-			exposedCmds = append(exposedCmds, exposedRuns(as)[1:]...)
+			for _, x := range exposedRuns(sh.argv)[1:] {
+				x.dir = joinDirs(sh.dir, x.dir)
+				exposedCmds = append(exposedCmds, x)
+			}
 		}
 	}
 	sv.Class = facts.Class
@@ -392,11 +395,57 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	return sv
 }
 
+// wrapped returns argv and the commands its exec wrappers run, outermost
+// first, each in the directory the wrappers move it to: env -C d bash is
+// [env -C d bash] then [bash] in d. It follows the wrappers only, not the
+// shell strings they run.
+func wrapped(argv []string) []exposedRun {
+	out := []exposedRun{{argv: argv}}
+	dir := ""
+	for range maxUnwrapDepth {
+		if len(argv) == 0 {
+			break
+		}
+		w, ok := execWrappers[path.Base(argv[0])]
+		if !ok {
+			break
+		}
+		r := w.unwrap(argv[1:])
+		if len(r.argv) == 0 {
+			break
+		}
+		dir, argv = joinDirs(dir, r.dir), r.argv
+		out = append(out, exposedRun{argv: argv, dir: dir})
+	}
+	return out
+}
+
+// hereShells returns, for commands fed data on standard input, each shell
+// among them that reads its commands from there, as the shell running
+// data with -c (in the shell's directory): sh <<'EOF' runs the body.
+func hereShells(runs []exposedRun, data string) []exposedRun {
+	var out []exposedRun
+	for _, r := range runs {
+		if len(r.argv) == 0 || !isShellProgram(path.Base(r.argv[0])) {
+			continue
+		}
+		if inv := parseShellArgs(r.argv[1:]); inv.stdin && !inv.hasCommand && !inv.flagC {
+			out = append(out, exposedRun{argv: []string{r.argv[0], "-c", data}, dir: r.dir})
+		}
+	}
+	return out
+}
+
 // hereData returns what a stage reads on standard input when its
 // redirects settle it to a here-document's bytes.
 func hereData(st *shell.Stage) (string, bool) {
+	return hereOf(st.Redirects)
+}
+
+// hereOf is hereData for a list of redirects.
+func hereOf(redirects []shell.Redirect) (string, bool) {
 	data, ok := "", false
-	for _, r := range st.Redirects {
+	for _, r := range redirects {
 		switch r.Op {
 		case shell.Input:
 			data, ok = r.Data, true

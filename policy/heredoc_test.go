@@ -76,3 +76,33 @@ func TestOpaqueLines(t *testing.T) {
 		}
 	}
 }
+
+// TestHereDocumentsReachTheDenyRules: a shell fed its commands on
+// standard input, behind a wrapper or inside opaque code or a shell
+// string, still shows them to the deny rules, hard denies and protected
+// paths; so do redirects opaque code writes with >& or <>.
+func TestHereDocumentsReachTheDenyRules(t *testing.T) {
+	f := newFixture(t)
+	p := f.load(ModeAuto, Rule{Act: ActExec, Effect: Deny, Pattern: "git push*"})
+	for _, line := range []string{
+		"env bash <<<'git push'",
+		"sudo bash <<'EOF'\ngit push origin main\nEOF",
+		"timeout 5 sh -s <<< 'git push'",
+		"bash <<EOF\ngit push origin $BR\nEOF",
+		"echo $X; bash <<<\"git push\"",
+		"bash -c 'bash <<<\"git push\"'",
+		"echo $X; env bash <<'EOF'\nrm -rf ~\nEOF",
+		"echo $X; python3 <<'EOF'\nopen('~/.ssh/id_rsa')\nEOF",
+		"echo $X >&.git/hooks/pre-commit",
+		"echo $X 1<>.git/hooks/pre-commit",
+		"true\r\ngit push origin main",
+	} {
+		l, err := shell.Parser{Home: f.home}.Plan(line)
+		if err != nil {
+			t.Fatalf("Plan(%q): %v", line, err)
+		}
+		if v := p.Check(l); v.Decision != Deny {
+			t.Errorf("%q: %s (%s), want deny", line, v.Decision, v.Reason)
+		}
+	}
+}

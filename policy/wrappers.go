@@ -1080,6 +1080,15 @@ func (c *classCall) absorb(runs []innerRun) {
 		c.f.Deletes = append(c.f.Deletes, keep(g.Deletes)...)
 		c.f.OutsideDangerous = append(c.f.OutsideDangerous, keep(g.OutsideDangerous)...)
 		c.inline(g.Inline...)
+		c.f.ProgramFromStdin = c.f.ProgramFromStdin || g.ProgramFromStdin
+		if data, ok := hereOf(r.redirects); ok && g.ProgramFromStdin {
+			// A here-document the inner command reads its program
+			// from: program text, and a shell's commands absorbed.
+			c.inline(data)
+			for _, sh := range hereShells(wrapped(r.argv), data) {
+				c.absorb([]innerRun{{argv: sh.argv, dir: joinDirs(r.dir, sh.dir), perFile: perFile}})
+			}
+		}
 		c.f.Network = c.f.Network || g.Network
 		if c.f.HardDeny == "" {
 			c.f.HardDeny = g.HardDeny
@@ -1117,6 +1126,13 @@ func exposedRuns(argv []string) []exposedRun {
 		}
 		for _, r := range innerRuns(argv, perFile) {
 			walk(r.argv, joinDirs(below, r.dir), depth+1, r.perFile)
+			if data, ok := hereOf(r.redirects); ok {
+				// A shell fed its commands by a here-document, behind
+				// any wrapper: bash <<'EOF' is bash -c with the body.
+				for _, sh := range hereShells(wrapped(r.argv), data) {
+					walk(sh.argv, joinDirs(below, joinDirs(r.dir, sh.dir)), depth+1, r.perFile)
+				}
+			}
 		}
 	}
 	walk(argv, "", 0, false)

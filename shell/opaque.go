@@ -50,13 +50,35 @@ func Opaque(line string, r *Refusal) *Line {
 // protected paths still see of an opaque line; it is not a plan, and
 // nothing runs from it. Text the tokeniser cannot read yields nothing.
 func (p Parser) SimpleCommands(text string) []*Stage {
-	if prescan(text) != nil {
+	// A CR LF pair, which the tokeniser folds into LF, moves no command
+	// boundary: such text is still read.
+	if r := prescan(strings.ReplaceAll(text, "\r\n", "\n")); r != nil {
 		return nil
 	}
 	sp := parsers.Get().(*syntax.Parser)
 	f, err := sp.Parse(strings.NewReader(text), "")
 	parsers.Put(sp)
 	if err != nil {
+		return nil
+	}
+	// Where the tokeniser and bash part ways (a comment a backslash
+	// continues, a here-document's lines a backslash joins), nothing it
+	// read can be trusted.
+	torn := false
+	tb := builder{line: text}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Comment:
+			torn = torn || strings.Contains(n.Text, "\n")
+		case *syntax.Redirect:
+			if n.Hdoc != nil {
+				_, ok := tb.heredocBody(n)
+				torn = torn || !ok
+			}
+		}
+		return !torn
+	})
+	if torn {
 		return nil
 	}
 	// The statements are gathered first: reading their words rewrites
@@ -87,15 +109,49 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 		}
 		for _, r := range st.Redirs {
 			b.first = nil
+			var ops []RedirectOp
 			switch r.Op {
-			case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.ClbOut, syntax.RdrAll, syntax.AppAll:
-				op := Truncate
-				switch r.Op {
-				case syntax.AppOut, syntax.AppAll:
-					op = Append
-				case syntax.RdrIn:
-					op = Read
+			case syntax.RdrOut, syntax.ClbOut, syntax.RdrAll:
+				ops = []RedirectOp{Truncate}
+			case syntax.AppOut, syntax.AppAll:
+				ops = []RedirectOp{Append}
+			case syntax.RdrIn:
+				ops = []RedirectOp{Read}
+			case syntax.RdrInOut:
+				// <> opens the file for reading and writing.
+				ops = []RedirectOp{Read, Append}
+			case syntax.DplOut, syntax.DplIn:
+				// >&WORD with a WORD that is not a descriptor is
+				// >WORD 2>&1; a descriptor (or -) names no path.
+				if l := r.Word.Lit(); l != "" && (l == "-" || strings.Trim(l, "0123456789-") == "") {
+					continue
 				}
+				ops = []RedirectOp{Truncate}
+			case syntax.Hdoc, syntax.DashHdoc:
+				// A here-document is the program of a reader of
+				// standard input: the policy reads it as such.
+				// An unquoted body is read as written, its expansions
+				// not made: enough for what it names.
+				if data, ok := tb.heredocBody(r); ok && (r.N == nil || r.N.Value == "0") {
+					s.Redirects = append(s.Redirects, Redirect{Op: Input, Data: data})
+				}
+				continue
+			case syntax.WordHdoc:
+				if (r.N == nil || r.N.Value == "0") && literalWord(r.Word) {
+					if w := b.single(r.Word); b.first == nil {
+						s.Redirects = append(s.Redirects, Redirect{Op: Input, Data: w + "\n"})
+					}
+				}
+				continue
+			}
+			if len(ops) == 0 || !literalWord(r.Word) {
+				continue
+			}
+			path := b.single(r.Word)
+			if b.first != nil || path == "" {
+				continue
+			}
+			for _, op := range ops {
 				fd := 1
 				switch {
 				case op == Read:
@@ -103,12 +159,7 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 				case r.N != nil && r.N.Value == "2":
 					fd = 2
 				}
-				if !literalWord(r.Word) {
-					continue
-				}
-				if path := b.single(r.Word); b.first == nil && path != "" {
-					s.Redirects = append(s.Redirects, Redirect{Fd: fd, Op: op, Path: path})
-				}
+				s.Redirects = append(s.Redirects, Redirect{Fd: fd, Op: op, Path: path})
 			}
 		}
 		switch {

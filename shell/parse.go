@@ -251,14 +251,24 @@ type builder struct {
 	notes []string
 	// braceWords counts the words the line's brace expansions make.
 	braceWords int
+	// noAssign turns off the tilde expansion after = and : that bash
+	// makes in an argument shaped like an assignment.
+	noAssign bool
 }
 
 // maxBraceWords bounds the words brace expansion may make in one line;
 // past it the line is opaque rather than a plan of thousands of words.
 const maxBraceWords = 1000
 
+// add keeps r if it is the first refusal, by offset, of its kind: a
+// malformed refusal (one that says rein's tokeniser and bash part ways)
+// wins over any other, since no opaque plan may rest on that reading.
 func (b *builder) add(r *Refusal) {
-	if r != nil && (b.first == nil || r.Offset < b.first.Offset) {
+	switch {
+	case r == nil:
+	case b.first == nil,
+		r.Malformed && !b.first.Malformed,
+		r.Malformed == b.first.Malformed && r.Offset < b.first.Offset:
 		b.first = r
 	}
 }
@@ -319,6 +329,12 @@ func (b *builder) check(f *syntax.File) {
 		case *syntax.Comment:
 			at := off(n.Hash)
 			end := at + 1 + len(n.Text)
+			if strings.Contains(n.Text, "\n") {
+				// bash ends a comment at the newline; the tokeniser
+				// reads a backslash before it as joining the next line
+				// to the command before the comment.
+				b.add(malformed(refuse(Comment, at, "a comment that ends with a backslash before a newline, which rein's tokeniser and bash read differently: drop the backslash")))
+			}
 			b.quoted = append(b.quoted, [2]int{at, end})
 			b.notes = append(b.notes, fmt.Sprintf("the text from byte %d on (%s) is a comment and does not run", at, shortText(b.line[at:end])))
 		case *syntax.CmdSubst:
@@ -621,7 +637,12 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 	case syntax.Hdoc, syntax.DashHdoc:
 		return Redirect{Op: Input, Data: b.heredoc(r)}
 	case syntax.WordHdoc:
-		return Redirect{Op: Input, Data: b.single(r.Word) + "\n"}
+		// bash expands a here-string's leading ~, but not one after an
+		// = or a : as it does in an argument.
+		b.noAssign = true
+		data := b.single(r.Word)
+		b.noAssign = false
+		return Redirect{Op: Input, Data: data + "\n"}
 	case syntax.RdrIn:
 		out.Op = Read
 	case syntax.RdrOut:
@@ -720,7 +741,7 @@ func isUpper(c byte) bool  { return 'A' <= c && c <= 'Z' }
 func (b *builder) heredoc(r *syntax.Redirect) string {
 	raw, ok := b.heredocBody(r)
 	if !ok {
-		b.add(refuse(Heredoc, off(r.OpPos), "the here-document's body cannot be read as bash reads it"))
+		b.add(malformed(refuse(Heredoc, off(r.OpPos), "rein's tokeniser ends this here-document elsewhere than bash does (a backslash joining its lines, or no closing delimiter): write the body without a trailing backslash, or quote the delimiter (<<'EOF')")))
 		return ""
 	}
 	if r.Hdoc != nil {
@@ -730,13 +751,6 @@ func (b *builder) heredoc(r *syntax.Redirect) string {
 				return ""
 			}
 		}
-	}
-	if r.Op == syntax.DashHdoc {
-		lines := strings.SplitAfter(raw, "\n")
-		for i, l := range lines {
-			lines[i] = strings.TrimLeft(l, "\t")
-		}
-		raw = strings.Join(lines, "")
 	}
 	if quotedDelimiter(r.Word) {
 		return raw
@@ -756,7 +770,9 @@ func (b *builder) heredoc(r *syntax.Redirect) string {
 		case c == '\\' && next != 0 && strings.IndexByte("$`\\", next) >= 0:
 			sb.WriteByte(next)
 			i++
-		case c == '\\' && next == '\n':
+		case c == '\\' && next != 0:
+			// Any other escape stays as written, both bytes.
+			sb.WriteString(raw[i : i+2])
 			i++
 		case c == '$' && !literalDollar(next):
 			b.add(refuse(ParameterExpansion, base+i, "in a here-document body whose delimiter is unquoted: quote the delimiter (<<'EOF') to keep the body as it is"))
@@ -773,48 +789,73 @@ func (b *builder) heredoc(r *syntax.Redirect) string {
 
 // heredocBody reads a here-document's body from the line as bash does:
 // the lines after the one that holds the redirect, up to the first line
-// that is the delimiter (after its leading tabs, for <<-). The body is
-// read a second way, from the tokeniser's parts, and the two must agree,
-// or ok is false.
+// that is the delimiter. With the delimiter unquoted, a backslash-newline
+// joins a line to the next before that comparison (a backslash escaped by
+// another does not), keeping the next line's leading tabs; <<- then strips
+// the leading tabs of each joined line. raw is the body with the joins
+// made and the tabs stripped, its other escapes still in place. The body
+// is read a second way, from the tokeniser's parts, and the two must end
+// at the same place, or ok is false.
 func (b *builder) heredocBody(r *syntax.Redirect) (raw string, ok bool) {
 	if r.Hdoc == nil || len(r.Hdoc.Parts) == 0 {
 		return "", true
 	}
 	delim := delimiterText(r.Word)
-	var sb strings.Builder
-	rest := b.line[min(off(r.Hdoc.Pos()), len(b.line)):]
-	for found := false; !found; {
-		l, after, more := strings.Cut(rest, "\n")
-		cmp := l
+	quoted := quotedDelimiter(r.Word)
+	var body, logical strings.Builder
+	at := min(off(r.Hdoc.Pos()), len(b.line))
+	for {
+		// One line as bash reads it: up to a newline no backslash joins.
+		rest := b.line[at:]
+		logical.Reset()
+		i := 0
+		for ; i < len(rest) && rest[i] != '\n'; i++ {
+			switch {
+			case quoted || rest[i] != '\\' || i+1 >= len(rest):
+				logical.WriteByte(rest[i])
+			case rest[i+1] == '\n':
+				i++ // a join
+			default:
+				logical.WriteString(rest[i : i+2])
+				i++
+			}
+		}
+		l := logical.String()
 		if r.Op == syntax.DashHdoc {
-			cmp = strings.TrimLeft(l, "\t")
+			l = strings.TrimLeft(l, "\t")
 		}
 		switch {
-		case cmp == delim:
-			found = true
-		case !more:
+		case l == delim:
+			// The tokeniser must end the body on the same line, or the
+			// rest of the line is not what bash runs.
+			return body.String(), at+i == off(r.Hdoc.End())
+		case i >= len(rest):
 			return "", false // bash warns and takes the end of input
+		}
+		body.WriteString(l + "\n")
+		at += i + 1
+	}
+}
+
+// dropJoins removes each backslash-newline that joins two lines, leaving a
+// backslash that another escapes, and what follows it, as it is.
+func dropJoins(s string) string {
+	if !strings.Contains(s, "\\\n") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] != '\\' || i+1 >= len(s):
+			sb.WriteByte(s[i])
+		case s[i+1] == '\n':
+			i++
 		default:
-			sb.WriteString(l + "\n")
-			rest = after
+			sb.WriteString(s[i : i+2])
+			i++
 		}
 	}
-	raw = sb.String()
-	var parts strings.Builder
-	for _, p := range r.Hdoc.Parts {
-		if l, ok := p.(*syntax.Lit); ok {
-			parts.WriteString(l.Value)
-		} else {
-			// An expansion: the body is refused by name; its text need
-			// not agree.
-			return raw, true
-		}
-	}
-	joined := raw
-	if !quotedDelimiter(r.Word) {
-		joined = strings.ReplaceAll(raw, "\\\n", "")
-	}
-	return raw, strings.TrimRight(parts.String(), "\t") == strings.TrimRight(joined, "\t")
+	return sb.String()
 }
 
 // delimiterText is a here-document's delimiter after quote removal.
@@ -880,7 +921,7 @@ func expansionOf(p syntax.WordPart) Construct {
 // one that must be one.
 func (b *builder) word(w *syntax.Word) string {
 	var sb strings.Builder
-	assign := assignmentLike(w)
+	assign := assignmentLike(w) && !b.noAssign
 	glob := bracketGlob(w)
 	for i, part := range w.Parts {
 		switch p := part.(type) {
@@ -982,6 +1023,10 @@ func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPa
 		tildeHere := c == '~' && ((wordStart && j == 0) ||
 			(assign && j > 0 && (j-1 == eq || (v[j-1] == ':' && (eq < 0 || j-1 > eq))) && !escaped(v, j-1)))
 		switch {
+		case b.noAssign && c == '~' && j > 0 && v[j-1] == ':' && !escaped(v, j-1):
+			// A here-string's ~ after a : is expanded by rules of its
+			// own; rein does not model them.
+			b.add(refuse(TildeUser, base+j, "a ~ after a : in a here-string"))
 		case tildeHere:
 			j += b.tilde(sb, v[j:], base+j, lastPart, assign) - 1
 		case c == '\\':

@@ -151,6 +151,13 @@ func TestPlanOpaque(t *testing.T) {
 		{"cmd \x00", ControlCharacter, true},
 		{"cmd \xff", Syntax, true},
 		{"cat <<EOF\nno end", Heredoc, true},
+		// where the tokeniser and bash part ways: no reading is trusted
+		{"echo ok # \\\nrm -rf /", Comment, true},
+		{"ls $X # \\\nrm -rf ~", Comment, true},
+		{"cat <<EOF\nhello\nEO\\\nF\ngit push origin main\nEOF", Heredoc, true},
+		{"cat <<EOF\n$X\nEO\\\nF\nrm -rf ~\nEOF", Heredoc, true},
+		{"cat <<-EOF\n\tx\\\n\tEOF\ncat <<'Z'\nEOF\ngit push\nZ", Heredoc, true},
+		{"true\r\ngit push", Newline, false},
 	}
 	for _, c := range cases {
 		l, err := Parser{Home: testHome}.Plan(c.line)

@@ -61,7 +61,7 @@ var hints = map[Construct]string{
 	Glob:                "glob patterns are not expanded: name the paths explicitly (find them first with find or list_dir), or quote the character",
 	Assignment:          "environment assignments are not supported on the line: pass environment through the API; as an argument (make CC=gcc) it is fine",
 	TildeUser:           "only ~ and ~/path are supported: write the directory's path",
-	Comment:             "a # inside a word's first byte here is not read as a comment: quote the #",
+	Comment:             "a comment runs nothing: a line that is only a comment is not a plan, and a backslash at a comment's end is not trusted",
 	Newline:             "a carriage return outside quotes is not read: end lines with a newline alone",
 	ShellBuiltin:        "there is no shell to hold the effect of this builtin: pass environment through the API and run programs directly",
 	ControlCharacter:    "unquoted control characters are not supported: quote the argument that holds it",

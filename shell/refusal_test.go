@@ -148,6 +148,7 @@ var refusalCases = []struct {
 	{"cd ~root", TildeUser, 3},
 	{"cmd a=~root", TildeUser, 6},
 	{"cmd > ~root/x", TildeUser, 6},
+	{"cat <<< a=b:~/c", TildeUser, 12},
 
 	// comments
 	{"# x", Comment, 0},
@@ -228,6 +229,15 @@ var refusalCases = []struct {
 	{"cmd | cd a", Syntax, 6},
 	{"cd a > f", Syntax, 0},
 	{"'' a", Syntax, 0},
+
+	// where rein's tokeniser and bash part ways: refused outright, since
+	// no reading of the line, opaque or not, can be trusted
+	{"echo ok # \\\nrm -rf /", Comment, 8},
+	{"ls $X # \\\nrm -rf ~", Comment, 6},
+	{"cat <<EOF\nhello\nEO\\\nF\ngit push --force origin main\nEOF", Heredoc, 4},
+	{"cat <<-EOF\n\tx\\\n\tEOF\ncat <<'Z'\nEOF\ngit push origin main\nZ", Heredoc, 4},
+	{"cat <<A\nA\\\n\ncmd\nA", Heredoc, 4},
+	{"cat <<EOF\n$X\nEO\\\nF\ngit push origin main\nrm -rf ~\nEOF", Heredoc, 4},
 }
 
 func TestRefusals(t *testing.T) {
