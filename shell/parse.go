@@ -252,8 +252,12 @@ type builder struct {
 	// braceWords counts the words the line's brace expansions make.
 	braceWords int
 	// noAssign turns off the tilde expansion after = and : that bash
-	// makes in an argument shaped like an assignment.
+	// makes in an argument shaped like an assignment: a word brace
+	// expansion made, or a here-string.
 	noAssign bool
+	// hereString says a here-string's word is read, whose ~ after a :
+	// bash expands by rules of its own.
+	hereString bool
 }
 
 // maxBraceWords bounds the words brace expansion may make in one line;
@@ -320,6 +324,9 @@ func (b *builder) check(f *syntax.File) {
 		case *syntax.Redirect:
 			b.add(checkRedirect(n))
 			if n.Hdoc != nil {
+				if _, ok := b.heredocBody(n); !ok {
+					b.add(heredocTorn(n))
+				}
 				// The body is data, checked when the stage is built;
 				// its newlines are not separators.
 				b.quoted = append(b.quoted, [2]int{off(n.Hdoc.Pos()), off(n.Hdoc.End())})
@@ -381,6 +388,17 @@ func (b *builder) check(f *syntax.File) {
 	b.scanUnquoted()
 }
 
+// inQuoted reports whether byte i lies in a quoted range, a comment or a
+// here-document body.
+func (b *builder) inQuoted(i int) bool {
+	for _, q := range b.quoted {
+		if q[0] <= i && i < q[1] {
+			return true
+		}
+	}
+	return false
+}
+
 // checkWord refuses what a here-document's delimiter word may not hold:
 // anything but literal text and quotes.
 func (b *builder) checkWord(w *syntax.Word) *Refusal {
@@ -422,6 +440,11 @@ func shortText(s string) string {
 // and bash does.
 func (b *builder) scanUnquoted() {
 	slices.SortFunc(b.quoted, func(x, y [2]int) int { return x[0] - y[0] })
+	if n := len(b.line); n > 0 && b.line[n-1] == '\\' && !escaped(b.line, n-1) && !b.inQuoted(n-1) && strings.Contains(b.line, "\n") {
+		// bash drops a backslash that ends input of several lines (and
+		// keeps the one ending a single line); the tokeniser keeps it.
+		b.add(malformed(refuse(Syntax, n-1, "the line ends with a backslash: drop it, or quote it")))
+	}
 	q := 0
 	for i := 0; i < len(b.line); i++ {
 		for q < len(b.quoted) && b.quoted[q][1] <= i {
@@ -587,6 +610,8 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		b.add(refuse(Syntax, at, "the program name is empty"))
 	case name == "cd":
 		b.cd(s, pos)
+	case strings.HasPrefix(name, "%"):
+		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q names a job to bash, not a program", name)))
 	case shellBuiltins[name]:
 		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q", name)))
 	case reservedWords[name] || name == "{" || name == "}":
@@ -639,9 +664,10 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 	case syntax.WordHdoc:
 		// bash expands a here-string's leading ~, but not one after an
 		// = or a : as it does in an argument.
-		b.noAssign = true
+		b.digitTarget(r.Word)
+		b.noAssign, b.hereString = true, true
 		data := b.single(r.Word)
-		b.noAssign = false
+		b.noAssign, b.hereString = false, false
 		return Redirect{Op: Input, Data: data + "\n"}
 	case syntax.RdrIn:
 		out.Op = Read
@@ -658,6 +684,7 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 		out.Fd = 2
 	}
 	at := off(r.Word.Pos())
+	b.digitTarget(r.Word)
 	out.Path = b.single(r.Word)
 	if out.Path == "" {
 		b.add(refuse(Syntax, at, "the redirect target is empty"))
@@ -671,7 +698,12 @@ func (b *builder) redirect(r *syntax.Redirect) Redirect {
 // brace expansion is one word.
 func (b *builder) appendWords(out []string, w *syntax.Word) []string {
 	at := off(w.Pos())
-	if !syntax.SplitBraces(w) {
+	split := syntax.SplitBraces(w)
+	if r := braceLeft(w, at); r != nil {
+		b.add(r)
+		return out
+	}
+	if !split {
 		return append(out, b.word(w))
 	}
 	if r := checkBraces(w, at); r != nil {
@@ -685,12 +717,53 @@ func (b *builder) appendWords(out []string, w *syntax.Word) []string {
 			return out
 		}
 		// bash drops a word the expansion left empty, unless quotes
-		// made it.
-		if v := b.word(x); v != "" || hasQuotes(x) {
+		// made it; in a word it made, only a leading ~ is expanded.
+		b.noAssign = true
+		v := b.word(x)
+		b.noAssign = false
+		if v != "" || hasQuotes(x) {
 			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// braceLeft refuses a word in which an unquoted { that the tokeniser
+// left as text has an unquoted , or .. after it: bash's own scan may
+// find a brace expansion there that the tokeniser's does not ({x},a} is
+// x} a to bash), and rein does not second-guess either.
+func braceLeft(w *syntax.Word, at int) *Refusal {
+	open := false
+	var walk func(parts []syntax.WordPart) bool
+	walk = func(parts []syntax.WordPart) bool {
+		for _, p := range parts {
+			switch p := p.(type) {
+			case *syntax.Lit:
+				v := p.Value
+				for j := 0; j < len(v); j++ {
+					switch {
+					case v[j] == '\\':
+						j++
+					case v[j] == '{':
+						open = true
+					case open && (v[j] == ',' || v[j] == '.' && j+1 < len(v) && v[j+1] == '.'):
+						return true
+					}
+				}
+			case *syntax.BraceExp:
+				for _, e := range p.Elems {
+					if walk(e.Parts) {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	if walk(w.Parts) {
+		return refuse(BraceGroup, at, "a brace left unexpanded with a , or .. after it, which bash may read as an expansion")
+	}
+	return nil
 }
 
 // hasQuotes reports whether a word holds a quoted part.
@@ -741,7 +814,7 @@ func isUpper(c byte) bool  { return 'A' <= c && c <= 'Z' }
 func (b *builder) heredoc(r *syntax.Redirect) string {
 	raw, ok := b.heredocBody(r)
 	if !ok {
-		b.add(malformed(refuse(Heredoc, off(r.OpPos), "rein's tokeniser ends this here-document elsewhere than bash does (a backslash joining its lines, or no closing delimiter): write the body without a trailing backslash, or quote the delimiter (<<'EOF')")))
+		b.add(heredocTorn(r))
 		return ""
 	}
 	if r.Hdoc != nil {
@@ -804,6 +877,15 @@ func (b *builder) heredocBody(r *syntax.Redirect) (raw string, ok bool) {
 	quoted := quotedDelimiter(r.Word)
 	var body, logical strings.Builder
 	at := min(off(r.Hdoc.Pos()), len(b.line))
+	// A body starts right after a newline; the tokeniser places one that
+	// starts with a backslash-newline a byte late.
+	switch {
+	case at > 0 && b.line[at-1] == '\n':
+	case at > 1 && b.line[at-1] == '\\' && b.line[at-2] == '\n':
+		at--
+	default:
+		return "", false
+	}
 	for {
 		// One line as bash reads it: up to a newline no backslash joins.
 		rest := b.line[at:]
@@ -883,6 +965,22 @@ func delimiterText(w *syntax.Word) string {
 	return sb.String()
 }
 
+// digitTarget refuses a redirect's word of digits written right before a
+// < or >: bash reads 2>x there as a redirect of descriptor 2 (and rejects
+// the line), where the tokeniser reads a target named 2.
+func (b *builder) digitTarget(w *syntax.Word) {
+	lit := w.Lit()
+	if end := off(w.End()); lit != "" && strings.Trim(lit, "0123456789") == "" && end < len(b.line) && strings.IndexByte("<>", b.line[end]) >= 0 {
+		b.add(malformed(refuse(Syntax, off(w.Pos()), "a redirect target of digits right before < or >, which bash reads as a descriptor")))
+	}
+}
+
+// heredocTorn is the refusal of a here-document whose body the tokeniser
+// and bash read differently.
+func heredocTorn(r *syntax.Redirect) *Refusal {
+	return malformed(refuse(Heredoc, off(r.OpPos), "rein's tokeniser ends or starts this here-document elsewhere than bash does (a backslash joining its lines, or no closing delimiter): write the body without a trailing backslash, or quote the delimiter (<<'EOF')"))
+}
+
 // quotedDelimiter reports whether a here-document's delimiter has any
 // quoting, which keeps bash from expanding anything in the body.
 func quotedDelimiter(w *syntax.Word) bool {
@@ -945,7 +1043,7 @@ func (b *builder) word(w *syntax.Word) string {
 // words of, is refused.
 func (b *builder) single(w *syntax.Word) string {
 	at := off(w.Pos())
-	if syntax.SplitBraces(w) {
+	if syntax.SplitBraces(w) || braceLeft(w, at) != nil {
 		b.add(refuse(BraceGroup, at, "brace expansion where one word is needed"))
 		return ""
 	}
@@ -1007,7 +1105,7 @@ func assignmentLike(w *syntax.Word) bool {
 		return false
 	}
 	eq := strings.IndexByte(l.Value, '=')
-	return eq > 0 && syntax.ValidName(l.Value[:eq])
+	return eq > 0 && syntax.ValidName(strings.TrimSuffix(l.Value[:eq], "+"))
 }
 
 func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPart, assign, glob bool, after byte) {
@@ -1023,12 +1121,16 @@ func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPa
 		tildeHere := c == '~' && ((wordStart && j == 0) ||
 			(assign && j > 0 && (j-1 == eq || (v[j-1] == ':' && (eq < 0 || j-1 > eq))) && !escaped(v, j-1)))
 		switch {
-		case b.noAssign && c == '~' && j > 0 && v[j-1] == ':' && !escaped(v, j-1):
+		case b.hereString && c == '~' && j > 0 && v[j-1] == ':' && !escaped(v, j-1):
 			// A here-string's ~ after a : is expanded by rules of its
 			// own; rein does not model them.
 			b.add(refuse(TildeUser, base+j, "a ~ after a : in a here-string"))
 		case tildeHere:
 			j += b.tilde(sb, v[j:], base+j, lastPart, assign) - 1
+		case c == '\\' && j+1 < len(v) && v[j+1] == '\n':
+			// A backslash-newline the tokeniser kept (after an escaped
+			// backslash) joins lines, as bash reads it.
+			j++
 		case c == '\\':
 			if j+1 < len(v) {
 				j++

@@ -65,6 +65,12 @@ var refusalCases = []struct {
 	{"cmd {A..z}", BraceGroup, 4},
 	{"cmd {1..2000}", BraceGroup, 4},
 	{"cd {a,b}", Syntax, 0},
+	// a brace the tokeniser leaves as text, with a , or .. after it,
+	// which bash's own scan may expand
+	{"git --namespace {x},push}", BraceGroup, 16},
+	{"cat {x},~/.ssh/config}", BraceGroup, 4},
+	{"cmd {a..{b,c}}", BraceGroup, 4},
+	{"cmd {a,b", BraceGroup, 4},
 
 	// here-documents: on another descriptor, or with a body that expands
 	{"a 3<<EOF\nx\nEOF", Heredoc, 2},
@@ -188,6 +194,7 @@ var refusalCases = []struct {
 	{"let x=1", ShellBuiltin, 0},
 	{"cmd && exec x", ShellBuiltin, 7},
 	{"cmd | source f", ShellBuiltin, 6},
+	{"%a b", ShellBuiltin, 0},
 
 	// syntax: empty stages, dangling operators, missing targets, quotes
 	{"", Syntax, 0},
@@ -238,6 +245,11 @@ var refusalCases = []struct {
 	{"cat <<-EOF\n\tx\\\n\tEOF\ncat <<'Z'\nEOF\ngit push origin main\nZ", Heredoc, 4},
 	{"cat <<A\nA\\\n\ncmd\nA", Heredoc, 4},
 	{"cat <<EOF\n$X\nEO\\\nF\ngit push origin main\nrm -rf ~\nEOF", Heredoc, 4},
+	{"a $x; cat <<EOF\nEO\\\nF\ngit push\nEOF", Heredoc, 10},
+	{"a 'x\ny'\\", Syntax, 7},
+	{"cat <<<'\n' .env\\", Syntax, 15},
+	{"cm >>2>out2", Syntax, 5},
+	{"cm <<<2>x", Syntax, 6},
 }
 
 func TestRefusals(t *testing.T) {
