@@ -111,7 +111,7 @@ func (p Parser) SimpleCommands(text string) []*Stage {
 			b.first = nil
 			var ops []RedirectOp
 			switch r.Op {
-			case syntax.RdrOut, syntax.ClbOut, syntax.RdrAll:
+			case syntax.RdrOut, syntax.RdrClob, syntax.RdrAll:
 				ops = []RedirectOp{Truncate}
 			case syntax.AppOut, syntax.AppAll:
 				ops = []RedirectOp{Append}

@@ -919,27 +919,6 @@ func (b *builder) heredocBody(r *syntax.Redirect) (raw string, ok bool) {
 	}
 }
 
-// dropJoins removes each backslash-newline that joins two lines, leaving a
-// backslash that another escapes, and what follows it, as it is.
-func dropJoins(s string) string {
-	if !strings.Contains(s, "\\\n") {
-		return s
-	}
-	var sb strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] != '\\' || i+1 >= len(s):
-			sb.WriteByte(s[i])
-		case s[i+1] == '\n':
-			i++
-		default:
-			sb.WriteString(s[i : i+2])
-			i++
-		}
-	}
-	return sb.String()
-}
-
 // delimiterText is a here-document's delimiter after quote removal.
 func delimiterText(w *syntax.Word) string {
 	var sb strings.Builder
