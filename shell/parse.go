@@ -327,6 +327,12 @@ func (b *builder) check(f *syntax.File) {
 				if _, ok := b.heredocBody(n); !ok {
 					b.add(heredocTorn(n))
 				}
+				if end := off(n.Word.End()); end < len(b.line) && strings.IndexByte(" \t\n;&|<>()", b.line[end]) < 0 {
+					// bash reads the delimiter up to a blank or an
+					// operator ('EOF'# is EOF#); the tokeniser stops at
+					// the # and reads a comment.
+					b.add(malformed(refuse(Heredoc, off(n.Word.Pos()), "a here-document delimiter the tokeniser ends before bash does: put a blank after it")))
+				}
 				// The body is data, checked when the stage is built;
 				// its newlines are not separators.
 				b.quoted = append(b.quoted, [2]int{off(n.Hdoc.Pos()), off(n.Hdoc.End())})
@@ -853,6 +859,9 @@ func (b *builder) heredoc(r *syntax.Redirect) string {
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+i, "in a here-document body whose delimiter is unquoted: quote the delimiter (<<'EOF') to keep the body as it is"))
 			return ""
+		case c == 0x01 || c == 0x7f:
+			b.add(refuse(ControlCharacter, base+i, fmt.Sprintf("byte 0x%02x in a here-document body whose delimiter is unquoted, which bash may double: quote the delimiter", c)))
+			return ""
 		default:
 			sb.WriteByte(c)
 		}
@@ -1174,7 +1183,9 @@ func (b *builder) tilde(sb *strings.Builder, s string, at int, lastPart, assign 
 }
 
 // doubleQuoted removes the quoting inside "...": \" \\ \` \$ are escapes,
-// backslash-newline disappears, every other backslash stays.
+// backslash-newline disappears, every other backslash stays. The bytes
+// 0x01 and 0x7f after a backslash, which bash (which marks its own
+// quoting with them) doubles there, are refused.
 func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit, after byte) {
 	v, base := l.Value, off(l.Pos())
 	for j := 0; j < len(v); j++ {
@@ -1193,6 +1204,9 @@ func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit, after byte) {
 			if !literalDollar(next) {
 				b.add(refuse(ParameterExpansion, base+j, "inside double quotes"))
 			}
+			sb.WriteByte(c)
+		case (c == 0x01 || c == 0x7f) && j > 0 && v[j-1] == '\\':
+			b.add(refuse(ControlCharacter, base+j, fmt.Sprintf("byte 0x%02x after a backslash inside double quotes, which bash doubles", c)))
 			sb.WriteByte(c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, "inside double quotes"))

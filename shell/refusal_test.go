@@ -170,6 +170,8 @@ var refusalCases = []struct {
 	{"cmd \x7f", ControlCharacter, 4},
 	{"cmd \x0b x", ControlCharacter, 4},
 	{"cmd \x0c", ControlCharacter, 4},
+	{"cmd \"\\\x01\x7f\"!", ControlCharacter, 6},
+	{"cat <<E\n\x01\nE", ControlCharacter, 8},
 	{"cmd \x00", ControlCharacter, 4},
 	{"cmd '\x00'", ControlCharacter, 5},
 	{"\x00", ControlCharacter, 0},
@@ -250,6 +252,8 @@ var refusalCases = []struct {
 	{"cat <<<'\n' .env\\", Syntax, 15},
 	{"cm >>2>out2", Syntax, 5},
 	{"cm <<<2>x", Syntax, 6},
+	{"python3 <<'EOF'#\nimport sys\nEOF", Heredoc, 10},
+	{"b<<\"E\"#x\nE#x\n", Heredoc, 1},
 }
 
 func TestRefusals(t *testing.T) {
