@@ -89,7 +89,7 @@ func longLines() []corpusEntry {
 
 // realDir returns dir with symlinks resolved, so that bash's $PWD and the
 // paths the test computes agree.
-func realDir(t *testing.T, dir string) string {
+func realDir(t testing.TB, dir string) string {
 	t.Helper()
 	d, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -99,7 +99,7 @@ func realDir(t *testing.T, dir string) string {
 }
 
 // stubBin writes the stand-in programs into a fresh directory.
-func stubBin(t *testing.T, bash string) string {
+func stubBin(t testing.TB, bash string) string {
 	t.Helper()
 	bin := realDir(t, t.TempDir())
 	if err := bashstub.Write(bin, bash); err != nil {
@@ -553,6 +553,38 @@ func crossCheck(t *testing.T, w *bashWorld, line string, l *Line) {
 		t.Fatalf("printed line %q: %v", printed, err)
 	}
 	compareOutcome(t, printed, pr, got)
+}
+
+// FuzzBashAgrees is the cross-check as a fuzzer: a line the grammar
+// admits, whose programs are the stand-ins and whose files stay in the
+// test's tree, runs under real bash, and what ran (which stages, their
+// argv, working directory and standard input, the files left) must be
+// what its plan says. The seeds are a tenth of the bash corpus and the
+// lines where bash and the tokeniser were once found to part ways.
+func FuzzBashAgrees(f *testing.F) {
+	bash := testenv.Bash(f)
+	for i, e := range readCorpus(f, filepath.Join("testdata", "bash_corpus.txt")) {
+		if i%10 == 0 {
+			f.Add(e.line)
+		}
+	}
+	bin := stubBin(f, bash)
+	f.Fuzz(func(t *testing.T, line string) {
+		w := newBashWorld(t, bash, bin)
+		l, err := Parser{Home: w.home}.Parse(line)
+		if err != nil {
+			return
+		}
+		pr, err := predict(l, w.root, w.home, w.work)
+		if err != nil {
+			return // a program with no stand-in, or a file outside the tree
+		}
+		got, err := w.run(line, pr.setup)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		compareOutcome(t, line, pr, got)
+	})
 }
 
 func TestBashQuoteRemoval(t *testing.T) {
