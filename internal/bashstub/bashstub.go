@@ -15,7 +15,7 @@ import (
 var Programs = []string{
 	"cmd", "run", "grep", "git", "go", "make", "ls", "cat", "sort", "head",
 	"tail", "rm", "find", "sed", "awk", "tr", "wc", "xargs", "diff", "tee",
-	"python3", "npm", "curl", "docker", "jq", "rg", "café", "my cmd", "[", "fail",
+	"python3", "npm", "curl", "docker", "jq", "rg", "café", "my cmd", "fail",
 }
 
 // script records, in a file named by its pid under $REIN_TEST_LOG, the
