@@ -1050,6 +1050,18 @@ func nextByte(parts []syntax.WordPart, i int) byte {
 	return 0xff
 }
 
+// dollar refuses the $ at v[j] unless bash leaves it literal; after is
+// the byte that follows v, as nextByte gives it.
+func (b *builder) dollar(v string, j int, after byte, base int, detail string) {
+	next := after
+	if j+1 < len(v) {
+		next = v[j+1]
+	}
+	if !literalDollar(next) {
+		b.add(refuse(ParameterExpansion, base+j, detail))
+	}
+}
+
 // literalDollar reports whether a $ followed by next (0 for nothing) is a
 // literal $ to bash: only before the end of a word, a blank, or one of a
 // few bytes that start no expansion.
@@ -1127,13 +1139,7 @@ func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPa
 				sb.WriteByte(c)
 			}
 		case c == '$':
-			next := after
-			if j+1 < len(v) {
-				next = v[j+1]
-			}
-			if !literalDollar(next) {
-				b.add(refuse(ParameterExpansion, base+j, ""))
-			}
+			b.dollar(v, j, after, base, "")
 			sb.WriteByte(c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, ""))
@@ -1197,13 +1203,7 @@ func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit, after byte) {
 		case c == '\\' && j+1 < len(v) && v[j+1] == '\n':
 			j++
 		case c == '$':
-			next := after
-			if j+1 < len(v) {
-				next = v[j+1]
-			}
-			if !literalDollar(next) {
-				b.add(refuse(ParameterExpansion, base+j, "inside double quotes"))
-			}
+			b.dollar(v, j, after, base, "inside double quotes")
 			sb.WriteByte(c)
 		case (c == 0x01 || c == 0x7f) && j > 0 && v[j-1] == '\\':
 			b.add(refuse(ControlCharacter, base+j, fmt.Sprintf("byte 0x%02x after a backslash inside double quotes, which bash doubles", c)))

@@ -244,11 +244,7 @@ func TestClaudeCodeHookConfines(t *testing.T) {
 	os.MkdirAll(filepath.Dir(user), 0o755)
 	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\"]\n"), 0o644)
 	t.Setenv("REIN_USER_POLICY", user)
-	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
-		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}}
-	data, _ := json.Marshal(settings)
-	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
-	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), data, 0o644)
+	installHook(t, ws)
 
 	for _, mode := range []string{"default", "acceptEdits", "bypassPermissions", "dontAsk"} {
 		t.Run(mode, func(t *testing.T) {
@@ -420,11 +416,7 @@ func TestClaudeCodeHeredocAndOpaque(t *testing.T) {
 	os.MkdirAll(filepath.Dir(user), 0o755)
 	os.WriteFile(user, []byte("[exec]\nallow = [\"cat\"]\n"), 0o644)
 	t.Setenv("REIN_USER_POLICY", user)
-	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
-		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}}
-	data, _ := json.Marshal(settings)
-	os.MkdirAll(filepath.Join(ws, ".claude"), 0o755)
-	os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), data, 0o644)
+	installHook(t, ws)
 
 	body := "import sys\nprint(f\"{sys.argv} costs $5\")  # `not run`\n\tdone\n"
 	s := newCCServer(t,
@@ -447,5 +439,20 @@ func TestClaudeCodeHeredocAndOpaque(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "opaque-a.txt")); err == nil {
 		t.Errorf("the asked line ran with nobody to approve it (the model saw %q)", seen[1])
+	}
+}
+
+// installHook puts rein's hook, run by the test binary, in the project's
+// Claude Code settings for every tool.
+func installHook(t *testing.T, ws string) {
+	t.Helper()
+	settings := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*",
+		"hooks": []any{map[string]any{"type": "command", "command": shell.Quote(os.Args[0]) + " hook claude-code", "timeout": 30}}}}}}
+	data, _ := json.Marshal(settings)
+	if err := os.MkdirAll(filepath.Join(ws, ".claude"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".claude", "settings.json"), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
