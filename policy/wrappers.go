@@ -4,6 +4,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/reinhq/rein/shell"
 )
@@ -971,15 +972,7 @@ func shellStringRuns(s string, perFile bool) []innerRun {
 	}
 	// ~ is kept as written: the policy expands it with its own HOME, which
 	// need not be the HOME of the process deciding.
-	p := shell.Parser{Home: "~"}
-	var stages []*shell.Stage
-	if line, err := p.Parse(s); err == nil {
-		stages = line.Stages()
-	} else {
-		// Opaque code: what rein can still read of it, so that its deny
-		// rules, hard denies and protected paths hold.
-		stages = p.SimpleCommands(s)
-	}
+	stages := stringStages(s)
 	var runs []innerRun
 	dir := ""
 	for _, st := range stages {
@@ -1004,6 +997,43 @@ func shellStringRuns(s string, perFile bool) []innerRun {
 	}
 	return runs
 }
+
+// stringStages returns the stages of a shell string: its plan's, or, for
+// opaque code, what rein can still read of it, so that its deny rules,
+// hard denies and protected paths hold. ~ is kept as written. The last
+// strings read are remembered: one decision reads each of its strings
+// more than once (for its class, for its exposed commands), and a parse
+// costs more than the rest of the decision. The stages are read, never
+// changed.
+func stringStages(s string) []*shell.Stage {
+	stringMemo.Lock()
+	stages, ok := stringMemo.m[s]
+	stringMemo.Unlock()
+	if ok {
+		return stages
+	}
+	p := shell.Parser{Home: "~"}
+	if line, err := p.Parse(s); err == nil {
+		stages = line.Stages()
+	} else {
+		stages = p.SimpleCommands(s)
+	}
+	stringMemo.Lock()
+	if len(stringMemo.m) >= maxStringMemo {
+		clear(stringMemo.m)
+	}
+	stringMemo.m[s] = stages
+	stringMemo.Unlock()
+	return stages
+}
+
+// maxStringMemo bounds the shell strings stringStages remembers.
+const maxStringMemo = 64
+
+var stringMemo = struct {
+	sync.Mutex
+	m map[string][]*shell.Stage
+}{m: map[string][]*shell.Stage{}}
 
 // underDir returns p as seen from dir: unchanged when absolute, under HOME
 // or when there is no dir.
