@@ -898,20 +898,26 @@ func (b *builder) heredocBody(r *syntax.Redirect) (raw string, ok bool) {
 	for {
 		// One line as bash reads it: up to a newline no backslash joins.
 		rest := b.line[at:]
-		logical.Reset()
-		i := 0
-		for ; i < len(rest) && rest[i] != '\n'; i++ {
-			switch {
-			case quoted || rest[i] != '\\' || i+1 >= len(rest):
-				logical.WriteByte(rest[i])
-			case rest[i+1] == '\n':
-				i++ // a join
-			default:
-				logical.WriteString(rest[i : i+2])
-				i++
-			}
+		i := strings.IndexByte(rest, '\n')
+		if i < 0 {
+			i = len(rest)
 		}
-		l := logical.String()
+		l := rest[:i]
+		if !quoted && strings.IndexByte(l, '\\') >= 0 {
+			logical.Reset()
+			for i = 0; i < len(rest) && rest[i] != '\n'; i++ {
+				switch {
+				case rest[i] != '\\' || i+1 >= len(rest):
+					logical.WriteByte(rest[i])
+				case rest[i+1] == '\n':
+					i++ // a join
+				default:
+					logical.WriteString(rest[i : i+2])
+					i++
+				}
+			}
+			l = logical.String()
+		}
 		if r.Op == syntax.DashHdoc {
 			l = strings.TrimLeft(l, "\t")
 		}
