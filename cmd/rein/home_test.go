@@ -21,7 +21,7 @@ func TestPolicyCheckTilde(t *testing.T) {
 		{"echo hi > ~/f", exitAsk, "ask: stage 0 (echo hi > ~/f): workspace-mutating (it redirects output into a file): ask mode asks unless a rule allows it"},
 		{"ls ~/../../etc/shadow", exitAsk, "ask: stage 0 (ls ~/../../etc/shadow): read /run/rein/home/../../etc/shadow: outside the workspace"},
 		{"cat ~/../../../etc/shadow", exitDeny, `deny: stage 0 (cat ~/../../../etc/shadow): read /run/rein/home/../../../etc/shadow: protected by deny rule "/etc/shadow" (builtin layer)`},
-		{"cat ~user/x", exitAsk, `ask: opaque shell code (tilde-user at byte 4: "~user": only ~ and ~/path are supported: write the directory's path), decided as bash -c: stage 0 (cat ~user/x): shell-complex (bash -c runs a command string): no allow rule can lift it`},
+		{"cat ~user/x", exitAsk, `ask: opaque shell code (tilde-user at byte 4: "~user": rein expands only ~ and ~/path: write the directory's path), decided as bash -c: stage 0 (cat ~user/x): shell-complex (bash -c runs a command string): no allow rule can lift it`},
 		// The user's HOME by its path is the user's.
 		{"cat " + home + "/.ssh/id_rsa", exitDeny, "deny: stage 0 (cat " + home + "/.ssh/id_rsa): read " + home + `/.ssh/id_rsa: protected by deny rule "~/.ssh/**" (builtin layer)`},
 	} {
