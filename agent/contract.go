@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/reinhq/rein/agent/evidence"
 )
 
 // Contract is what a run is asked to do, as plain data, stored with the
@@ -233,7 +235,33 @@ const (
 	GateFailedSt GateStatus = "failed"
 	GateErrored  GateStatus = "errored"
 	GateTampered GateStatus = "tampered"
+	// GateTestsNotRun: the exit status passed, but a protected test that
+	// ran in the baseline did not run and pass (skipped, missing, cut
+	// short, or its file no longer compiled in).
+	GateTestsNotRun GateStatus = "tests_not_run"
 )
+
+// The evidence an attempt was judged by.
+const (
+	// EvidenceExitStatus: the runner reported nothing rein can read, and
+	// the attempt was judged by its exit status alone.
+	EvidenceExitStatus = "exit status"
+	// EvidenceGoTestJSON: go test's own report (-json, added by rein to a
+	// go test gate it recognises).
+	EvidenceGoTestJSON = "go test -json"
+)
+
+// GateTests is what the test runner reported of one attempt's tests:
+// top-level tests, a subtest counting under its parent.
+type GateTests struct {
+	Run     int `json:"run"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+	// NotRun are the protected tests (import path and name) that ran in
+	// the baseline and did not run and pass in this attempt.
+	NotRun []string `json:"not_run"`
+}
 
 // GateAttempt is one run of the gate.
 type GateAttempt struct {
@@ -245,4 +273,16 @@ type GateAttempt struct {
 	Tampered   []string `json:"tampered,omitempty"`
 	ResultID   string   `json:"result_id,omitempty"`
 	DurationMS float64  `json:"duration_ms"`
+	// Evidence is what the attempt was judged by: EvidenceGoTestJSON, or
+	// EvidenceExitStatus when its runner reported nothing rein can read.
+	Evidence string `json:"evidence,omitempty"`
+	// Tests are the runner's counts, with Evidence other than the exit
+	// status.
+	Tests *GateTests `json:"tests,omitempty"`
+	// Report is the baseline's report of each test, kept with the run's
+	// state so that every later attempt is compared with it.
+	Report *evidence.Report `json:"report,omitempty"`
+	// Declared are the tests the protected files declared as the run
+	// began, kept with the baseline.
+	Declared []evidence.Test `json:"declared,omitempty"`
 }

@@ -582,8 +582,8 @@ func TestLease(t *testing.T) {
 		t.Fatalf("the run whose lease was taken: %+v, %v", out, err)
 	}
 	steps, _ := store.Steps(context.Background(), out.Run)
-	if len(steps) != 1 {
-		t.Errorf("the fenced driver recorded %d steps, want the 1 before the takeover", len(steps))
+	if len(steps) != 2 {
+		t.Errorf("the fenced driver recorded %d steps, want the baseline gate's and the 1 before the takeover", len(steps))
 	}
 	if ends, _ := store.Runs(context.Background(), 0); len(ends) != 1 || ends[0].EndedAt != nil {
 		t.Errorf("the fenced driver recorded the run's end: %+v", ends)

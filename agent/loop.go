@@ -39,6 +39,10 @@ type State struct {
 	// FailedClaims counts the gate attempts that did not pass.
 	FailedClaims int          `json:"failed_claims"`
 	LastGate     *GateAttempt `json:"last_gate,omitempty"`
+	// GateBaseline is the gate's attempt before the model's first call:
+	// the starting point shown to the model, and what every later
+	// attempt's tests are compared with.
+	GateBaseline *GateAttempt `json:"gate_baseline,omitempty"`
 	// Attempt counts the provider attempts of the step in progress;
 	// RetryAt is when the next may start.
 	Attempt int       `json:"attempt"`
@@ -85,8 +89,12 @@ type RunTools struct {
 	Calls []ToolCall
 }
 
-// RunGate asks for one gate attempt.
-type RunGate struct{ Key string }
+// RunGate asks for one gate attempt; with Baseline, the one before the
+// model's first call.
+type RunGate struct {
+	Key      string
+	Baseline bool
+}
 
 // AwaitDecision asks for an operator's decision on a request: the run
 // ends waiting for it, and goes on once it is recorded.
@@ -156,6 +164,8 @@ func (s *State) Next(now time.Time) Effect {
 		return RunTools{Key: k("tools"), Calls: s.Pending[len(s.Results):]}
 	case s.Claimed:
 		return RunGate{Key: fmt.Sprintf("gate %d", s.FailedClaims)}
+	case s.Contract.Verify != nil && s.GateBaseline == nil && s.Steps == 0:
+		return RunGate{Key: "gate baseline", Baseline: true}
 	case s.Steps >= s.Contract.Budget.Steps:
 		return s.end(BudgetExhausted, fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps))
 	case sat(s.Tokens.Input, s.Tokens.Output) >= s.Contract.Budget.Tokens:
@@ -434,14 +444,58 @@ func (s *State) ApplyGate(a GateAttempt) {
 		gateWhy(a), s.Contract.GateRetries-s.FailedClaims, a.Output)})
 }
 
+// ApplyBaseline folds the baseline in: the model is shown, with its
+// goal, what the gate says of the workspace as the run began.
+func (s *State) ApplyBaseline(a GateAttempt) {
+	s.GateBaseline = &a
+	s.Transcript[0].Text += "\n\n" + baselineNote(s.Contract.Verify.Line, a)
+}
+
+// maxBaselineShown bounds the baseline's output shown with the goal,
+// which stays in the prompt for the whole run: its tail, where a test
+// runner says what failed.
+const maxBaselineShown = 4 << 10
+
+func baselineNote(line string, a GateAttempt) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[rein: before your first step, rein ran the gate %q on the workspace as it is: %s", line, gateWhy(a))
+	if t := a.Tests; t != nil {
+		fmt.Fprintf(&b, "; tests: %d run, %d passed, %d failed, %d skipped", t.Run, t.Passed, t.Failed, t.Skipped)
+	}
+	b.WriteString(". This is the starting point. The run succeeds when the gate passes")
+	if a.Tests != nil {
+		b.WriteString(" and every protected test that ran here runs and passes")
+	}
+	out := a.Output
+	if len(out) > maxBaselineShown {
+		cut := len(out) - maxBaselineShown
+		for cut < len(out) && out[cut]&0xc0 == 0x80 {
+			cut++
+		}
+		out = fmt.Sprintf("[%d bytes before]\n", cut) + out[cut:]
+	}
+	b.WriteString(". Its output:]\n")
+	b.WriteString(out)
+	return b.String()
+}
+
 func gateWhy(a GateAttempt) string {
 	switch {
 	case a.Status == GateTampered:
 		return "protected files were changed behind the policy's back: " + strings.Join(a.Tampered, ", ")
+	case a.Status == GateTestsNotRun:
+		return fmt.Sprintf("tests_not_run, exit %d, but these protected tests did not run and pass: %s", deref(a.ExitCode), strings.Join(a.Tests.NotRun, ", "))
 	case a.ExitCode != nil:
 		return fmt.Sprintf("%s, exit %d", a.Status, *a.ExitCode)
 	}
 	return string(a.Status)
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // Cancel ends the run cancelled.

@@ -18,9 +18,29 @@ func TestStepFunction(t *testing.T) {
 	now := time.Now()
 	c, _ := Contract{Goal: "g", Workspace: "/w", Verify: &Gate{Line: "true"}}.withDefaults()
 	s := NewState(c, now)
-	if _, ok := s.Next(now).(CallModel); !ok {
-		t.Fatal("a new run does not call the model first")
+	// A run with a gate runs it once first, the baseline, whose result is
+	// shown with the goal; then the model is called.
+	if e, ok := s.Next(now).(RunGate); !ok || !e.Baseline {
+		t.Fatalf("a new run with a gate does not run its baseline first: %#v", s.Next(now))
 	}
+	exit := 1
+	s.ApplyBaseline(GateAttempt{Status: GateFailedSt, ExitCode: &exit, Output: "FAIL\n", Tests: &GateTests{Run: 1, Failed: 1}})
+	if _, ok := s.Next(now).(CallModel); !ok {
+		t.Fatal("after its baseline, a new run does not call the model")
+	}
+	if want := "g\n\n[rein: before your first step, rein ran the gate \"true\" on the workspace as it is: failed, exit 1; tests: 1 run, 0 passed, 1 failed, 0 skipped. " +
+		"This is the starting point. The run succeeds when the gate passes and every protected test that ran here runs and passes. Its output:]\nFAIL\n"; s.Transcript[0].Text != want {
+		t.Fatalf("the goal with the baseline:\n%q\nwant\n%q", s.Transcript[0].Text, want)
+	}
+	if s.FailedClaims != 0 || s.LastGate != nil {
+		t.Fatalf("the baseline counted as a claim: %+v", s)
+	}
+	noGate, _ := Contract{Goal: "g", Workspace: "/w"}.withDefaults()
+	if _, ok := NewState(noGate, now).Next(now).(CallModel); !ok {
+		t.Fatal("a new run without a gate does not call the model first")
+	}
+	s = NewState(c, now)
+	s.ApplyBaseline(GateAttempt{Status: GatePassed})
 	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "read_file", Args: `{"path":`}}, Finish: FinishToolCalls}, nil, now)
 	if s.Done != nil || !s.Malformed || len(s.Pending) != 1 {
 		t.Fatalf("first malformed call: %+v", s)
@@ -176,5 +196,15 @@ func TestResponseBound(t *testing.T) {
 	resp, err := chatFor(cs).Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "x"}}, MaxTokens: 10})
 	if err != nil || resp.Finish != FinishLength || len(resp.ToolCalls) != 0 || len(resp.Text) > 1<<20 {
 		t.Fatalf("%v %s %d calls, %d bytes", err, resp.Finish, len(resp.ToolCalls), len(resp.Text))
+	}
+}
+
+// TestUntimed: the times go test prints are taken out of the output the
+// model is shown, nothing else.
+func TestUntimed(t *testing.T) {
+	in := "=== RUN   TestAdd\n    calc_test.go:7: Add(2, 3) != 5 (took 0.5s)\n--- FAIL: TestAdd (0.00s)\n    --- PASS: TestAdd/sub (12.34s)\nFAIL\nFAIL\texample.com/calc\t0.008s\nok  \texample.com/calc/sub\t0.003s\nok  \texample.com/x\t(cached)\n"
+	want := "=== RUN   TestAdd\n    calc_test.go:7: Add(2, 3) != 5 (took 0.5s)\n--- FAIL: TestAdd\n    --- PASS: TestAdd/sub\nFAIL\nFAIL\texample.com/calc\nok  \texample.com/calc/sub\nok  \texample.com/x\t(cached)\n"
+	if got := untimed(in); got != want {
+		t.Fatalf("untimed:\n%q\nwant\n%q", got, want)
 	}
 }

@@ -127,7 +127,8 @@ func CanonicalTrace(ctx context.Context, s trace.Store, runID string) (string, e
 			"failure": c.Failure, "input": c.Input, "output": c.Output, "request": c.Request, "response": c.Response})
 	}
 	for _, g := range gates {
-		put("gate_attempt", map[string]any{"step": g.Step, "line": g.Line, "status": g.Status, "exit_code": g.ExitCode, "tampered": g.Tampered})
+		put("gate_attempt", map[string]any{"step": g.Step, "line": g.Line, "status": g.Status, "exit_code": g.ExitCode, "tampered": g.Tampered,
+			"evidence": g.Evidence, "tests": g.Tests})
 	}
 	return b.String(), nil
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/reinhq/rein/agent/evidence"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
@@ -191,6 +194,7 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 		return Outcome{}, err
 	}
 	d.router = router
+	d.gateCaches = tool.NewGateCaches(router.RunID(), c.Workspace)
 	if d.durable != nil && rp == nil {
 		if d.lease, err = d.durable.AcquireLease(ctx, router.RunID(), leaseTTL); err != nil {
 			router.Close("refused")
@@ -220,6 +224,10 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 	router.Close(string(out.Kind))
 	if d.durable != nil && d.failure() == nil && d.state.Done != nil {
 		router.RemoveResults()
+	}
+	if d.state != nil && d.state.Done != nil {
+		// An awaiting run keeps its baseline's caches for its resumption.
+		d.gateCaches.Remove()
 	}
 	if d.durable != nil && !errors.As(d.failure(), new(*trace.FencedError)) {
 		// A lease taken over is the new driver's; any other stop leaves
@@ -286,7 +294,9 @@ type driver struct {
 	tools    []ToolDef
 	system   string
 	baseline map[string]protectedFile
-	rung     string
+	// gateCaches are the gate's own toolchain caches.
+	gateCaches *tool.GateCaches
+	rung       string
 	// recorded is the last request the trace kept.
 	recorded *Request
 	// setAside is how many observations the events have told of.
@@ -437,10 +447,15 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 			if d.holdLease(ctx) != nil {
 				continue // the loop's head says why
 			}
-			a := d.gate(withCall(ctx, e.Key))
+			a := d.gate(withCall(ctx, e.Key), e.Baseline)
 			batches := d.held.take(e.Key)
 			batches = append(batches, d.gateRecord(s.Steps, a))
-			s.ApplyGate(a)
+			if e.Baseline {
+				s.ApplyBaseline(a)
+			} else {
+				a.Report, a.Declared = nil, nil
+				s.ApplyGate(a)
+			}
 			d.commit(ctx, batches...)
 			d.at("gate-after " + e.Key)
 		}
@@ -608,8 +623,13 @@ func (d *driver) gateRecord(step int, a GateAttempt) []trace.Record {
 	if a.ExitCode != nil {
 		code = *a.ExitCode
 	}
-	return []trace.Record{trace.GateAttempt{RunID: d.router.RunID(), Step: step, Line: d.c.Verify.Line, Status: string(a.Status),
-		ExitCode: code, Tampered: string(tampered), ResultID: a.ResultID, DurationMS: a.DurationMS, At: time.Now()}}
+	rec := trace.GateAttempt{RunID: d.router.RunID(), Step: step, Line: d.c.Verify.Line, Status: string(a.Status),
+		ExitCode: code, Tampered: string(tampered), ResultID: a.ResultID, DurationMS: a.DurationMS, Evidence: a.Evidence, At: time.Now()}
+	if a.Tests != nil {
+		tests, _ := json.Marshal(a.Tests)
+		rec.Tests = string(tests)
+	}
+	return []trace.Record{rec}
 }
 
 // route runs the calls through the router in order; calls of read-only
@@ -685,10 +705,12 @@ func target(args string) string {
 }
 
 // gate runs one attempt: the protected files compared with the run's
-// start first, then the gate's line through the router, like any command.
-func (d *driver) gate(ctx context.Context) GateAttempt {
+// start first, then the gate's line through the router, like any command,
+// with caches of the attempt's own (tool.GateCaches); a go test gate rein
+// recognises reports each test (-json, added), and a protected test that
+// ran in the baseline must run and pass.
+func (d *driver) gate(ctx context.Context, baseline bool) (a GateAttempt) {
 	start := d.o.Now()
-	a := GateAttempt{}
 	defer func() {
 		a.DurationMS = float64(d.o.Now().Sub(start).Microseconds()) / 1000
 		d.emit(Event{Kind: EventGateAttempt, Step: d.state.Steps, Tokens: d.state.Tokens, Status: string(a.Status), Target: d.c.Verify.Line})
@@ -699,27 +721,210 @@ func (d *driver) gate(ctx context.Context) GateAttempt {
 	if d.tampered(&a) {
 		return a
 	}
-	args := map[string]string{"line": d.c.Verify.Line}
+	// A line with ~ is not rewritten: the router reads ~ as the sandbox's
+	// HOME.
+	line, report := evidence.GoTestLine(shell.Parser{}, d.c.Verify.Line)
+	if !report {
+		line = d.c.Verify.Line
+	}
+	var err error
+	if baseline {
+		ctx, err = d.gateCaches.Baseline(ctx)
+		if err == nil && report {
+			d.buildStd(ctx)
+		}
+	} else {
+		var done func()
+		ctx, done, err = d.gateCaches.Attempt(ctx)
+		if err == nil {
+			defer done()
+		}
+	}
+	if err != nil {
+		a.Status, a.Output = GateErrored, err.Error()
+		return a
+	}
+	ctx = tool.NetworkOff(ctx)
+	stdout, stderr := &capped{max: maxReportBytes}, &capped{max: maxReportBytes}
+	if report {
+		ctx = tool.WithLive(ctx, tool.Live{Stdout: stdout, Stderr: stderr})
+	}
+	args := map[string]string{"line": line}
 	if d.c.Verify.Timeout > 0 {
 		args["timeout"] = d.c.Verify.Timeout.String()
 	}
 	raw, _ := json.Marshal(args)
-	env := d.router.Call(tool.NetworkOff(ctx), "shell", raw)
+	env := d.router.Call(tool.GateGrant(ctx, line), "shell", raw)
 	if env.Rung != "" {
 		d.rung = string(env.Rung)
 	}
 	a.ExitCode, a.ResultID, a.Output = env.ExitCode, env.ResultID, env.Text()
+	ran := env.ExitCode != nil && (env.Status == tool.OK || env.Status == tool.Failed)
 	switch {
-	case env.ExitCode != nil && *env.ExitCode == d.c.Verify.ExpectExit && (env.Status == tool.OK || env.Status == tool.Failed):
+	case ran && *env.ExitCode == d.c.Verify.ExpectExit:
 		a.Status = GatePassed
-	case env.ExitCode != nil && (env.Status == tool.OK || env.Status == tool.Failed):
+	case ran:
 		a.Status = GateFailedSt
 	default:
 		a.Status = GateErrored
 	}
+	a.Evidence = EvidenceExitStatus
+	if report && ran {
+		d.judgeTests(&a, baseline, stdout, stderr)
+	}
 	// And nothing changed them while the gate ran.
 	d.tampered(&a)
 	return a
+}
+
+// stdPackage is an import path of Go's standard library as go list
+// prints it, never a flag, a file or a vendored path.
+var stdPackage = regexp.MustCompile(`^[a-z0-9_]+(/[a-z0-9_]+)*$`)
+
+// buildStd builds the standard packages the workspace's Go tests import
+// into the standard library's shared caches (tool.GateCaches), so that a
+// baseline compiles only the workspace: go list with the baseline's
+// caches (ctx), then go build of those packages alone, which runs nothing
+// of the workspace. The gate's grant covers both lines where the policy
+// would ask; either line denied, or failing, leaves the baseline to build
+// the packages itself.
+func (d *driver) buildStd(ctx context.Context) {
+	if _, err := os.Stat(filepath.Join(d.c.Workspace, "go.mod")); err != nil {
+		return
+	}
+	run := func(ctx context.Context, line string) (string, bool) {
+		out := &capped{max: 1 << 20}
+		raw, _ := json.Marshal(map[string]string{"line": line})
+		env := d.router.Call(tool.WithLive(tool.GateGrant(tool.NetworkOff(ctx), line), tool.Live{Stdout: out}), "shell", raw)
+		return out.buf.String(), env.Status == tool.OK && !out.over
+	}
+	listed, ok := run(ctx, `go list -deps -test -f '{{if .Standard}}{{.ImportPath}}{{end}}' ./...`)
+	if !ok {
+		return
+	}
+	var pkgs []string
+	for _, p := range strings.Fields(listed) {
+		if stdPackage.MatchString(p) && !slices.Contains(pkgs, p) {
+			pkgs = append(pkgs, p)
+		}
+	}
+	if len(pkgs) == 0 {
+		return
+	}
+	slices.Sort(pkgs)
+	std, err := d.gateCaches.StdBuild(ctx)
+	if err != nil {
+		return
+	}
+	run(std, "go build "+strings.Join(pkgs, " "))
+}
+
+// maxReportBytes bounds what is kept of a gate's report (each stream):
+// a report cut there is none, and the protected tests count as not run.
+const maxReportBytes = 64 << 20
+
+// judgeTests reads the runner's report of a go test gate: the attempt's
+// counts, the output as go test prints it for the model, and the
+// protected tests of the baseline that did not run and pass.
+func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *capped) {
+	var rep evidence.Report
+	text, ok := "", false
+	if !stdout.over {
+		rep, text, ok = evidence.ReadGo(stdout.buf.Bytes())
+	}
+	out := untimed(text)
+	if stderr.buf.Len() > 0 {
+		out += stderr.buf.String()
+	}
+	if stdout.over {
+		out = fmt.Sprintf("[rein: the gate's report passed %d MiB and was not read]\n", maxReportBytes>>20) + a.Output
+	}
+	a.Output = boundedText(out)
+	if ok {
+		c := rep.Counts()
+		a.Evidence, a.Tests = EvidenceGoTestJSON, &GateTests{Run: c.Run, Passed: c.Passed, Failed: c.Failed, Skipped: c.Skipped, NotRun: []string{}}
+	}
+	if baseline {
+		if !ok {
+			return
+		}
+		// The protected tests are read as the run began: which module a
+		// test file is in is what the workspace's go.mod files say, and
+		// those are the run's to change.
+		var files []string
+		for p := range d.baseline {
+			if strings.HasSuffix(p, "_test.go") {
+				files = append(files, p)
+			}
+		}
+		slices.Sort(files)
+		declared, err := evidence.DeclaredGo(d.c.Workspace, files)
+		if err != nil {
+			a.Output = fmt.Sprintf("[rein: reading the protected tests: %v]\n", err) + a.Output
+			return
+		}
+		a.Report, a.Declared = &rep, declared
+		return
+	}
+	b := d.state.GateBaseline
+	if b == nil || b.Report == nil {
+		return
+	}
+	notRun := evidence.NotRun(b.Declared, *b.Report, rep)
+	if a.Tests == nil {
+		// A report rein asked for and could not read: the attempt's
+		// tests are none.
+		a.Evidence, a.Tests = EvidenceGoTestJSON, &GateTests{}
+	}
+	a.Tests.NotRun = append([]string{}, notRun...)
+	if a.Status == GatePassed && len(notRun) > 0 {
+		a.Status = GateTestsNotRun
+		a.Output = fmt.Sprintf("[rein: the gate exited %d, but these protected tests ran in the baseline and did not run and pass now: %s]\n",
+			deref(a.ExitCode), strings.Join(notRun, ", ")) + a.Output
+	}
+}
+
+// The times go test prints of each test and package, which differ from
+// run to run.
+var (
+	testTime    = regexp.MustCompile(`(?m)^(\s*--- (?:PASS|FAIL|SKIP): \S+) \(\d+\.\d+s\)$`)
+	packageTime = regexp.MustCompile(`(?m)^((?:ok  |FAIL)\t\S+)\t\d+\.\d+s`)
+)
+
+// untimed is go test's output, rebuilt from its report, without the
+// times of its tests and packages: the model is shown the same text for
+// the same results, and a run replayed from its recording (whose first
+// request holds the baseline's output) asks what it asked.
+func untimed(text string) string {
+	return packageTime.ReplaceAllString(testTime.ReplaceAllString(text, "$1"), "$1")
+}
+
+// capped keeps what is written to it up to max bytes, and says whether
+// more came.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if c.buf.Len()+len(p) > c.max {
+		c.over = true
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}
+
+// maxGateShown bounds the gate output the model is shown: its head and
+// its tail.
+const maxGateShown = 50_000
+
+func boundedText(s string) string {
+	if len(s) <= maxGateShown {
+		return s
+	}
+	head, tail := s[:maxGateShown/5], s[len(s)-maxGateShown*4/5:]
+	return fmt.Sprintf("%s\n[rein: %d bytes left out]\n%s", strings.ToValidUTF8(head, ""), len(s)-len(head)-len(tail), strings.ToValidUTF8(tail, ""))
 }
 
 // tampered fails the attempt as tampered when the protected files differ

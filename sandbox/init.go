@@ -30,10 +30,14 @@ import (
 	"github.com/reinhq/rein/shell"
 )
 
-// Main runs the sandbox's init when the process was started as one, and
-// returns at once otherwise. A program that embeds rein calls it first in
+// Main runs the sandbox's init when the process was started as one (or
+// the Go build cache program a gate's go command starts: goCacheFlag),
+// and returns at once otherwise. A program that embeds rein calls it first in
 // main; rein's own binary does.
 func Main() {
+	if len(os.Args) >= 3 && os.Args[1] == goCacheFlag {
+		os.Exit(goCacheMain(os.Args[2], os.Args[3:]))
+	}
 	if len(os.Args) < 3 || os.Args[1] != initFlag {
 		mainCalled.Store(true)
 		return

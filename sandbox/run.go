@@ -174,6 +174,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		}
 	}
 	caches, err := toolchainCaches(p.Workspace)
+	if p.Caches != nil {
+		caches, err = ownCaches(p.Caches.Dir)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,12 @@ package sandbox
 import (
 	"bytes"
 	"encoding/gob"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +30,9 @@ const (
 	// (each at its name), so that no host path shows inside.
 	sandboxCaches     = "/var/cache/rein"
 	sandboxHostCaches = "/var/cache/rein-host"
+	// sandboxSeeds is where it mounts a run's own read-only caches
+	// (CacheSet.GoSeed, CacheSet.GoModules).
+	sandboxSeeds = "/var/cache/rein-seed"
 )
 
 // bwrapCommand builds the bubblewrap command whose init runs line.
@@ -73,7 +78,16 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		ro = append(ro, d)
 		return d
 	}
-	env = toolchainEnv(env, p, caches != "", sandboxCaches, hostAt)
+	own, err := ownPlaces(p, bwrap.SandboxInit, sandboxCaches, func(name, host string) string {
+		d := filepath.Join(sandboxSeeds, name)
+		hostCaches[host] = d
+		ro = append(ro, d)
+		return d
+	})
+	if err != nil {
+		return nil, err
+	}
+	env = toolchainEnv(env, p, caches != "", sandboxCaches, hostAt, own)
 	if !p.ReadOnly {
 		rw = append(rw, p.Workspace)
 	}
@@ -230,10 +244,17 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if caches != "" {
 		rw = append(rw, caches)
 	}
+	own, err := ownPlaces(p, exe, caches, func(_, host string) string {
+		hostRO = append(hostRO, host)
+		return host
+	})
+	if err != nil {
+		return nil, err
+	}
 	env = toolchainEnv(env, p, caches != "", caches, func(h toolchain.HostCache) string {
 		hostRO = append(hostRO, h.Path)
 		return h.Path
-	})
+	}, own)
 	if p.Limits.TmpBytes > 0 {
 		return nil, refuse(Unavailable, "the %s limit needs the bwrap rung: on the %s rung the command's TMPDIR is a directory on the host's disk, which no size cap covers", LimitTmp, r.rung)
 	}
@@ -390,17 +411,99 @@ func withPath(p Profile) []string {
 // set: each per-workspace cache under base (as the command sees it) when
 // there are caches, each host cache where at says it is mounted, and the
 // table's fixed variables, with the offline ones when the network is off.
-func toolchainEnv(env []string, p Profile, caches bool, base string, at func(toolchain.HostCache) string) []string {
+//
+// With a run's own caches (own not nil), the per-workspace caches'
+// variables and GOCACHEPROG are the sandbox's whatever env says, so that
+// nothing points the toolchain at a cache of another's; the Go seed is
+// served through GOCACHEPROG, and the run's module cache as a further
+// file:// entry of GOPROXY.
+func toolchainEnv(env []string, p Profile, caches bool, base string, at func(toolchain.HostCache) string, own *ownCacheEnv) []string {
 	online := p.Network != NetworkOff
 	var defs []string
+	if own != nil {
+		drop := []string{"GOCACHEPROG"}
+		for _, c := range toolchain.WorkspaceCaches() {
+			drop = append(drop, c.Env)
+		}
+		env = slices.DeleteFunc(slices.Clone(env), func(e string) bool {
+			k, _, _ := strings.Cut(e, "=")
+			return slices.Contains(drop, k)
+		})
+		if own.goCacheProg != "" {
+			defs = append(defs, "GOCACHEPROG="+own.goCacheProg)
+		}
+	}
 	if caches {
 		for _, c := range toolchain.WorkspaceCaches() {
 			defs = append(defs, c.Env+"="+c.Setting(filepath.Join(base, c.Name), online))
 		}
 	}
+	proxy := false
 	for _, h := range p.HostCaches {
-		defs = append(defs, h.Env+"="+h.Setting(at(h), online))
+		v := h.Setting(at(h), online)
+		if h.Env == "GOPROXY" && own != nil && len(own.goModules) > 0 && !proxy {
+			// After the host's own entries, before any network one.
+			v = withFileProxy(v, own.goModules)
+			proxy = true
+		}
+		defs = append(defs, h.Env+"="+v)
+	}
+	if own != nil && len(own.goModules) > 0 && !proxy {
+		defs = append(defs, "GOPROXY="+withFileProxy("", own.goModules))
 	}
 	defs = append(defs, toolchain.Env(!online)...)
 	return withDefaults(env, defs...)
+}
+
+// withFileProxy is the GOPROXY list v with a file:// entry for each of
+// dirs added after its leading file:// entries.
+func withFileProxy(v string, dirs []string) string {
+	var parts []string
+	if v != "" {
+		parts = strings.Split(v, ",")
+	}
+	i := 0
+	for i < len(parts) && strings.HasPrefix(parts[i], "file://") {
+		i++
+	}
+	add := make([]string, len(dirs))
+	for j, d := range dirs {
+		add[j] = "file://" + d
+	}
+	return strings.Join(slices.Insert(parts, i, add...), ",")
+}
+
+// ownCacheEnv is what a run's own caches add to its environment: the
+// GOCACHEPROG command that serves the Go seed, and where the run's module
+// cache is, as the command sees them.
+type ownCacheEnv struct {
+	goCacheProg string
+	goModules   []string
+}
+
+// ownPlaces places a run's own read-only caches with at (which mounts or
+// grants them and says where the command sees them, by name and host
+// path), for a command whose init is at exe and whose caches are under
+// base; nil without a CacheSet.
+func ownPlaces(p Profile, exe, base string, at func(name, host string) string) (*ownCacheEnv, error) {
+	c := p.Caches
+	if c == nil {
+		return nil, nil
+	}
+	own := &ownCacheEnv{}
+	for i, m := range c.GoModules {
+		own.goModules = append(own.goModules, at(fmt.Sprintf("go-mod-download-%d", i), m))
+	}
+	if len(c.GoSeeds) > 0 {
+		var seeds []string
+		for i, g := range c.GoSeeds {
+			seeds = append(seeds, at(fmt.Sprintf("go-build-%d", i), g))
+		}
+		var err error
+		own.goCacheProg, err = goCacheProg(exe, filepath.Join(base, goBuildCache), seeds...)
+		if err != nil {
+			return nil, refuse(InvalidPath, "serving the Go build seeds: %v", err)
+		}
+	}
+	return own, nil
 }

@@ -118,6 +118,11 @@ type Profile struct {
 	// this host). The caller vets them, as it does HostReadPaths: never
 	// a protected path.
 	HostCaches []toolchain.HostCache
+	// Caches, when set, are the run's toolchain caches in place of the
+	// workspace's (ToolchainCacheDir, kept between runs and writable by
+	// every command of every run): an agent's gate reads no cache that a
+	// command it checks could have written.
+	Caches *CacheSet
 	// Timeout bounds the whole run; zero is DefaultTimeout, and more than
 	// MaxTimeout is refused.
 	Timeout time.Duration
@@ -163,6 +168,26 @@ type Profile struct {
 	// teardown that follows; without one a run's result waits for its
 	// teardown.
 	pool *Pool
+}
+
+// CacheSet is a run's own toolchain caches.
+type CacheSet struct {
+	// Dir holds the run's caches, one directory per cache name (made when
+	// missing), writable by the command: an existing directory outside
+	// the workspace. Removing it is the caller's.
+	Dir string
+	// GoSeeds are Go build caches (GOCACHE's layout) that the go command
+	// reads beneath Dir's own, in order, read-only: rein's init serves
+	// them as one cache through GOCACHEPROG (Go 1.24 and later; an older
+	// go reads Dir's alone, and builds what it lacks). What the command
+	// builds goes to Dir; nothing of a seed is written, not even its
+	// times.
+	GoSeeds []string
+	// GoModules are Go module download caches (a module proxy's layout)
+	// served read-only, as file:// GOPROXY entries after the host's, in
+	// order: the go command checks each module it takes from there
+	// against the workspace's go.sum, as from any proxy.
+	GoModules []string
 }
 
 // MaxSessionTimeout is the ceiling of a session's timeout.
@@ -429,6 +454,11 @@ func (p *Profile) validate() error {
 			return refuse(NotFound, "host read path %s: %v", h, err)
 		}
 	}
+	if c := p.Caches; c != nil {
+		if err := checkCacheSet(c, p.Workspace); err != nil {
+			return err
+		}
+	}
 	names := map[string]bool{}
 	for _, h := range p.HostCaches {
 		switch {
@@ -462,6 +492,31 @@ func (p *Profile) validate() error {
 }
 
 // within reports whether p is dir or beneath it.
+// checkCacheSet refuses a run's own caches that are not clean absolute
+// directories, or that overlap the workspace.
+func checkCacheSet(c *CacheSet, ws string) error {
+	type dir struct{ what, path string }
+	dirs := []dir{{"caches", c.Dir}}
+	for _, g := range c.GoSeeds {
+		dirs = append(dirs, dir{"Go build seed", g})
+	}
+	for _, m := range c.GoModules {
+		dirs = append(dirs, dir{"Go module cache", m})
+	}
+	for _, d := range dirs {
+		switch {
+		case !filepath.IsAbs(d.path) || filepath.Clean(d.path) != d.path:
+			return refuse(InvalidPath, "the run's %s %q is not a clean absolute path", d.what, d.path)
+		case within(d.path, ws) || within(ws, d.path):
+			return refuse(InvalidPath, "the run's %s %s overlaps the workspace", d.what, d.path)
+		}
+		if fi, err := os.Stat(d.path); err != nil || !fi.IsDir() {
+			return refuse(NotFound, "the run's %s %s is not a directory", d.what, d.path)
+		}
+	}
+	return nil
+}
+
 func within(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }

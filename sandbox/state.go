@@ -54,6 +54,22 @@ func toolchainCaches(ws string) (string, error) {
 	return base, nil
 }
 
+// goBuildCache is the name of Go's build cache among the toolchain
+// caches (toolchain.WorkspaceCaches).
+const goBuildCache = "go-build"
+
+// ownCaches makes a run's own caches (CacheSet.Dir), one directory per
+// cache name, and returns their base.
+func ownCaches(base string) (string, error) {
+	for _, c := range toolchain.WorkspaceCaches() {
+		p := filepath.Join(base, c.Name)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return "", refuse(Unavailable, "making the run's cache %s: %v", p, err)
+		}
+	}
+	return base, nil
+}
+
 // privateEtc is the cached list of what only root may read under /etc,
 // with the directories it was read from and their modification times: a
 // file added, removed or renamed changes its directory's time, and the

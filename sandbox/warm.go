@@ -254,9 +254,10 @@ func (w *warmRun) discard() {
 
 // warmKey is what a warm sandbox for p is made from, as text, and whether
 // p can have one: the bwrap rung, the network off, no process limit (the
-// group's reserve counts the plan's stages), no session.
+// group's reserve counts the plan's stages), no session, the workspace's
+// own caches (a run's own are made for it alone).
 func warmKey(p Profile) (string, bool) {
-	if p.Rung != RungBwrap && p.Rung != RungAuto && p.Rung != RungLandlock || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 {
+	if p.Rung != RungBwrap && p.Rung != RungAuto && p.Rung != RungLandlock || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 || p.Caches != nil {
 		return "", false
 	}
 	k := struct {

@@ -133,6 +133,9 @@ func Builtin() (*Registry, error) {
 				}
 				line = decided
 			}
+			if granted, ok := ctx.Value(gateGrantKey{}).(string); ok && granted == a.Line && line.Opaque == nil {
+				ctx = context.WithValue(ctx, grantedKey{}, true)
+			}
 			return c.command(ctx, line, a.Timeout)
 		}))
 	add(Define("read_result", "Read a range of a whole result whose envelope elided part of it.", true, nil,
@@ -335,6 +338,11 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 	if !policy.ForMode(p.Mode).Network || (c.ctx != nil && c.ctx.Value(networkOffKey{}) != nil) {
 		prof.Network = sandbox.NetworkOff
 	}
+	if c.ctx != nil {
+		if cs, ok := c.ctx.Value(ownCachesKey{}).(*sandbox.CacheSet); ok && cs != nil {
+			prof.Caches = cs
+		}
+	}
 	if prof.Network == sandbox.NetworkProxy && prof.Egress == nil {
 		prof.Egress = Egress(p, c.Router.cfg.Approver, log.add)
 	}
@@ -379,7 +387,15 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	// the ones that run.
 	sandbox.ResolvePrograms(line, prof)
 	check := checkFrom(p, line, prof.Dir)
-	v := c.decide(res, check(), check)
+	first := check()
+	if ctx.Value(grantedKey{}) == true && first.Decision == policy.Ask {
+		// A line of the gate's own, which the grant of the run's gate
+		// covers: an ask is allowed, a deny stays.
+		granted := *first
+		granted.Decision, granted.Reason = policy.Allow, "allowed as the run's gate's own line (the gate's grant covers it; the policy alone would ask: "+first.Reason+")"
+		first = &granted
+	}
+	v := c.decide(res, first, check)
 	if live.Decided != nil {
 		live.Decided(v)
 	}

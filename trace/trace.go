@@ -174,6 +174,12 @@ type GateAttempt struct {
 	ResultID   string    `json:"result_id"`
 	DurationMS float64   `json:"duration_ms"`
 	At         time.Time `json:"at"`
+	// Evidence is what the attempt was judged by ("go test -json", or
+	// "exit status" when its runner reported nothing rein can read), and
+	// Tests the runner's counts as JSON (run, passed, failed, skipped,
+	// not_run); both empty in a trace written before rein read them.
+	Evidence string `json:"evidence,omitempty"`
+	Tests    string `json:"tests,omitempty"`
 }
 
 // Record is one of the record types above.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -224,7 +225,11 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		}
 		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, e.Tool, pr(target), e.Status, e.Tokens.Input+e.Tokens.Output)
 	case agent.EventGateAttempt:
-		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, "gate", pr(e.Target), e.Status, e.Tokens.Input+e.Tokens.Output)
+		what := "gate"
+		if e.Step == 0 {
+			what = "gate baseline"
+		}
+		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, what, pr(e.Target), e.Status, e.Tokens.Input+e.Tokens.Output)
 	case agent.EventRetry:
 		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "retry", pr(e.Reason))
 	case agent.EventFinished:
@@ -234,6 +239,14 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 			cost = fmt.Sprintf(" (cost %.4f)", o.Cost)
 		}
 		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens%s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, cost, orNone(string(o.Rung)))
+		if g := o.Gate; g != nil && g.Evidence != "" {
+			tests := ""
+			if g.Tests != nil {
+				data, _ := json.Marshal(g.Tests)
+				tests = string(data)
+			}
+			fmt.Fprintf(w, "  gate tests: %s\n", gateTests(g.Evidence, tests))
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
@@ -174,11 +176,18 @@ func newTraceCmd() *cobra.Command {
 				fmt.Fprintf(out, "model call: step %d attempt %d, %s %s: %s (%.1f ms)\n", c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
 			}
 			for _, g := range gates {
-				fmt.Fprintf(out, "gate: after step %d, %s: %s, exit %d (%.1f ms)", g.Step, policy.Printable(g.Line), g.Status, g.ExitCode, g.DurationMS)
+				when := fmt.Sprintf("after step %d", g.Step)
+				if g.Step == 0 {
+					when = "baseline, before the first model call"
+				}
+				fmt.Fprintf(out, "gate: %s, %s: %s, exit %d (%.1f ms)", when, policy.Printable(g.Line), g.Status, g.ExitCode, g.DurationMS)
 				if g.Tampered != "null" && g.Tampered != "" {
 					fmt.Fprintf(out, ", tampered %s", policy.Printable(g.Tampered))
 				}
 				fmt.Fprintln(out)
+				if g.Evidence != "" {
+					fmt.Fprintf(out, "  tests: %s\n", gateTests(g.Evidence, g.Tests))
+				}
 			}
 			for _, st := range steps {
 				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, policy.Printable(st.Tool), policy.Printable(st.Args), st.Status, st.DurationMS)
@@ -339,4 +348,19 @@ func indent(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// gateTests is a gate attempt's evidence as a line: the runner's counts
+// and the protected tests that did not run, or that the exit status alone
+// judged it.
+func gateTests(evidence, tests string) string {
+	var t agent.GateTests
+	if tests == "" || json.Unmarshal([]byte(tests), &t) != nil {
+		return "judged by its " + policy.Printable(evidence) + " alone: the runner reported nothing rein can read"
+	}
+	line := fmt.Sprintf("%d run, %d passed, %d failed, %d skipped (%s)", t.Run, t.Passed, t.Failed, t.Skipped, policy.Printable(evidence))
+	if len(t.NotRun) > 0 {
+		line += "; not run: " + policy.Printable(strings.Join(t.NotRun, ", "))
+	}
+	return line
 }

@@ -109,6 +109,11 @@ var migrations = []string{
 	// on that boot), so that a pid used again by another process is not
 	// taken for the driver.
 	`ALTER TABLE leases ADD COLUMN pid_start TEXT NOT NULL DEFAULT '';`,
+	// 6: what each gate attempt was judged by, and its runner's counts
+	// of the tests (empty in the rows written before, whose links hash
+	// the same: an empty field is left out of a record's JSON).
+	`ALTER TABLE gate_attempts ADD COLUMN evidence TEXT NOT NULL DEFAULT '';
+	ALTER TABLE gate_attempts ADD COLUMN tests TEXT NOT NULL DEFAULT '';`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by

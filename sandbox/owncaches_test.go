@@ -1,0 +1,97 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+	"github.com/reinhq/rein/shell"
+)
+
+// TestOwnCaches: a run with caches of its own (CacheSet) sees none of the
+// workspace's, whatever its environment names; its Go seeds and module
+// caches are read-only and served through GOCACHEPROG and GOPROXY, on
+// both rungs; what it builds lands in its own directory; a cache set that
+// is not clean directories outside the workspace is refused.
+func TestOwnCaches(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		root := filepath.Dir(ws)
+		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		own, seedA, seedB, mods := filepath.Join(root, "own"), filepath.Join(root, "seed a"), filepath.Join(root, "seedb"), filepath.Join(root, "mods")
+		for _, d := range []string{own, seedA, seedB, mods} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(seedA, "kept"), []byte("seed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// The workspace's own cache, as a run of the model left it.
+		p := Profile{Rung: rung}
+		runLine(t, ws, `sh -c 'echo planted > "$GOCACHE/mark"'`, p)
+
+		// The environment names caches of its own: the run's are the
+		// sandbox's all the same.
+		p.Env = []string{"GOCACHE=/tmp/planted", "GOCACHEPROG=/tmp/evil", "GOMODCACHE=/tmp/planted-mod"}
+		p.Caches = &CacheSet{Dir: own, GoSeeds: []string{seedA, seedB}, GoModules: []string{mods}}
+		init, base, seeds := bwrap.SandboxInit, sandboxCaches, []string{sandboxSeeds + "/go-build-0", sandboxSeeds + "/go-build-1"}
+		modsAt := sandboxSeeds + "/go-mod-download-0"
+		if rung != RungBwrap {
+			exe, err := initExe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			init, base, seeds, modsAt = exe, own, []string{seedA, seedB}, mods
+		}
+		wantProg, err := goCacheProg(init, base+"/go-build", seeds...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := runLine(t, ws, `sh -c 'printf "%s\n" "$GOCACHE" "$GOMODCACHE" "$GOCACHEPROG" "$GOPROXY"; cat "$GOCACHE/mark" 2>/dev/null || echo no mark; `+
+			`echo built > "$GOCACHE/out"; cat "$1/kept"; touch "$1/new" || echo refused; rm -f "$1/kept" || echo refused; touch "$2/new" || echo refused; touch "$3/new" || echo refused' sh `+
+			shell.Quote(seeds[0])+" "+shell.Quote(seeds[1])+" "+shell.Quote(modsAt), p)
+		want := strings.Join([]string{base + "/go-build", base + "/go-mod", wantProg, "file://" + modsAt, "no mark", "seed", "refused", "refused", "refused", "refused", ""}, "\n")
+		if res.Stdout.Text != want {
+			t.Fatalf("inside:\n%s\nwant:\n%s\n%+v", res.Stdout.Text, want, res)
+		}
+		if data, err := os.ReadFile(filepath.Join(own, "go-build", "out")); err != nil || string(data) != "built\n" {
+			t.Fatalf("what the run built: %q %v", data, err)
+		}
+		for _, d := range []string{seedA, seedB, mods} {
+			if _, err := os.Stat(filepath.Join(d, "new")); err == nil {
+				t.Fatalf("a file was made in the read-only cache %s", d)
+			}
+		}
+		if data, err := os.ReadFile(filepath.Join(seedA, "kept")); err != nil || string(data) != "seed\n" {
+			t.Fatalf("the seed changed: %q %v", data, err)
+		}
+		// The workspace's own cache is untouched, and its again without
+		// a cache set.
+		if res := runLine(t, ws, `sh -c 'cat "$GOCACHE/mark"'`, Profile{Rung: rung}); res.Stdout.Text != "planted\n" {
+			t.Fatalf("the workspace's cache: %+v", res)
+		}
+
+		l, _ := shell.Parse("true")
+		for _, bad := range []*CacheSet{
+			{Dir: "relative"},
+			{Dir: ws + "/cache"},
+			{Dir: filepath.Join(root, "absent")},
+			{Dir: own, GoSeeds: []string{filepath.Join(root, "absent")}},
+			{Dir: own, GoSeeds: []string{ws}},
+			{Dir: own, GoModules: []string{root}},
+			{Dir: own + "/"},
+		} {
+			q := Profile{Rung: rung, Workspace: ws, Caches: bad}
+			var e *Error
+			if _, err := Run(t.Context(), l, q, nil, nil); !errors.As(err, &e) || e.Status != InvalidPath && e.Status != NotFound {
+				t.Errorf("the cache set %+v: %v; want a refusal", bad, err)
+			}
+		}
+	})
+}
