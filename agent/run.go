@@ -729,9 +729,11 @@ func (d *driver) gate(ctx context.Context, baseline bool) (a GateAttempt) {
 	}
 	var err error
 	if baseline {
-		ctx, err = d.gateCaches.Baseline(ctx)
-		if err == nil && report {
-			d.buildStd(ctx)
+		if err = d.gateCaches.EmptyBaseline(); err == nil {
+			if report {
+				d.buildStd(d.gateCaches.Baseline(ctx))
+			}
+			ctx = d.gateCaches.Baseline(ctx)
 		}
 	} else {
 		var done func()

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -130,6 +131,7 @@ func serveGoCache(seeds []string, dir string, in io.Reader, out io.Writer) error
 	if err := s.send(goCacheResponse{KnownCommands: goCacheCommands}); err != nil {
 		return err
 	}
+	defer s.writeUsed()
 	for {
 		req, err := s.readRequest()
 		if err == io.EOF {
@@ -148,6 +150,9 @@ func serveGoCache(seeds []string, dir string, in io.Reader, out io.Writer) error
 				return err
 			}
 		case "close":
+			// Before the answer: the go command may remove dir once it
+			// has it.
+			s.writeUsed()
 		default:
 			res.Err = fmt.Sprintf("unknown command %q: this cache program knows %s", req.Command, strings.Join(goCacheCommands, ", "))
 		}
@@ -166,8 +171,13 @@ func serveGoCache(seeds []string, dir string, in io.Reader, out io.Writer) error
 type goCacheServer struct {
 	seeds []string
 	dir   string
-	in    *bufio.Reader
-	out   *bufio.Writer
+	// used are the actions answered with a hit or put, each once, in
+	// order: the go commands' working set, appended to goCacheUsedFile
+	// when the stream ends.
+	used     [][goCacheHashSize]byte
+	usedSeen map[[goCacheHashSize]byte]bool
+	in       *bufio.Reader
+	out      *bufio.Writer
 }
 
 func newGoCacheServer(seeds []string, dir string, in io.Reader, out io.Writer) (*goCacheServer, error) {
@@ -265,10 +275,151 @@ func (s *goCacheServer) get(req *goCacheRequest) goCacheResponse {
 	for _, root := range append([]string{s.dir}, s.seeds...) {
 		if e, ok := goCacheRead(root, action); ok {
 			t := e.time
+			s.use(action)
 			return goCacheResponse{OutputID: e.output[:], Size: e.size, Time: &t, DiskPath: goCacheFile(root, e.output, "d")}
 		}
 	}
 	return goCacheResponse{Miss: true}
+}
+
+// goCacheUsedFile is the file of the writable directory that lists, a
+// hex action ID a line, the actions the cache program answered a hit for
+// or was given: the go commands' working set, which a later run over the
+// same seeds lays out beforehand (goPrefill) instead of asking for it.
+const goCacheUsedFile = "rein-used"
+
+// use notes action as used.
+func (s *goCacheServer) use(action [goCacheHashSize]byte) {
+	if s.usedSeen == nil {
+		s.usedSeen = map[[goCacheHashSize]byte]bool{}
+	}
+	if !s.usedSeen[action] {
+		s.usedSeen[action] = true
+		s.used = append(s.used, action)
+	}
+}
+
+// writeUsed appends the actions used to goCacheUsedFile. The list only
+// saves work later: losing it loses nothing else.
+func (s *goCacheServer) writeUsed() {
+	if len(s.used) == 0 {
+		return
+	}
+	defer func() { s.used = nil }()
+	var b bytes.Buffer
+	for _, a := range s.used {
+		fmt.Fprintf(&b, "%x\n", a)
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, goCacheUsedFile), os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o666)
+	if err != nil {
+		return
+	}
+	f.Write(b.Bytes())
+	f.Close()
+}
+
+// maxPrefill bounds the actions a list names: far above a large module's
+// working set.
+const maxPrefill = 100_000
+
+// readGoUsed reads a goCacheUsedFile: its well-formed lines, each once,
+// at most maxPrefill.
+func readGoUsed(path string) ([][goCacheHashSize]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPrefill*(goCacheHexSize+1)))
+	if err != nil {
+		return nil, err
+	}
+	var out [][goCacheHashSize]byte
+	seen := map[[goCacheHashSize]byte]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		var a [goCacheHashSize]byte
+		if len(line) != goCacheHexSize {
+			continue
+		}
+		if _, err := hex.Decode(a[:], []byte(line)); err != nil || seen[a] {
+			continue
+		}
+		seen[a] = true
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// goPrefill is a Go build cache laid out by the init, inside the sandbox,
+// before the command starts: the go command then reads it as its own
+// GOCACHE, at native speed, with no program between.
+type goPrefill struct {
+	// Dir is the cache, made by the init (in the sandbox's /tmp on the
+	// bwrap rung: a file system in memory, where files are made fast).
+	Dir string
+	// Seeds are the read-only caches the entries are found in, where the
+	// command sees them.
+	Seeds []string
+	// Actions are the entries to lay out (readGoUsed).
+	Actions [][goCacheHashSize]byte
+}
+
+// run lays out in Dir the entry of each action of Actions that the first
+// of Seeds holding it well formed (goCacheRead) has: a copy of its index
+// entry, and its output as a symbolic link to the seed's file. The seeds
+// stay read-only to the command: it can change the links, which are its
+// own, never what they lead to; the go command follows them to read, and
+// its marking of times through them fails on the read-only seed and is
+// ignored. An action left out, or that no seed holds, is a miss, built
+// and kept in Dir. trim.txt is written so that the go command never walks
+// Dir to trim it. It returns the entries laid out.
+func (g *goPrefill) run() (int, error) {
+	if err := os.MkdirAll(g.Dir, 0o777); err != nil {
+		return 0, err
+	}
+	made := map[string]bool{}
+	mkdir := func(p string) error {
+		d := filepath.Dir(p)
+		if made[d] {
+			return nil
+		}
+		made[d] = true
+		return os.MkdirAll(d, 0o777)
+	}
+	n := 0
+	buf := make([]byte, goCacheEntrySize+1)
+	seen := map[[goCacheHashSize]byte]bool{}
+	for _, action := range g.Actions {
+		if seen[action] {
+			continue
+		}
+		seen[action] = true
+		for _, root := range g.Seeds {
+			// Only an entry whose output is there, of its size: the go
+			// command never rebuilds, and so never writes through, a link
+			// laid out here.
+			entry, e, ok := goCacheReadEntry(root, action, buf)
+			if !ok {
+				continue
+			}
+			index, output := goCacheFile(g.Dir, action, "a"), goCacheFile(g.Dir, e.output, "d")
+			if err := mkdir(index); err != nil {
+				return n, err
+			}
+			if err := mkdir(output); err != nil {
+				return n, err
+			}
+			if err := os.Symlink(goCacheFile(root, e.output, "d"), output); err != nil && !errors.Is(err, os.ErrExist) {
+				return n, err
+			}
+			if err := os.WriteFile(index, entry, 0o666); err != nil {
+				return n, err
+			}
+			n++
+			break
+		}
+	}
+	return n, os.WriteFile(filepath.Join(g.Dir, "trim.txt"), fmt.Appendf(nil, "%d", time.Now().Unix()), 0o666)
 }
 
 // goCacheFile is the path of the index entry ("a") or output ("d") of id
@@ -282,27 +433,45 @@ func goCacheFile(root string, id [goCacheHashSize]byte, kind string) string {
 // whether it is a hit: well formed, for this action, and with an output
 // file of the size it says. It opens nothing for writing.
 func goCacheRead(root string, action [goCacheHashSize]byte) (goCacheEntry, bool) {
-	f, err := os.Open(goCacheFile(root, action, "a"))
-	if err != nil {
-		return goCacheEntry{}, false
-	}
-	defer f.Close()
-	entry := make([]byte, goCacheEntrySize+1) // +1 to see one too long
-	if n, err := io.ReadFull(f, entry); n != goCacheEntrySize || err != io.ErrUnexpectedEOF {
-		return goCacheEntry{}, false
-	}
-	e, ok := goCacheParse(entry[:goCacheEntrySize], action)
+	_, e, ok := goCacheReadEntry(root, action, make([]byte, goCacheEntrySize+1))
+	return e, ok
+}
+
+// goCacheReadEntry is goCacheRead with the entry's bytes, read into buf
+// (goCacheEntrySize+1 bytes, to see one too long).
+func goCacheReadEntry(root string, action [goCacheHashSize]byte, buf []byte) ([]byte, goCacheEntry, bool) {
+	entry, e, ok := goCacheReadIndex(root, action, buf)
 	if !ok {
-		return goCacheEntry{}, false
+		return nil, goCacheEntry{}, false
 	}
 	// A regular file, as the go command reads it; a directory is an
 	// executable a go command kept for go run, which this protocol has
 	// no way to name.
 	fi, err := os.Lstat(goCacheFile(root, e.output, "d"))
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() != e.size {
-		return goCacheEntry{}, false
+		return nil, goCacheEntry{}, false
 	}
-	return e, true
+	return entry, e, true
+}
+
+// goCacheReadIndex reads and parses the index entry of action at root
+// into buf, without looking at its output.
+func goCacheReadIndex(root string, action [goCacheHashSize]byte, buf []byte) ([]byte, goCacheEntry, bool) {
+	f, err := os.Open(goCacheFile(root, action, "a"))
+	if err != nil {
+		return nil, goCacheEntry{}, false
+	}
+	n, err := io.ReadFull(f, buf)
+	f.Close()
+	if n != goCacheEntrySize || err != io.ErrUnexpectedEOF {
+		return nil, goCacheEntry{}, false
+	}
+	entry := buf[:goCacheEntrySize]
+	e, ok := goCacheParse(entry, action)
+	if !ok {
+		return nil, goCacheEntry{}, false
+	}
+	return entry, e, true
 }
 
 // goCacheParse parses an index entry of goCacheEntrySize bytes by the
@@ -380,6 +549,7 @@ func (s *goCacheServer) put(req *goCacheRequest) (goCacheResponse, error) {
 	if err := goCacheWriteFile(index, []byte(entry)); err != nil {
 		return goCacheResponse{Err: fmt.Sprintf("put: %v", err)}, nil
 	}
+	s.use(action)
 	return goCacheResponse{DiskPath: data}, nil
 }
 

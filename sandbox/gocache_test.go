@@ -39,13 +39,26 @@ func startGoCache(t *testing.T, seed, dir string) *goCacheClient {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &goCacheClient{t: t, in: inW, out: bufio.NewReader(outR), done: make(chan error, 1)}
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		err := serveGoCache(seedList(seed), dir, inR, outW)
 		inR.CloseWithError(errors.New("the cache program has returned"))
 		outW.Close()
 		c.done <- err
 	}()
-	t.Cleanup(func() { inW.Close(); outR.Close() })
+	// Registered after the caller's t.TempDir, so run before its removal:
+	// the program has written all it writes (its list of what was used)
+	// by then.
+	t.Cleanup(func() {
+		inW.Close()
+		outR.Close()
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Error("the cache program did not end")
+		}
+	})
 	return c
 }
 
@@ -645,6 +658,43 @@ func TestGoCacheSeed(t *testing.T) {
 		checkSeed(t)
 	})
 
+	// The list of what a build through the program used, laid out in a
+	// new cache, serves the next build whole: the go command reads its
+	// own cache, compiles nothing, and the seed is untouched.
+	t.Run("prefill", func(t *testing.T) {
+		dir, _, _, _ := build(t, seed)
+		actions, err := readGoUsed(filepath.Join(dir, goCacheUsedFile))
+		if err != nil || len(actions) < 10 {
+			t.Fatalf("the list of actions used: %d, %v", len(actions), err)
+		}
+		laid := filepath.Join(t.TempDir(), "go-build")
+		// An action no seed holds is left out; one listed twice once.
+		more := append(slices.Clone(actions), [goCacheHashSize]byte{1}, actions[0])
+		n, err := (&goPrefill{Dir: laid, Seeds: []string{t.TempDir(), seed}, Actions: more}).run()
+		if err != nil || n != len(actions) {
+			t.Fatalf("laid out %d of %d: %v", n, len(actions), err)
+		}
+		bin := filepath.Join(t.TempDir(), "tiny")
+		x := goCommand(t, mod, laid, "", "build", "-x", "-o", bin, ".")
+		if compiled, puts := buildX(x); len(compiled) != 0 || len(puts) != 0 {
+			t.Errorf("compiled %v and put %v from a laid-out cache", compiled, puts)
+		}
+		runTiny(t, bin, "TINY")
+		if _, err := os.Stat(filepath.Join(laid, "trim.txt")); err != nil {
+			t.Errorf("no trim.txt: %v", err)
+		}
+		checkSeed(t)
+		// A changed source builds into the laid-out cache, not the seed.
+		goCacheModule(t, mod, "changed")
+		t.Cleanup(func() { goCacheModule(t, mod, "tiny") })
+		x = goCommand(t, mod, laid, "", "build", "-x", "-o", bin, ".")
+		if compiled, _ := buildX(x); !slices.Equal(compiled, []string{"main"}) {
+			t.Errorf("compiled %v; want only main", compiled)
+		}
+		runTiny(t, bin, "CHANGED")
+		checkSeed(t)
+	})
+
 	// An entry Go's cache would read as a miss is one here: the package
 	// is compiled again, and the build succeeds. Each is tried on fmt's
 	// entries in a copy of the seed.
@@ -665,12 +715,23 @@ func TestGoCacheSeed(t *testing.T) {
 			e, err := os.ReadFile(indexes[0])
 			testenv.Must(t, err)
 			testenv.Must(t, os.WriteFile(indexes[0], c.corrupt(t, e, filepath.Join(bad, fmtOutput[:2], fmtOutput+"-d")), 0o644))
-			_, bin, compiled, _ := build(t, bad)
+			dir, bin, compiled, _ := build(t, bad)
 			if !slices.Equal(compiled, []string{"fmt"}) {
 				t.Errorf("compiled %v; want fmt alone", compiled)
 			}
 			runTiny(t, bin, "TINY")
 			checkSeed(t)
+			// Nor is it laid out: the build compiles it again.
+			actions, err := readGoUsed(filepath.Join(dir, goCacheUsedFile))
+			testenv.Must(t, err)
+			laid := filepath.Join(t.TempDir(), "go-build")
+			if n, err := (&goPrefill{Dir: laid, Seeds: []string{bad}, Actions: actions}).run(); err != nil || n == 0 {
+				t.Fatalf("laid out %d: %v", n, err)
+			}
+			x := goCommand(t, mod, laid, "", "build", "-x", "-o", bin, ".")
+			if compiled, _ := buildX(x); !slices.Equal(compiled, []string{"fmt"}) {
+				t.Errorf("from the laid-out cache, compiled %v; want fmt alone", compiled)
+			}
 		})
 	}
 }

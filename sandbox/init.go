@@ -78,6 +78,9 @@ type request struct {
 	Lifeline bool `json:"lifeline,omitempty"`
 	// ReportFD is the pipe the init writes its report to.
 	ReportFD int `json:"report_fd"`
+	// GoPrefill, when set, is the Go build cache the init lays out
+	// before the plan runs (CacheSet.GoUsed).
+	GoPrefill *goPrefill `json:"go_prefill,omitempty"`
 	// Check, when set, makes this run a preflight.
 	Check *check `json:"check,omitempty"`
 	// Forward, in network proxy on the bwrap rung, is the forwarder the
@@ -261,6 +264,13 @@ func initMain(dir string) int {
 		}
 		go req.Forward.serve(l)
 	}
+	if req.GoPrefill != nil {
+		// Before the confinement, whose checks of each path would cost
+		// more than the work: the init reads only the read-only seeds and
+		// writes only the command's own TMPDIR. Best effort: what is not
+		// laid out is built.
+		req.GoPrefill.run()
+	}
 	if req.Confine != nil {
 		if err := confine.Apply(*req.Confine); err != nil {
 			return fail(err)
@@ -297,6 +307,7 @@ func initMain(dir string) int {
 	if req.Home != bwrap.SandboxHome {
 		homeAt(req.Line, req.Home)
 	}
+
 	res, err := runplan.Run(context.Background(), req.Line, runplan.Options{
 		Dir: req.Dir, Home: req.Home, Env: req.Env, Stdin: stdin, Stdout: os.Stdout, Stderr: os.Stderr, NotFound: req.NotFound,
 	})

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +55,7 @@ func TestOwnCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := runLine(t, ws, `sh -c 'printf "%s\n" "$GOCACHE" "$GOMODCACHE" "$GOCACHEPROG" "$GOPROXY"; cat "$GOCACHE/mark" 2>/dev/null || echo no mark; `+
-			`echo built > "$GOCACHE/out"; cat "$1/kept"; touch "$1/new" || echo refused; rm -f "$1/kept" || echo refused; touch "$2/new" || echo refused; touch "$3/new" || echo refused' sh `+
+			`mkdir -p "$GOCACHE"; echo built > "$GOCACHE/out"; cat "$1/kept"; touch "$1/new" || echo refused; rm -f "$1/kept" || echo refused; touch "$2/new" || echo refused; touch "$3/new" || echo refused' sh `+
 			shell.Quote(seeds[0])+" "+shell.Quote(seeds[1])+" "+shell.Quote(modsAt), p)
 		want := strings.Join([]string{base + "/go-build", base + "/go-mod", wantProg, "file://" + modsAt, "no mark", "seed", "refused", "refused", "refused", "refused", ""}, "\n")
 		if res.Stdout.Text != want {
@@ -75,6 +76,32 @@ func TestOwnCaches(t *testing.T) {
 		// a cache set.
 		if res := runLine(t, ws, `sh -c 'cat "$GOCACHE/mark"'`, Profile{Rung: rung}); res.Stdout.Text != "planted\n" {
 			t.Fatalf("the workspace's cache: %+v", res)
+		}
+
+		// With the list of what an earlier run used, the entries its
+		// seeds hold are laid out by the init in the command's own TMPDIR
+		// (in memory on the bwrap rung) before it starts, and the go
+		// command is pointed at that cache, with no program between.
+		action := hashOf("laid out")
+		index, _ := writeGoCacheEntry(t, seedB, action, "object")
+		absent := hashOf("no seed has it")
+		used := filepath.Join(root, "rein-used")
+		if err := os.WriteFile(used, fmt.Appendf(nil, "%x\nnot an action\n%x\n", absent, action), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p.Caches = &CacheSet{Dir: own, GoSeeds: []string{seedA, seedB}, GoUsed: used}
+		rel := strings.TrimPrefix(index, seedB+"/")
+		out := goCacheFile("", [32]byte(hashOf("object")), "d")
+		res = runLine(t, ws, `sh -c 'echo "$GOCACHE" "${GOCACHEPROG:-no program}"; cat "$GOCACHE/$1"; readlink "$GOCACHE/$2"; cat "$GOCACHE/$2"; echo; ls "$GOCACHE" | grep -c .' sh `+
+			shell.Quote(rel)+" "+shell.Quote(out), p)
+		tmp := "/tmp"
+		if rung != RungBwrap {
+			tmp = strings.TrimSuffix(strings.Fields(res.Stdout.Text + " x")[0], "/go-build")
+		}
+		entry, _ := os.ReadFile(index)
+		want = tmp + "/go-build no program\n" + string(entry) + seeds[1] + "/" + out + "\nobject\n3\n"
+		if res.Stdout.Text != want {
+			t.Fatalf("laid out:\n%q\nwant:\n%q\n%+v", res.Stdout.Text, want, res)
 		}
 
 		l, _ := shell.Parse("true")

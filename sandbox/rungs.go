@@ -78,7 +78,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		ro = append(ro, d)
 		return d
 	}
-	own, err := ownPlaces(p, bwrap.SandboxInit, sandboxCaches, func(name, host string) string {
+	own, err := ownPlaces(p, bwrap.SandboxInit, sandboxCaches, "/tmp", func(name, host string) string {
 		d := filepath.Join(sandboxSeeds, name)
 		hostCaches[host] = d
 		ro = append(ro, d)
@@ -95,7 +95,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	if p.ReadOnly {
 		ro = append(ro, p.Workspace)
 	}
-	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: rlimits(p.Limits), Confine: &confine.Spec{
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: rlimits(p.Limits), GoPrefill: own.prefillOf(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
 		// With a proxy, the one port: the init's forwarder on the
 		// sandbox's own loopback, the only interface it has.
@@ -244,7 +244,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if caches != "" {
 		rw = append(rw, caches)
 	}
-	own, err := ownPlaces(p, exe, caches, func(_, host string) string {
+	own, err := ownPlaces(p, exe, caches, r.tmp, func(_, host string) string {
 		hostRO = append(hostRO, host)
 		return host
 	})
@@ -261,7 +261,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if r.egress != nil {
 		env = proxyEnv(env, r.egress.port)
 	}
-	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: rlimits(p.Limits)}
+	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: rlimits(p.Limits), GoPrefill: own.prefillOf()}
 	if r.rung == RungLandlock {
 		ro, err := landlockSystemRead()
 		if err != nil {
@@ -435,7 +435,11 @@ func toolchainEnv(env []string, p Profile, caches bool, base string, at func(too
 	}
 	if caches {
 		for _, c := range toolchain.WorkspaceCaches() {
-			defs = append(defs, c.Env+"="+c.Setting(filepath.Join(base, c.Name), online))
+			v := c.Setting(filepath.Join(base, c.Name), online)
+			if own != nil && own.prefill != nil && c.Name == goBuildCache {
+				v = own.prefill.Dir
+			}
+			defs = append(defs, c.Env+"="+v)
 		}
 	}
 	proxy := false
@@ -479,13 +483,24 @@ func withFileProxy(v string, dirs []string) string {
 type ownCacheEnv struct {
 	goCacheProg string
 	goModules   []string
+	// prefill, when set, is the Go build cache the init lays out, which
+	// GOCACHE names.
+	prefill *goPrefill
+}
+
+func (o *ownCacheEnv) prefillOf() *goPrefill {
+	if o == nil {
+		return nil
+	}
+	return o.prefill
 }
 
 // ownPlaces places a run's own read-only caches with at (which mounts or
 // grants them and says where the command sees them, by name and host
-// path), for a command whose init is at exe and whose caches are under
-// base; nil without a CacheSet.
-func ownPlaces(p Profile, exe, base string, at func(name, host string) string) (*ownCacheEnv, error) {
+// path), for a command whose init is at exe, whose caches are under base
+// and whose TMPDIR is tmp (each as the command sees it); nil without a
+// CacheSet.
+func ownPlaces(p Profile, exe, base, tmp string, at func(name, host string) string) (*ownCacheEnv, error) {
 	c := p.Caches
 	if c == nil {
 		return nil, nil
@@ -498,6 +513,16 @@ func ownPlaces(p Profile, exe, base string, at func(name, host string) string) (
 		var seeds []string
 		for i, g := range c.GoSeeds {
 			seeds = append(seeds, at(fmt.Sprintf("go-build-%d", i), g))
+		}
+		if c.GoUsed != "" {
+			// The working set laid out beforehand by the init, in the
+			// command's own TMPDIR: the go command reads its own cache.
+			actions, err := readGoUsed(c.GoUsed)
+			if err != nil {
+				return nil, refuse(Unavailable, "reading the list of Go actions to lay out: %v", err)
+			}
+			own.prefill = &goPrefill{Dir: filepath.Join(tmp, goBuildCache), Seeds: seeds, Actions: actions}
+			return own, nil
 		}
 		var err error
 		own.goCacheProg, err = goCacheProg(exe, filepath.Join(base, goBuildCache), seeds...)

@@ -183,6 +183,15 @@ type CacheSet struct {
 	// builds goes to Dir; nothing of a seed is written, not even its
 	// times.
 	GoSeeds []string
+	// GoUsed, when set, lists the actions (one hex action ID a line, as
+	// rein's cache program writes them to rein-used in the directory it
+	// fills) to lay out from GoSeeds before the command starts: rein's
+	// init gives each listed action a seed holds a copy of its index
+	// entry and a link to its output in the seed, in a Go build cache of
+	// the command's own (in the sandbox's /tmp, in memory, on the bwrap
+	// rung), which the go command then uses at native speed, without
+	// GOCACHEPROG. What is not listed is built there.
+	GoUsed string
 	// GoModules are Go module download caches (a module proxy's layout)
 	// served read-only, as file:// GOPROXY entries after the host's, in
 	// order: the go command checks each module it takes from there
@@ -502,6 +511,9 @@ func checkCacheSet(c *CacheSet, ws string) error {
 	}
 	for _, m := range c.GoModules {
 		dirs = append(dirs, dir{"Go module cache", m})
+	}
+	if c.GoUsed != "" && (!filepath.IsAbs(c.GoUsed) || filepath.Clean(c.GoUsed) != c.GoUsed) {
+		return refuse(InvalidPath, "the run's list of Go actions %q is not a clean absolute path", c.GoUsed)
 	}
 	for _, d := range dirs {
 		switch {

@@ -58,14 +58,13 @@ func toolchainCaches(ws string) (string, error) {
 // caches (toolchain.WorkspaceCaches).
 const goBuildCache = "go-build"
 
-// ownCaches makes a run's own caches (CacheSet.Dir), one directory per
-// cache name, and returns their base.
+// ownCaches checks a run's own caches (CacheSet.Dir) and returns their
+// base. Each cache's directory under it is made by its toolchain when it
+// first writes there: a run's own caches are new for it, and most of
+// them stay empty.
 func ownCaches(base string) (string, error) {
-	for _, c := range toolchain.WorkspaceCaches() {
-		p := filepath.Join(base, c.Name)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return "", refuse(Unavailable, "making the run's cache %s: %v", p, err)
-		}
+	if fi, err := os.Lstat(base); err != nil || !fi.IsDir() {
+		return "", refuse(NotFound, "the run's caches %s are not a directory", base)
 	}
 	return base, nil
 }

@@ -99,16 +99,25 @@ func goSeeds(dirs ...string) []string {
 	return out
 }
 
-// Baseline makes the calls made with the context it returns use the
-// caches of the baseline's run: made empty now.
-func (g *GateCaches) Baseline(ctx context.Context) (context.Context, error) {
+// EmptyBaseline makes the caches of the baseline's run empty.
+func (g *GateCaches) EmptyBaseline() error {
 	if err := RemoveTree(g.seed()); err != nil {
-		return nil, fmt.Errorf("emptying the gate's baseline caches: %w", err)
+		return fmt.Errorf("emptying the gate's baseline caches: %w", err)
 	}
-	if err := os.MkdirAll(g.seed(), 0o700); err != nil {
-		return nil, fmt.Errorf("making the gate's baseline caches: %w", err)
+	// The standard library's Go build cache is the baseline's seed even
+	// while empty: it is made before the baseline's caches are named.
+	for _, d := range []string{g.seed(), filepath.Join(std(), "go-build")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("making the gate's baseline caches: %w", err)
+		}
 	}
-	return OwnCaches(ctx, &sandbox.CacheSet{Dir: g.seed(), GoSeeds: goSeeds(std()), GoModules: g.modules(false)}), nil
+	return nil
+}
+
+// Baseline makes the calls made with the context it returns use the
+// caches of the baseline's run (EmptyBaseline empties them).
+func (g *GateCaches) Baseline(ctx context.Context) context.Context {
+	return OwnCaches(ctx, &sandbox.CacheSet{Dir: g.seed(), GoSeeds: goSeeds(std()), GoModules: g.modules(false)})
 }
 
 // Attempt makes the calls made with the context it returns use the
@@ -133,7 +142,15 @@ func (g *GateCaches) attempt() (*sandbox.CacheSet, func(), error) {
 	// A seed the baseline did not leave (a run resumed on another host,
 	// or a baseline that built nothing) is none: the attempt builds all.
 	cs := &sandbox.CacheSet{Dir: dir, GoSeeds: goSeeds(std(), g.seed()), GoModules: g.modules(true)}
-	return cs, func() { RemoveTree(dir) }, nil
+	// What the baseline's go commands used is laid out in the attempt's
+	// own Go build cache before its command starts, which then reads it
+	// at native speed (sandbox.CacheSet.GoUsed).
+	if used := filepath.Join(g.seed(), "go-build", "rein-used"); len(cs.GoSeeds) > 0 && isFile(used) {
+		cs.GoUsed = used
+	}
+	// Removed in the background: nothing reads it once the attempt has
+	// ended, and the run's end removes what is left.
+	return cs, func() { go RemoveTree(dir) }, nil
 }
 
 // modules are the module download caches a gate reads beyond the
@@ -153,6 +170,11 @@ func (g *GateCaches) modules(seeded bool) []string {
 
 // Remove removes every cache of the run's gate.
 func (g *GateCaches) Remove() error { return RemoveTree(g.dir) }
+
+func isFile(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
 
 func isDir(p string) bool {
 	fi, err := os.Lstat(p)
