@@ -771,7 +771,7 @@ func (d *driver) gate(ctx context.Context, baseline bool) (a GateAttempt) {
 		a.Status = GateErrored
 	}
 	a.Evidence = EvidenceExitStatus
-	if report && ran {
+	if report && (ran || baseline) {
 		d.judgeTests(&a, baseline, stdout, stderr)
 	}
 	// And nothing changed them while the gate ran.
@@ -847,30 +847,45 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 		a.Evidence, a.Tests = EvidenceGoTestJSON, &GateTests{Run: c.Run, Passed: c.Passed, Failed: c.Failed, Skipped: c.Skipped, NotRun: []string{}}
 	}
 	if baseline {
-		if !ok {
-			return
-		}
 		// The protected tests are read as the run began: which module a
 		// test file is in is what the workspace's go.mod files say, and
 		// those are the run's to change.
-		var files []string
-		for p := range d.baseline {
-			if strings.HasSuffix(p, "_test.go") {
-				files = append(files, p)
-			}
-		}
-		slices.Sort(files)
-		declared, err := evidence.DeclaredGo(d.c.Workspace, files)
+		declared, err := evidence.DeclaredGo(d.c.Workspace, d.protectedTests())
 		if err != nil {
 			a.Output = fmt.Sprintf("[rein: reading the protected tests: %v]\n", err) + a.Output
-			return
 		}
-		a.Report, a.Declared = &rep, declared
+		a.Declared = declared
+		if !ok {
+			// A baseline whose report cannot be read (its go.mod does
+			// not parse, it ran out of time, it printed too much) tells
+			// nothing of which tests run: every protected test must run
+			// and pass, as in a package that did not build.
+			rep = evidence.Report{Runner: evidence.RunnerGo}
+			for _, t := range declared {
+				if i := strings.LastIndexByte(t.Key, '.'); i > 0 && !slices.Contains(rep.BuildFailed, t.Key[:i]) {
+					rep.BuildFailed = append(rep.BuildFailed, t.Key[:i])
+				}
+			}
+		}
+		a.Report = &rep
 		return
 	}
 	b := d.state.GateBaseline
 	if b == nil || b.Report == nil {
 		return
+	}
+	// A protected test whose file is not where it was (its package's
+	// import path changed: a go.mod renamed, made, or removed) is not the
+	// test a report of its old name speaks of.
+	now, err := evidence.DeclaredGo(d.c.Workspace, d.protectedTests())
+	where := map[string]string{}
+	for _, t := range now {
+		where[t.File+"\x00"+t.Key[strings.LastIndexByte(t.Key, '.')+1:]] = t.Key
+	}
+	for _, t := range b.Declared {
+		if err != nil || where[t.File+"\x00"+t.Key[strings.LastIndexByte(t.Key, '.')+1:]] != t.Key {
+			delete(rep.Tests, t.Key)
+		}
 	}
 	notRun := evidence.NotRun(b.Declared, *b.Report, rep)
 	if a.Tests == nil {
@@ -884,6 +899,19 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 		a.Output = fmt.Sprintf("[rein: the gate exited %d, but these protected tests ran in the baseline and did not run and pass now: %s]\n",
 			deref(a.ExitCode), strings.Join(notRun, ", ")) + a.Output
 	}
+}
+
+// protectedTests are the protected files (as the run began) that are
+// Go test files, in order.
+func (d *driver) protectedTests() []string {
+	var files []string
+	for p := range d.baseline {
+		if strings.HasSuffix(p, "_test.go") {
+			files = append(files, p)
+		}
+	}
+	slices.Sort(files)
+	return files
 }
 
 // The times go test prints of each test and package, which differ from

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
@@ -119,6 +120,54 @@ func TestOwnCaches(t *testing.T) {
 			if _, err := Run(t.Context(), l, q, nil, nil); !errors.As(err, &e) || e.Status != InvalidPath && e.Status != NotFound {
 				t.Errorf("the cache set %+v: %v; want a refusal", bad, err)
 			}
+		}
+	})
+}
+
+// TestFreshCaches: fresh caches are made empty in each run's own scratch
+// directory, so no run sees what another wrote to them, and they go with
+// the run; a sandbox is made ready for them ahead like any other, and
+// the one taken holds nothing another run wrote either.
+func TestFreshCaches(t *testing.T) {
+	eachRungWarm(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		root := filepath.Dir(ws)
+		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		seed := filepath.Join(root, "seed")
+		if err := os.MkdirAll(seed, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := Profile{Rung: rung, Caches: &CacheSet{Fresh: true, GoSeeds: []string{seed}}}
+		line := `sh -c 'ls -A "$GOMODCACHE" 2>/dev/null | grep -c . ; mkdir -p "$GOMODCACHE" && touch "$GOMODCACHE/planted" && echo "$GOMODCACHE"'`
+		var seen []string
+		for range 3 {
+			res := runLine(t, ws, line, p)
+			f := strings.Fields(res.Stdout.Text)
+			if len(f) != 2 || f[0] != "0" {
+				t.Fatalf("a fresh run's module cache held something: %+v", res)
+			}
+			seen = append(seen, f[1])
+		}
+		if rung == RungBwrap || rung == rungWarm {
+			return
+		}
+		// On the host's view, each run's caches are its own, and gone.
+		for _, d := range seen {
+			if !strings.HasPrefix(d, filepath.Join(root, "state")+"/") {
+				t.Fatalf("fresh caches at %s, outside rein's state directory", d)
+			}
+			// A warm run's teardown follows its result.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				if _, err := os.Lstat(d); err != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the fresh caches %s outlived their run", d)
+				}
+			}
+		}
+		if seen[0] == seen[1] {
+			t.Fatalf("two runs had the same fresh caches %s", seen[0])
 		}
 	})
 }

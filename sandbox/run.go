@@ -174,7 +174,13 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		}
 	}
 	caches, err := toolchainCaches(p.Workspace)
-	if p.Caches != nil {
+	switch {
+	case p.Caches != nil && p.Caches.Fresh:
+		caches = filepath.Join(r.scratch, "caches")
+		if err = os.Mkdir(caches, 0o700); err != nil {
+			err = refuse(Unavailable, "making the run's caches: %v", err)
+		}
+	case p.Caches != nil:
 		caches, err = ownCaches(p.Caches.Dir)
 	}
 	if err != nil {

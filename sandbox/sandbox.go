@@ -172,10 +172,16 @@ type Profile struct {
 
 // CacheSet is a run's own toolchain caches.
 type CacheSet struct {
-	// Dir holds the run's caches, one directory per cache name (made when
-	// missing), writable by the command: an existing directory outside
-	// the workspace. Removing it is the caller's.
+	// Dir holds the run's caches, one directory per cache name (made by
+	// each toolchain when it first writes there), writable by the
+	// command: an existing directory outside the workspace. Removing it
+	// is the caller's.
 	Dir string
+	// Fresh, in place of Dir, makes the run's caches in its own scratch
+	// directory, which nothing else sees and which goes with the run:
+	// empty for the command by construction. A sandbox can then be made
+	// ready for the command before it is asked for, as for any other.
+	Fresh bool
 	// GoSeeds are Go build caches (GOCACHE's layout) that the go command
 	// reads beneath Dir's own, in order, read-only: rein's init serves
 	// them as one cache through GOCACHEPROG (Go 1.24 and later; an older
@@ -505,7 +511,13 @@ func (p *Profile) validate() error {
 // directories, or that overlap the workspace.
 func checkCacheSet(c *CacheSet, ws string) error {
 	type dir struct{ what, path string }
-	dirs := []dir{{"caches", c.Dir}}
+	var dirs []dir
+	switch {
+	case c.Fresh && c.Dir != "":
+		return refuse(InvalidPath, "the run's caches are both fresh and %s", c.Dir)
+	case !c.Fresh:
+		dirs = append(dirs, dir{"caches", c.Dir})
+	}
 	for _, g := range c.GoSeeds {
 		dirs = append(dirs, dir{"Go build seed", g})
 	}

@@ -255,9 +255,10 @@ func (w *warmRun) discard() {
 // warmKey is what a warm sandbox for p is made from, as text, and whether
 // p can have one: the bwrap rung, the network off, no process limit (the
 // group's reserve counts the plan's stages), no session, the workspace's
-// own caches (a run's own are made for it alone).
+// caches or fresh ones (caches in a directory of the caller's are made
+// for one run alone).
 func warmKey(p Profile) (string, bool) {
-	if p.Rung != RungBwrap && p.Rung != RungAuto && p.Rung != RungLandlock || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 || p.Caches != nil {
+	if p.Rung != RungBwrap && p.Rung != RungAuto && p.Rung != RungLandlock || p.Network != NetworkOff || p.Session != nil || p.Limits.Processes != 0 || p.Caches != nil && !p.Caches.Fresh {
 		return "", false
 	}
 	k := struct {
@@ -267,11 +268,12 @@ func warmKey(p Profile) (string, bool) {
 		HostReadPaths []string
 		Env           []string
 		HostCaches    any
+		Caches        *CacheSet
 		OutputBytes   int
 		SpoolBytes    int64
 		Limits        Limits
 		Hidden        bool
-	}{p.Rung == RungLandlock, p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
+	}{p.Rung == RungLandlock, p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.Caches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
 	data, err := json.Marshal(k)
 	return string(data), err == nil
 }

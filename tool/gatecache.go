@@ -45,9 +45,10 @@ func OwnCaches(ctx context.Context, cs *sandbox.CacheSet) context.Context {
 //     first call, builds into caches of its own, made empty for it, over
 //     the standard library's; what it writes comes from the workspace as
 //     the run began;
-//   - each later attempt's: empty when it starts, removed when it ends,
-//     over the standard library's and the baseline's Go build caches as
-//     read-only seeds (served through GOCACHEPROG), so that what the
+//   - each later attempt's: empty when it starts, removed when it ends
+//     (sandbox.CacheSet.Fresh), over the standard library's and the
+//     baseline's Go build caches as read-only seeds, what the baseline
+//     used laid out beforehand (sandbox.CacheSet.GoUsed), so that what the
 //     model did not change is not built again, and nothing an earlier
 //     attempt wrote (the model's code under test ran there) is read.
 //
@@ -132,25 +133,18 @@ func (g *GateCaches) Attempt(ctx context.Context) (context.Context, func(), erro
 }
 
 func (g *GateCaches) attempt() (*sandbox.CacheSet, func(), error) {
-	if err := os.MkdirAll(g.dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("making the gate's caches: %w", err)
-	}
-	dir, err := os.MkdirTemp(g.dir, "attempt-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("making the gate attempt's caches: %w", err)
-	}
-	// A seed the baseline did not leave (a run resumed on another host,
-	// or a baseline that built nothing) is none: the attempt builds all.
-	cs := &sandbox.CacheSet{Dir: dir, GoSeeds: goSeeds(std(), g.seed()), GoModules: g.modules(true)}
+	// Fresh: made empty in the command's own scratch directory, and gone
+	// with it.
+	cs := &sandbox.CacheSet{Fresh: true, GoSeeds: goSeeds(std(), g.seed()), GoModules: g.modules(true)}
 	// What the baseline's go commands used is laid out in the attempt's
 	// own Go build cache before its command starts, which then reads it
-	// at native speed (sandbox.CacheSet.GoUsed).
+	// at native speed (sandbox.CacheSet.GoUsed). A seed the baseline did
+	// not leave (a run resumed on another host, or a baseline that built
+	// nothing) is none: the attempt builds all.
 	if used := filepath.Join(g.seed(), "go-build", "rein-used"); len(cs.GoSeeds) > 0 && isFile(used) {
 		cs.GoUsed = used
 	}
-	// Removed in the background: nothing reads it once the attempt has
-	// ended, and the run's end removes what is left.
-	return cs, func() { go RemoveTree(dir) }, nil
+	return cs, func() {}, nil
 }
 
 // modules are the module download caches a gate reads beyond the

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -60,9 +59,9 @@ func TestGateGrant(t *testing.T) {
 }
 
 // TestGateCaches: the baseline's caches are made empty; an attempt's are
-// new, over the standard library's and the baseline's Go build caches,
-// and gone once it ends, whatever modes the toolchain left; the run's
-// are removed whole.
+// fresh, over the standard library's and the baseline's Go build caches,
+// with what the baseline used laid out when it says; the run's are
+// removed whole, whatever modes the toolchain left.
 func TestGateCaches(t *testing.T) {
 	state := t.TempDir()
 	t.Setenv("REIN_CACHE_DIR", state)
@@ -89,26 +88,23 @@ func TestGateCaches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	done()
 	cs = ctx.Value(ownCachesKey{}).(*sandbox.CacheSet)
-	if !slices.Equal(cs.GoSeeds, []string{filepath.Join(std(), "go-build"), filepath.Join(g.seed(), "go-build")}) || !strings.HasPrefix(cs.Dir, g.dir+"/attempt-") {
+	if !slices.Equal(cs.GoSeeds, []string{filepath.Join(std(), "go-build"), filepath.Join(g.seed(), "go-build")}) || !cs.Fresh || cs.Dir != "" || cs.GoUsed != "" {
 		t.Fatalf("an attempt's caches: %+v", cs)
 	}
-	// A module cache's read-only directories.
-	ro := filepath.Join(cs.Dir, "go-mod", "example.com", "m@v1.0.0")
+	// With the list of what the baseline used, the attempt lays it out.
+	os.WriteFile(filepath.Join(g.seed(), "go-build", "rein-used"), nil, 0o600)
+	ctx, _, _ = g.Attempt(context.Background())
+	if cs = ctx.Value(ownCachesKey{}).(*sandbox.CacheSet); cs.GoUsed != filepath.Join(g.seed(), "go-build", "rein-used") {
+		t.Fatalf("an attempt's caches: %+v", cs)
+	}
+	// A module cache's read-only directories go with the run's.
+	ro := filepath.Join(g.seed(), "go-mod", "example.com", "m@v1.0.0")
 	os.MkdirAll(ro, 0o700)
 	os.WriteFile(filepath.Join(ro, "go.mod"), nil, 0o444)
 	os.Chmod(ro, 0o555)
 	os.Chmod(filepath.Dir(ro), 0o555)
-	done()
-	for i := 0; ; i++ {
-		if _, err := os.Lstat(cs.Dir); err != nil {
-			break
-		}
-		if i == 500 {
-			t.Fatalf("the attempt's caches outlived it")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	// The baseline again: made empty.
 	if err := g.EmptyBaseline(); err != nil {
 		t.Fatal(err)

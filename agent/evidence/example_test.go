@@ -18,9 +18,9 @@ func ExampleGoTestLine() {
 		fmt.Println(evidence.GoTestLine(p, line))
 	}
 	// Output:
-	// go test -json -race ./... true
-	// go test -json -run 'TestA|TestB' ./pkg true
-	// go test -json ./... true
+	// go test -json '-count=1' -race ./... true
+	// go test -json '-count=1' -run 'TestA|TestB' ./pkg true
+	// go test -json '-count=1' ./... true
 	//  false
 }
 

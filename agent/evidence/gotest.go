@@ -67,7 +67,8 @@ var binaryFlags = map[string]bool{
 	"failfast": true, "parallel": true, "cpu": true, "shuffle": true,
 }
 
-// GoTestLine returns line with -json added right after `go test`, and
+// GoTestLine returns line with -json added right after `go test` (and
+// -count=1 after it when the line sets no -count), and
 // true, when line (a line of rein's grammar, parsed with p) is a single
 // `go test` whose report -json makes machine-readable without changing
 // what runs: one stage, the program go (or a path to it) with "test" as
@@ -100,9 +101,15 @@ func GoTestLine(p shell.Parser, line string) (string, bool) {
 			return "", false
 		}
 	}
+	added := []string{"-json"}
+	if !hasCount(args) {
+		// No test result is read from a cache: go test keys the files a
+		// test reads by size and time, which the run can set at will.
+		added = append(added, "-count=1")
+	}
 	out := &shell.Stage{
 		Kind:      shell.Command,
-		Argv:      slices.Concat(st.Argv[:2], []string{"-json"}, args),
+		Argv:      slices.Concat(st.Argv[:2], added, args),
 		Redirects: st.Redirects,
 	}
 	printed := (&shell.Line{Pipelines: []*shell.Pipeline{{Stages: []*shell.Stage{out}}}}).String()
@@ -150,9 +157,34 @@ func withoutVerbose(args []string) []string {
 	return out
 }
 
-// isGo reports whether argv0 names the go command.
+// isGo reports whether argv0 names the go command: go alone, found on
+// the sandbox's PATH, which holds no directory the run can write. A path
+// to a program named go is not taken for it: it may be the run's own,
+// printing any report it likes.
 func isGo(argv0 string) bool {
-	return argv0 == "go" || strings.HasSuffix(argv0, "/go")
+	return argv0 == "go"
+}
+
+// hasCount reports whether go test's own flags (before -args) set
+// -count, which keeps go test from reading a cached result.
+func hasCount(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-args" || a == "--args" || a == "--" {
+			return false
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		if name == "count" {
+			return true
+		}
+		if goTestFlags[name] == valueFlag && !hasValue {
+			i++ // its value, whatever it looks like
+		}
+	}
+	return false
 }
 
 // goTestArgs reports whether the arguments after `go test` are all known

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/internal/testenv"
 )
@@ -206,11 +207,51 @@ func TestGateProvesTestsRan(t *testing.T) {
 			t.Fatalf("the bug is gone:\n%s", data)
 		}
 	})
+	t.Run("stale-test-result", func(t *testing.T) {
+		// Sub reads a file at run time; the model changes it to one of the
+		// same size and time. go test keys the files a test reads by size
+		// and time alone, so a result cached in the baseline would pass
+		// for the changed file: rein asks for -count=1, and the test runs.
+		_, ws := gateFixture(t)
+		testenv.WriteFiles(t, ws, map[string]string{
+			"sub/sub.go": "package sub\n\nimport \"os\"\n\nfunc Sub(a, b int) int {\n\tif op, _ := os.ReadFile(\"op.txt\"); string(op) == \"-\\n\" {\n\t\treturn a - b\n\t}\n\treturn a + b\n}\n",
+			"sub/op.txt": "-\n",
+		}, 0o644)
+		old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		testenv.Must(t, os.Chtimes(filepath.Join(ws, "sub/op.txt"), old, old))
+		res := gateRun(t, true, edit("calc.go", "a - b", "a + b"), write("sub/op.txt", "+\n"),
+			shellCall("touch -d '2020-01-01 00:00:00 UTC' sub/op.txt"), "Fixed.")
+		status, tests := gateOf(t, res)
+		if res["outcome"] != "gate_failed" || status != "failed" || tests["failed"] != float64(1) {
+			t.Fatalf("a stale test result: %v", res)
+		}
+	})
+	t.Run("no-baseline-report", func(t *testing.T) {
+		// The workspace as the run began does not load (a go line the
+		// offline toolchain cannot switch to): the baseline has no
+		// report, and every protected test must run and pass.
+		_, ws := gateFixture(t)
+		testenv.WriteFiles(t, ws, map[string]string{"go.mod": "module example.com/calc\n\ngo 1.99\n"}, 0o644)
+		res := gateRun(t, true, write("go.mod", "module example.com/calc\n\ngo 1.22\n"),
+			write("main_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestMain(m *testing.M) {}\n"), "Fixed.")
+		status, tests := gateOf(t, res)
+		if res["outcome"] != "gate_failed" || status != "tests_not_run" || !slices.Equal(notRun(tests), []string{"example.com/calc.TestAdd"}) {
+			t.Fatalf("no baseline report: %v", res)
+		}
+	})
 	for _, tc := range []struct {
 		name    string
 		answers []string
 		notRun  []string
 	}{
+		// The module renamed and the real sub made a module of its own,
+		// with empty tests where the protected tests' import paths now
+		// are: the protected files' tests are not the ones that ran.
+		{"impersonated", []string{edit("calc.go", "a - b", "a + b"), write("sub/sub.go", "package sub\n\nfunc Sub(a, b int) int { return a + b }\n"),
+			write("go.mod", "module example.com\n\ngo 1.22\n"), write("sub/go.mod", "module example.com/hidden\n\ngo 1.22\n"),
+			write("calc/calc_test.go", "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {}\n"),
+			write("calc/sub/sub_test.go", "package sub\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {}\n")},
+			[]string{"example.com/calc.TestAdd", "example.com/calc/sub.TestSub"}},
 		// A TestMain in a file the run may write, that exits 0 before
 		// any test runs.
 		{"testmain-exits-early", []string{write("main_test.go", "package calc\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { os.Exit(0) }\n")},
