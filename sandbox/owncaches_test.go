@@ -95,13 +95,14 @@ func TestOwnCaches(t *testing.T) {
 		out := goCacheFile("", [32]byte(hashOf("object")), "d")
 		res = runLine(t, ws, `sh -c 'echo "$GOCACHE" "${GOCACHEPROG:-no program}"; cat "$GOCACHE/$1"; readlink "$GOCACHE/$2"; cat "$GOCACHE/$2"; echo; ls "$GOCACHE" | grep -c .' sh `+
 			shell.Quote(rel)+" "+shell.Quote(out), p)
-		tmp := "/tmp"
-		if rung != RungBwrap {
-			tmp = strings.TrimSuffix(strings.Fields(res.Stdout.Text + " x")[0], "/go-build")
-		}
 		entry, _ := os.ReadFile(index)
-		want = tmp + "/go-build no program\n" + string(entry) + seeds[1] + "/" + out + "\nobject\n3\n"
-		if res.Stdout.Text != want {
+		want = "/tmp/go-build no program\n" + string(entry) + seeds[1] + "/" + out + "\nobject\n3\n"
+		if rung != RungBwrap {
+			// On the host's disk, making the files would cost more than
+			// the program's round trips: the program serves the seeds.
+			want = base + "/go-build " + wantProg + "\n"
+		}
+		if !strings.HasPrefix(res.Stdout.Text, want) {
 			t.Fatalf("laid out:\n%q\nwant:\n%q\n%+v", res.Stdout.Text, want, res)
 		}
 

@@ -244,7 +244,10 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 	if caches != "" {
 		rw = append(rw, caches)
 	}
-	own, err := ownPlaces(p, exe, caches, r.tmp, func(_, host string) string {
+	// No layout on these rungs: TMPDIR is a directory on the host's disk,
+	// where making hundreds of files costs more than the program's
+	// round trips.
+	own, err := ownPlaces(p, exe, caches, "", func(_, host string) string {
 		hostRO = append(hostRO, host)
 		return host
 	})
@@ -498,8 +501,8 @@ func (o *ownCacheEnv) prefillOf() *goPrefill {
 // ownPlaces places a run's own read-only caches with at (which mounts or
 // grants them and says where the command sees them, by name and host
 // path), for a command whose init is at exe, whose caches are under base
-// and whose TMPDIR is tmp (each as the command sees it); nil without a
-// CacheSet.
+// and whose TMPDIR is tmp (each as the command sees it; tmp "" when the
+// Go build cache is not to be laid out there); nil without a CacheSet.
 func ownPlaces(p Profile, exe, base, tmp string, at func(name, host string) string) (*ownCacheEnv, error) {
 	c := p.Caches
 	if c == nil {
@@ -514,7 +517,7 @@ func ownPlaces(p Profile, exe, base, tmp string, at func(name, host string) stri
 		for i, g := range c.GoSeeds {
 			seeds = append(seeds, at(fmt.Sprintf("go-build-%d", i), g))
 		}
-		if c.GoUsed != "" {
+		if c.GoUsed != "" && tmp != "" {
 			// The working set laid out beforehand by the init, in the
 			// command's own TMPDIR: the go command reads its own cache.
 			actions, err := readGoUsed(c.GoUsed)

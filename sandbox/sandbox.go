@@ -194,9 +194,12 @@ type CacheSet struct {
 	// fills) to lay out from GoSeeds before the command starts: rein's
 	// init gives each listed action a seed holds a copy of its index
 	// entry and a link to its output in the seed, in a Go build cache of
-	// the command's own (in the sandbox's /tmp, in memory, on the bwrap
-	// rung), which the go command then uses at native speed, without
-	// GOCACHEPROG. What is not listed is built there.
+	// the command's own in the sandbox's /tmp (in memory), which the go
+	// command then uses at native speed, without GOCACHEPROG. What is not
+	// listed is built there. On the bwrap rung only: on the others TMPDIR
+	// is a directory on the host's disk, where making the files costs
+	// more than the program's round trips, and the program serves the
+	// seeds.
 	GoUsed string
 	// GoModules are Go module download caches (a module proxy's layout)
 	// served read-only, as file:// GOPROXY entries after the host's, in
