@@ -172,3 +172,39 @@ func TestFreshCaches(t *testing.T) {
 		}
 	})
 }
+
+// TestCachesRepaired: a command that leaves a link (dangling, or to a
+// directory outside), a file or a FIFO where one of the workspace's
+// toolchain caches was cannot stop the workspace's later runs, nor point
+// the cache elsewhere: the next run finds rein's directory there again,
+// and what a link led to is untouched.
+func TestCachesRepaired(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		root := filepath.Dir(ws)
+		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		outside := filepath.Join(root, "outside")
+		if err := os.MkdirAll(outside, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := Profile{Rung: rung}
+		for _, plant := range []string{
+			`ln -s /nonexistent/rein "$d"`,
+			`ln -s ` + shell.Quote(outside) + ` "$d"`,
+			`echo x > "$d"`,
+			`mkfifo "$d"`,
+		} {
+			res := runLine(t, ws, `sh -c 'd=$CCACHE_DIR; rm -rf "$d" && `+plant+` && echo planted'`, p)
+			if res.Stdout.Text != "planted\n" {
+				t.Fatalf("%s: %+v", plant, res)
+			}
+			res = runLine(t, ws, `sh -c 'test -d "$CCACHE_DIR" && test ! -L "$CCACHE_DIR" && touch "$CCACHE_DIR/mine" && echo repaired'`, p)
+			if res.ExitCode != 0 || res.Stdout.Text != "repaired\n" {
+				t.Fatalf("after %s: %+v", plant, res)
+			}
+			if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+				t.Fatalf("after %s, the directory a link led to holds %v", plant, entries)
+			}
+		}
+	})
+}

@@ -45,13 +45,37 @@ func toolchainCaches(ws string) (string, error) {
 		// trusts; a cache dir there is no cache of rein's.
 		return "", nil
 	}
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return "", refuse(Unavailable, "making the toolchain caches %s: %v", base, err)
+	}
 	for _, c := range toolchain.WorkspaceCaches() {
-		p := filepath.Join(base, c.Name)
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return "", refuse(Unavailable, "making the toolchain cache %s: %v", p, err)
+		if err := cacheDir(filepath.Join(base, c.Name)); err != nil {
+			return "", err
 		}
 	}
 	return base, nil
+}
+
+// cacheDir makes p a directory of rein's: what a command left in its
+// place (a link, dangling or not, a file, a FIFO) is removed, never
+// followed, and the directory made again, so that no command can stop
+// the workspace's later runs, or point rein's cache elsewhere.
+func cacheDir(p string) error {
+	fi, err := os.Lstat(p)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		if err := os.Remove(p); err != nil {
+			return refuse(Unavailable, "removing the %s left where the toolchain cache %s was: %v", fi.Mode().Type(), p, err)
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return refuse(Unavailable, "the toolchain cache %s: %v", p, err)
+	}
+	if err := os.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return refuse(Unavailable, "making the toolchain cache %s: %v", p, err)
+	}
+	return nil
 }
 
 // goBuildCache is the name of Go's build cache among the toolchain
