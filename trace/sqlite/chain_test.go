@@ -129,6 +129,24 @@ func TestKeyedChain(t *testing.T) {
 	if _, err := bare.Append(context.Background(), trace.Audit{RunID: "r1", Kind: "k", At: time.Now()}); err == nil || !strings.Contains(err.Error(), "open it with its key") {
 		t.Fatalf("appended without the key: %v", err)
 	}
+	// Nor with another key (a process with another HOME): refused,
+	// naming both, and the chain still verifies whole with its own.
+	otherPath := filepath.Join(t.TempDir(), "other.key")
+	if err := os.WriteFile(otherPath, []byte(strings.Repeat("ab", 32)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other, err := trace.LoadKey(otherPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := openKeyed(t, s.path, other)
+	if _, err := o.Append(context.Background(), trace.Audit{RunID: "r1", Kind: "k", At: time.Now()}); err == nil ||
+		!strings.Contains(err.Error(), "key id "+k.ID()) || !strings.Contains(err.Error(), "(id "+other.ID()+")") {
+		t.Fatalf("appended with another key: %v", err)
+	}
+	if c, err := s.VerifyChain(context.Background(), nil); err != nil || c.Keyed != c.Links {
+		t.Fatalf("the chain after a refused append: %+v %v", c, err)
+	}
 }
 
 // TestKeyedChainForgery: whoever can write the file but has no key edits

@@ -346,6 +346,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []trace.Record) (
 	keyID := ""
 	if s.key != nil {
 		keyID = s.key.ID()
+		if headKey != "" && headKey != keyID {
+			// A link of another key after this one's leaves a chain
+			// neither key can check whole.
+			return nil, fmt.Errorf("trace: the chain of %s is keyed with key id %s, not with this store's key (id %s): open it with the key it was written with (a store several writers share is keyed with one key given to each)", s.path, headKey, keyID)
+		}
 	} else if headKey != "" {
 		// An unkeyed link after keyed ones is what a forger would write:
 		// Verify fails on it.
