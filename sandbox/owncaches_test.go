@@ -22,9 +22,7 @@ import (
 // is not clean directories outside the workspace is refused.
 func TestOwnCaches(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung Rung) {
-		ws := workspaceDir(t)
-		root := filepath.Dir(ws)
-		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		ws, root := cacheWorkspace(t)
 		own, seedA, seedB, mods := filepath.Join(root, "own"), filepath.Join(root, "seed a"), filepath.Join(root, "seedb"), filepath.Join(root, "mods")
 		for _, d := range []string{own, seedA, seedB, mods} {
 			if err := os.MkdirAll(d, 0o755); err != nil {
@@ -131,9 +129,7 @@ func TestOwnCaches(t *testing.T) {
 // the one taken holds nothing another run wrote either.
 func TestFreshCaches(t *testing.T) {
 	eachRungWarm(t, func(t *testing.T, rung Rung) {
-		ws := workspaceDir(t)
-		root := filepath.Dir(ws)
-		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		ws, root := cacheWorkspace(t)
 		seed := filepath.Join(root, "seed")
 		if err := os.MkdirAll(seed, 0o755); err != nil {
 			t.Fatal(err)
@@ -180,9 +176,7 @@ func TestFreshCaches(t *testing.T) {
 // and what a link led to is untouched.
 func TestCachesRepaired(t *testing.T) {
 	eachRung(t, func(t *testing.T, rung Rung) {
-		ws := workspaceDir(t)
-		root := filepath.Dir(ws)
-		t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+		ws, root := cacheWorkspace(t)
 		outside := filepath.Join(root, "outside")
 		if err := os.MkdirAll(outside, 0o755); err != nil {
 			t.Fatal(err)
@@ -207,4 +201,14 @@ func TestCachesRepaired(t *testing.T) {
 			}
 		}
 	})
+}
+
+// cacheWorkspace is a workspace, and the directory beside it that holds
+// rein's state directory (set for the test) and whatever else the test
+// makes.
+func cacheWorkspace(t *testing.T) (ws, root string) {
+	ws = workspaceDir(t)
+	root = filepath.Dir(ws)
+	t.Setenv("REIN_CACHE_DIR", filepath.Join(root, "state"))
+	return ws, root
 }
