@@ -397,7 +397,7 @@ func TestProjectTrust(t *testing.T) {
 		t.Errorf("source: %+v", got)
 	}
 
-	if _, _, err := Trust(o, f.proj); err != nil {
+	if _, _, _, err := Trust(o); err != nil {
 		t.Fatal(err)
 	}
 	p, err = Load(o)

@@ -109,6 +109,10 @@ type Scope struct {
 	// Named is set when the path was given by flag or environment; a
 	// named file must exist.
 	Named bool
+	// Root, for the project file in its default place, is the workspace
+	// root as the user named it (absolute, cleaned, links not resolved):
+	// the file is opened beneath it with no link followed.
+	Root string
 }
 
 // Source reports what became of one scope's file.
@@ -265,14 +269,19 @@ func DefaultScopes(o Options) []Scope {
 	if cfg != "" {
 		user = filepath.Join(cfg, "rein", "policy.toml")
 	}
-	project := ""
+	project, root := "", ""
 	if o.Workspace != "" {
-		project = filepath.Join(o.Workspace, ".rein", "policy.toml")
+		root = projectKey(o.Workspace)
+		project = filepath.Join(root, ".rein", "policy.toml")
+	}
+	ps := pick(LayerProject, o.ProjectFile, "REIN_PROJECT_POLICY", project)
+	if !ps.Named {
+		ps.Root = root
 	}
 	return []Scope{
 		pick(LayerOrg, o.OrgFile, "REIN_ORG_POLICY", "/etc/rein/policy.toml"),
 		pick(LayerUser, o.UserFile, "REIN_USER_POLICY", user),
-		pick(LayerProject, o.ProjectFile, "REIN_PROJECT_POLICY", project),
+		ps,
 	}
 }
 
@@ -517,7 +526,7 @@ func (p *Policy) loadScope(sc Scope, trust map[string]string) error {
 	if sc.Path == "" {
 		return nil
 	}
-	data, err := os.ReadFile(sc.Path)
+	data, err := readPolicyFile(sc)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !sc.Named:
 		src.State = "absent"

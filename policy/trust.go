@@ -82,7 +82,7 @@ func fileSHA256(data []byte) string {
 // projectTrust reports whether the project file with these bytes is
 // trusted, its source state, and a note for the user.
 func projectTrust(path string, data []byte, trust map[string]string) (bool, string, string) {
-	abs := absPath(path)
+	abs := projectKey(path)
 	want, ok := trust[abs]
 	switch {
 	case !ok:
@@ -91,16 +91,6 @@ func projectTrust(path string, data []byte, trust map[string]string) (bool, stri
 		return false, "untrusted", fmt.Sprintf("the file changed since it was trusted, so its allow rules and widening settings are not applied; review it, then run: rein trust %s", projectDirOf(abs))
 	}
 	return true, "trusted", ""
-}
-
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		p = a
-	}
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		p = r
-	}
-	return p
 }
 
 // projectDirOf turns .../DIR/.rein/policy.toml back into DIR for messages.
@@ -112,30 +102,42 @@ func projectDirOf(file string) string {
 	return file
 }
 
-// Trust records the SHA-256 of the project policy file in the trust file
-// of the user scope found by o, replacing any earlier record for the same
-// file. It returns the trust file and the digest.
-func Trust(o Options, projectFile string) (trustPath, digest string, err error) {
+// Trust records the SHA-256 of the project policy file of o (the one Load
+// reads, read the same way: beneath the workspace as named, no link
+// followed) in the trust file of the user scope, replacing any earlier
+// record for the same file. It returns the file, the trust file and the
+// digest.
+func Trust(o Options) (projectFile, trustPath, digest string, err error) {
 	scopes := DefaultScopes(o)
 	tf := trustFile(scopes)
 	if tf == "" {
-		return "", "", errors.New("policy: no user configuration directory: set HOME, XDG_CONFIG_HOME or --user-policy")
+		return "", "", "", errors.New("policy: no user configuration directory: set HOME, XDG_CONFIG_HOME or --user-policy")
 	}
-	data, err := os.ReadFile(projectFile)
+	var sc Scope
+	for _, s := range scopes {
+		if s.Layer == LayerProject {
+			sc = s
+		}
+	}
+	if sc.Path == "" {
+		return "", "", "", errors.New("policy: no project policy: name a workspace")
+	}
+	projectFile = sc.Path
+	data, err := readPolicyFile(sc)
 	if err != nil {
-		return "", "", fmt.Errorf("policy: reading the project policy: %w", err)
+		return projectFile, "", "", fmt.Errorf("policy: no project policy to trust: %w", err)
 	}
 	// The file must load before it can be trusted: trusting a broken file
 	// would only move the error to the next run.
 	if _, _, err := decode(projectFile, data); err != nil {
-		return "", "", err
+		return projectFile, "", "", err
 	}
 	trust, err := loadTrust(tf)
 	if err != nil {
-		return "", "", err
+		return projectFile, "", "", err
 	}
 	digest = fileSHA256(data)
-	trust[absPath(projectFile)] = digest
+	trust[projectKey(projectFile)] = digest
 	var c trustFileContent
 	for p, d := range trust {
 		c.Project = append(c.Project, trustRecord{Path: p, SHA256: d})
@@ -143,25 +145,25 @@ func Trust(o Options, projectFile string) (trustPath, digest string, err error) 
 	sort.Slice(c.Project, func(i, j int) bool { return c.Project[i].Path < c.Project[j].Path })
 	out, err := toml.Marshal(c)
 	if err != nil {
-		return "", "", err
+		return projectFile, "", "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(tf), 0o700); err != nil {
-		return "", "", fmt.Errorf("policy: creating %s: %w", filepath.Dir(tf), err)
+		return projectFile, "", "", fmt.Errorf("policy: creating %s: %w", filepath.Dir(tf), err)
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(tf), ".trust-*.toml")
 	if err != nil {
-		return "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
+		return projectFile, "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(out); err != nil {
 		tmp.Close()
-		return "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
+		return projectFile, "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
+		return projectFile, "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
 	}
 	if err := os.Rename(tmp.Name(), tf); err != nil {
-		return "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
+		return projectFile, "", "", fmt.Errorf("policy: writing %s: %w", tf, err)
 	}
-	return tf, digest, nil
+	return projectFile, tf, digest, nil
 }

@@ -713,6 +713,31 @@ func TestProtectedPaths(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
 			t.Fatal("a hook was planted")
 		}
+		// A workspace without .rein gets none made either: no policy of
+		// its own, and no link to another project's.
+		other := t.TempDir()
+		os.MkdirAll(filepath.Join(other, ".rein"), 0o755)
+		os.WriteFile(filepath.Join(other, ".rein", "policy.toml"), []byte("mode = \"auto\"\n"), 0o644)
+		for _, line := range []string{
+			"sh -c 'rm -rf .rein; ln -s " + other + "/.rein .rein'",
+			"sh -c 'rmdir .rein; mkdir -p .rein && echo x > .rein/policy.toml'",
+			"sh -c 'echo x > .rein/policy.toml'",
+		} {
+			os.RemoveAll(filepath.Join(ws, ".rein"))
+			res := runLine(t, ws, line, Profile{Rung: rung})
+			if rung == RungBwrap && res.Status == OK {
+				t.Errorf("%s: %+v", line, res)
+			}
+			fi, err := os.Lstat(filepath.Join(ws, ".rein"))
+			if err != nil {
+				continue
+			}
+			if !fi.IsDir() {
+				t.Errorf("%s: .rein is left as %s", line, fi.Mode())
+			} else if ents, _ := os.ReadDir(filepath.Join(ws, ".rein")); len(ents) > 0 {
+				t.Errorf("%s: .rein holds %v", line, ents)
+			}
+		}
 	})
 }
 

@@ -614,7 +614,8 @@ func sessionOf(ws string) *session {
 }
 
 // startSession waits for the workspace lock (without holding the
-// session), makes .git/hooks where a repository has none, and takes the
+// session), makes .git/hooks where a repository has none and .rein where
+// the workspace has none, and takes the
 // baseline and the protected paths of a new session.
 func startSession(ctx context.Context, ws string, whole bool) (func(), *guard, []string, error) {
 	unlock, err := lockWorkspace(ctx, ws)
@@ -629,6 +630,14 @@ func startSession(ctx context.Context, ws string, whole bool) (func(), *guard, [
 			unlock()
 			return nil, nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
 		}
+	}
+	// rein's own directory is made where the workspace has none, so that
+	// it is bound read-only like the rest: a command cannot create a
+	// policy, or a link to another project's, for the next rein to read.
+	// A workspace rein cannot write is one its commands cannot either.
+	if err := os.Mkdir(filepath.Join(ws, ".rein"), 0o755); err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+		unlock()
+		return nil, nil, nil, refuse(Unavailable, "creating .rein to protect it: %v", err)
 	}
 	// On the bwrap rung the protected paths are bind mounts and only git's
 	// redirections need guarding; on the others the whole protected set

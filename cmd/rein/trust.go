@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -29,16 +28,7 @@ allow rules then apply until the file changes.`,
 				return &exitError{exitUsage, err.Error()}
 			}
 			o := policy.Options{Workspace: abs, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project}
-			var file string
-			for _, s := range policy.DefaultScopes(o) {
-				if s.Layer == policy.LayerProject {
-					file = s.Path
-				}
-			}
-			if _, err := os.Stat(file); err != nil {
-				return &exitError{exitUsage, fmt.Sprintf("no project policy to trust: %v", err)}
-			}
-			tf, digest, err := policy.Trust(o, file)
+			file, tf, digest, err := policy.Trust(o)
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
