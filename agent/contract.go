@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/agent/evidence"
+	"github.com/reinhq/rein/workspace"
 )
 
 // Contract is what a run is asked to do, as plain data, stored with the
@@ -224,7 +225,17 @@ type Outcome struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Waiting is the decision an awaiting run waits for.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Config, when the run made or changed any, is the configuration
+	// your tools may read that the run left in the workspace: files
+	// whose name starts with "." or that lie in a directory whose name
+	// does (not .git's, not the caches workspace.CacheNames has), and
+	// the names of workspace.HostConfig.
+	Config *ConfigReport `json:"config_changed,omitempty"`
 }
+
+// ConfigReport is the count and the first paths of the configuration a
+// run made or changed.
+type ConfigReport = workspace.ConfigReport
 
 // GateStatus is how one gate attempt ended.
 type GateStatus string

@@ -25,6 +25,7 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/workspace"
 )
 
 // Options are what a run is driven with.
@@ -218,6 +219,9 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 	out.Run = router.RunID()
 	out.Rung = d.rung
 	out.Active, out.Elapsed = d.state.Active, time.Since(d.state.StartedAt)
+	if d.state.Done != nil {
+		out.Config = d.configChanged(ctx)
+	}
 	if d.failure() == nil {
 		d.closed()
 	}
@@ -252,6 +256,22 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 	}
 	d.emit(Event{Kind: EventFinished, Step: out.Steps, Tokens: out.Tokens, Reason: out.Reason, Outcome: &out})
 	return out, d.failure()
+}
+
+// configChanged is the net under the protected set's table of the host's
+// configuration: every dotted file the run made or changed, which a tool
+// on the host may read (a hook manager, an editor, an agent no table
+// names yet), reported in the outcome and recorded in the trace.
+func (d *driver) configChanged(ctx context.Context) *ConfigReport {
+	r := workspace.ChangedConfig(d.c.Workspace, d.state.StartedAt)
+	if r.Count == 0 {
+		return nil
+	}
+	if d.o.Tool.Store != nil {
+		detail, _ := json.Marshal(r)
+		d.o.Tool.Store.Append(context.WithoutCancel(ctx), trace.SandboxEvent{RunID: d.router.RunID(), Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
+	}
+	return &r
 }
 
 // observedApprover puts every ask to the run's approver and tells the

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/workspace"
 )
 
 // TestProjectFileNoLink: the project policy is read beneath the workspace
@@ -140,5 +142,32 @@ func TestPolicyFileBounded(t *testing.T) {
 	f.write(f.proj, "# "+strings.Repeat("x", maxPolicyFile)+"\n")
 	if _, err := Load(f.options()); err == nil || !strings.Contains(err.Error(), "more than 4 MiB") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestHostConfigProtected: every name of the host configuration table is
+// write-protected at the top and below it, as a file and (where it may be
+// one) as a directory, in auto mode, for the file tools and a redirect.
+func TestHostConfigProtected(t *testing.T) {
+	f := newFixture(t)
+	p := f.load(ModeAuto)
+	for _, h := range workspace.HostConfig {
+		for _, rel := range []string{h.Name, "pkg/" + h.Name, h.Name + "/x.json"} {
+			if rel == h.Name+"/x.json" && strings.Contains(h.Name[1:], ".") {
+				continue // a file's name
+			}
+			abs := filepath.Join(f.ws, rel)
+			for _, act := range []Act{ActWrite, ActDelete} {
+				if v := p.CheckPath(act, abs); v.Decision != Deny {
+					t.Errorf("%s %s: %s (%s)", act, rel, v.Decision, v.Reason)
+				}
+			}
+			if v := f.check(p, "echo x > "+rel); v.Decision != Deny {
+				t.Errorf("echo x > %s: %s (%s)", rel, v.Decision, v.Reason)
+			}
+			if v := p.CheckPath(ActRead, abs); v.Decision != Allow {
+				t.Errorf("read %s: %s (%s)", rel, v.Decision, v.Reason)
+			}
+		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/reinhq/rein/workspace"
 )
 
 // protection is what a protected pattern forbids.
@@ -68,19 +70,9 @@ var builtinProtected = []struct {
 	{"**/.git", protectWrite, nil},
 	{"**/.git/**", protectWrite, nil},
 	{"**/.gitmodules", protectWrite, nil},
-	{"**/.husky/**", protectWrite, nil},
-	// Agents' and editors' own configuration, which could switch their
-	// gate off, add servers and hooks, or run tasks on opening.
-	{"**/.claude/**", protectWrite, nil},
-	{"**/.mcp.json", protectWrite, nil},
-	{"**/.codex/**", protectWrite, nil},
-	{"**/.cursor/**", protectWrite, nil},
-	{"**/.gemini/**", protectWrite, nil},
-	{"**/.windsurf/**", protectWrite, nil},
-	{"**/.continue/**", protectWrite, nil},
-	{"**/.aider.conf.yml", protectWrite, nil},
-	{"**/.vscode/**", protectWrite, nil},
-	{"**/.idea/**", protectWrite, nil},
+	// Agents', editors' and git hook managers' own configuration in the
+	// workspace (workspace.HostConfig, each with its reason) is added by
+	// init; at home, Claude Code's own file.
 	{"~/.claude.json", protectWrite, nil},
 	{"~/.config/rein/**", protectWrite, nil},
 	{".rein/**", protectWrite, nil},
@@ -90,6 +82,24 @@ var builtinProtected = []struct {
 	{"vendor/**", protectGenerated, nil},
 	{"third_party/**", protectGenerated, nil},
 	{"node_modules/**", protectGenerated, nil},
+}
+
+func init() {
+	// Agents', editors' and git hook managers' configuration, at any
+	// depth: a name with an extension is a file, and matched as one; any
+	// other may be a file or a directory, and is matched with what is
+	// beneath it.
+	for _, h := range workspace.HostConfig {
+		g := "**/" + h.Name
+		if !strings.Contains(h.Name[1:], ".") {
+			g += "/**"
+		}
+		builtinProtected = append(builtinProtected, struct {
+			pattern string
+			kind    protection
+			except  []string
+		}{g, protectWrite, nil})
+	}
 }
 
 // exemptDevices may always be redirected to and from.

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/reinhq/rein/workspace"
 )
 
 // gitControl are the paths that redirect git to other config and hooks
@@ -22,14 +24,14 @@ import (
 // code.
 var gitControl = []string{".git", ".git/commondir", ".git/objects/info/alternates", ".git/config.worktree"}
 
-// agentConfig are the agents' and editors' own configuration in the
-// workspace: a command that writes one could switch a gate off, add a
-// server or a hook, or have a task run when the folder opens, on the
-// host. Every run on every rung keeps them as they were: what a command
-// made there is removed, what it changed put back, and the run fails
-// naming them.
-var agentConfig = []string{".claude", ".mcp.json", ".codex", ".cursor", ".gemini", ".windsurf", ".continue",
-	".aider.conf.yml", ".vscode", ".idea", ".husky"}
+// agentConfig are the agents', editors' and git hook managers' own
+// configuration in the workspace (workspace.HostConfig, each with its
+// reason): a command that writes one could switch a gate off, add a
+// server or a hook, or have a task run when the folder opens or at the
+// next commit, on the host. Every run on every rung keeps them as they
+// were: what a command made there is removed, what it changed put back,
+// and the run fails naming them.
+var agentConfig = workspace.HostConfigNames()
 
 // maxGuarded bounds what the guard copies of the protected set on the rungs
 // that cannot bind it read-only.

@@ -24,6 +24,7 @@ import (
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/sandbox/confine"
 	"github.com/reinhq/rein/shell"
+	"github.com/reinhq/rein/workspace"
 )
 
 // The test binary is also the sandbox's init, as rein's own binary is, and
@@ -799,6 +800,32 @@ func TestAgentConfigPutBack(t *testing.T) {
 			if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
 				t.Errorf("%s was left (put back: %q)", rel, res.PutBack)
 			}
+		}
+	})
+}
+
+// TestHostConfigPutBack: every name of the host configuration table,
+// made by a command at the top and below it, is removed on every rung.
+func TestHostConfigPutBack(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		var script []string
+		for _, name := range workspace.HostConfigNames() {
+			script = append(script, "echo planted > "+name, "mkdir -p sub/"+name+" && echo planted > sub/"+name+"/x")
+		}
+		res := runLine(t, ws, "sh -c '"+strings.Join(script, "; ")+"; echo ok > kept.txt'", Profile{Rung: rung})
+		if res.Status != Failed {
+			t.Fatalf("%+v", res)
+		}
+		for _, name := range workspace.HostConfigNames() {
+			for _, rel := range []string{name, "sub/" + name} {
+				if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
+					t.Errorf("%s was left (put back: %q)", rel, res.PutBack)
+				}
+			}
+		}
+		if data, _ := os.ReadFile(filepath.Join(ws, "kept.txt")); string(data) != "ok\n" {
+			t.Errorf("the run's other work was lost: %q", data)
 		}
 	})
 }

@@ -114,6 +114,11 @@ type SandboxEvent struct {
 	At     time.Time `json:"at"`
 }
 
+// KindConfigChanged is the sandbox event, of no step, that records the
+// configuration a run or a launched session made or changed in its
+// workspace (workspace.ConfigReport, as JSON).
+const KindConfigChanged = "config_changed"
+
 // Edit is one write, as a diff.
 type Edit struct {
 	ID     int64     `json:"id"`

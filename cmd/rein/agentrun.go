@@ -21,6 +21,7 @@ import (
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/workspace"
 )
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
@@ -247,7 +248,27 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 			}
 			fmt.Fprintf(w, "  gate tests: %s\n", gateTests(g.Evidence, tests))
 		}
+		if o.Config != nil {
+			fmt.Fprintln(w, "  "+configLine(*o.Config, redact))
+		}
 	}
+}
+
+// configLine tells of the configuration a run or a session made or
+// changed: the count and the paths reported.
+func configLine(r workspace.ConfigReport, redact func(string) string) string {
+	paths := make([]string, len(r.Paths))
+	for i, p := range r.Paths {
+		paths[i] = policy.Printable(redact(p))
+	}
+	more := ""
+	if n := r.Count - len(r.Paths); n > 0 {
+		more = fmt.Sprintf(", and %d more", n)
+	}
+	if r.Truncated {
+		more += " (the workspace has more entries than rein looked at)"
+	}
+	return fmt.Sprintf("changed configuration your tools may read (%d file(s); review before your tools run): %s%s", r.Count, strings.Join(paths, ", "), more)
 }
 
 func orNone(s string) string {

@@ -38,6 +38,7 @@ import (
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/workspace"
 )
 
 // The exit statuses of rein launch that are rein's own; any other is the
@@ -396,6 +397,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		done()
 		return &exitError{exitUsage, err.Error()}
 	}
+	started := time.Now()
 	h, err := sandbox.Start(ctx, line, p, nil, nil)
 	if err != nil {
 		done()
@@ -421,6 +423,13 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: "session", Detail: launchJSON(res), At: time.Now()})
 	if refusedN > 0 {
 		fmt.Fprintf(stderr, "rein launch: %d connection(s) refused (rein trace show %s)\n", refusedN, runID)
+	}
+	// The net under the protected set's table: whatever configuration
+	// the session left for the host's tools is named.
+	if r := workspace.ChangedConfig(ws, started); r.Count > 0 {
+		detail, _ := json.Marshal(r)
+		store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
+		fmt.Fprintf(stderr, "rein launch: %s\n", configLine(r, red.Redact))
 	}
 	code := res.ExitCode
 	switch {

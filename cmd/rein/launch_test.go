@@ -378,3 +378,26 @@ func TestLaunchServer(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestLaunchConfigNet: configuration a session leaves for the host's
+// tools, under a name no table has, is named when the session ends; what
+// the session made elsewhere is not.
+func TestLaunchConfigNet(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	code, _, errOut := launchProc(t, nil, "--", "sh", "-c", `mkdir -p .newtool pkg && echo x > .newtool/config.toml && echo y > pkg/.toolrc && echo z > main.txt`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	want := "rein launch: changed configuration your tools may read (2 file(s); review before your tools run): .newtool/config.toml, pkg/.toolrc\n"
+	if !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "main.txt")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // past the clock's slack
+	if code, _, errOut := launchProc(t, nil, "--", "sh", "-c", `echo z > main.txt`); code != 0 || strings.Contains(errOut, "changed configuration") {
+		t.Errorf("a session that changed none: exit %d: %s", code, errOut)
+	}
+}

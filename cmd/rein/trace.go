@@ -189,6 +189,12 @@ func newTraceCmd() *cobra.Command {
 					fmt.Fprintf(out, "  tests: %s\n", gateTests(g.Evidence, g.Tests))
 				}
 			}
+			for _, e := range sb {
+				var r agent.ConfigReport
+				if e.StepID == 0 && e.Kind == trace.KindConfigChanged && json.Unmarshal([]byte(e.Detail), &r) == nil {
+					fmt.Fprintln(out, configLine(r, func(s string) string { return s }))
+				}
+			}
 			for _, st := range steps {
 				fmt.Fprintf(out, "step %d: %s %s -> %s (%.1f ms)\n", st.Index, policy.Printable(st.Tool), policy.Printable(st.Args), st.Status, st.DurationMS)
 				if st.Reason != "" {
