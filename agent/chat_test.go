@@ -49,7 +49,7 @@ func TestChatStream(t *testing.T) {
 	}
 	if resp.Text != "Reading the file first." || resp.Finish != FinishToolCalls || len(resp.ToolCalls) != 2 ||
 		resp.ToolCalls[0] != (ToolCall{ID: "call_1", Name: "read_file", Args: `{"path":"calc.go"}`}) || resp.ToolCalls[1].Args != `{"path":"."}` ||
-		resp.Usage != (Usage{Input: 120, Output: 30, CacheRead: 100}) {
+		resp.Usage != (Usage{Input: 12000, Output: 30, CacheRead: 100}) {
 		t.Fatalf("%+v", resp)
 	}
 	if cs.auth[0] != "Bearer sk-test-key" {

@@ -124,7 +124,7 @@ func (cs *chatServer) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	chunk(fmt.Sprintf(`{"index":0,"delta":{},"logprobs":null,"finish_reason":%q}`, finish), "")
-	chunk("", `,"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150,"prompt_tokens_details":{"cached_tokens":100,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`)
+	chunk("", `,"usage":{"prompt_tokens":12000,"completion_tokens":30,"total_tokens":12030,"prompt_tokens_details":{"cached_tokens":100,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}`)
 	io.WriteString(w, "data: [DONE]\n\n")
 	fl.Flush()
 }

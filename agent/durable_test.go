@@ -100,7 +100,7 @@ func (m *scriptModel) Stream(_ context.Context, req Request) (*Response, error) 
 		fmt.Fprintf(f, "turn %d\n", n)
 		f.Close()
 	}
-	usage := Usage{Input: int64(100 + n), Output: int64(10 + n)}
+	usage := Usage{Input: int64(100_000 + n), Output: int64(1000 + n)}
 	if n >= len(m.turns) || len(m.turns[n]) == 0 {
 		return &Response{Text: fmt.Sprintf("done (%d)", n), Finish: FinishStop, Usage: usage}, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"unicode/utf8"
 	"time"
 )
 
@@ -221,6 +222,34 @@ func (s *State) fitTo(limit int) {
 	}
 }
 
+// floor is the response's usage with rein's own estimate (charsPerToken
+// characters a token) as a floor under the server's counts: the input
+// at least the transcript the request sent, the output at least the text
+// and the calls it returned. A server that reports fewer (a proxy that
+// says 0, say) cannot stretch the token budget.
+func (s *State) floor(resp *Response) Usage {
+	u := resp.Usage
+	in := 0
+	for _, m := range s.Transcript {
+		in += utf8.RuneCountInString(m.Text)
+		for _, c := range m.ToolCalls {
+			in += utf8.RuneCountInString(c.Name) + utf8.RuneCountInString(c.Args)
+		}
+	}
+	out := utf8.RuneCountInString(resp.Text)
+	for _, c := range resp.ToolCalls {
+		out += utf8.RuneCountInString(c.Name) + utf8.RuneCountInString(c.Args)
+	}
+	// Input is the whole input, the cached part included.
+	if est := int64(in / charsPerToken); u.Input < est {
+		u.Input = est
+	}
+	if est := int64(out / charsPerToken); u.Output < est {
+		u.Output = est
+	}
+	return u
+}
+
 // fileTools are the tools whose path argument names a file they read or
 // change: a read of a path is superseded by a later read or change of it.
 var fileTools = map[string]bool{"read_file": true, "write_file": true, "edit_file": true, "delete_file": true}
@@ -289,7 +318,7 @@ func (s *State) ApplyModel(resp *Response, err error, now time.Time) {
 	}
 	s.Attempt, s.RetryAt, s.Squeezed = 0, time.Time{}, false
 	s.Steps++
-	s.Tokens = s.Tokens.add(resp.Usage)
+	s.Tokens = s.Tokens.add(s.floor(resp))
 	msg := Message{Role: RoleAssistant, Text: resp.Text}
 	if resp.Finish == FinishLength {
 		// Cut at the cap: what it asked for may be cut too, and is never

@@ -208,3 +208,34 @@ func TestUntimed(t *testing.T) {
 		t.Fatalf("untimed:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestTokenFloor: a server that reports fewer tokens than rein's own
+// estimate (4 characters a token) of what was sent and returned is
+// counted at the estimate, so it cannot stretch the token budget (a large
+// cached count included: it is part of the input); a server that reports
+// more is taken at its word.
+func TestTokenFloor(t *testing.T) {
+	now := time.Now()
+	c, _ := Contract{Goal: strings.Repeat("g", 4000), Workspace: "/w", Budget: Budget{Tokens: 5000}}.withDefaults()
+	s := NewState(c, now)
+	s.ApplyModel(&Response{Text: strings.Repeat("a", 400), ToolCalls: []ToolCall{{Name: "list_dir", Args: `{"path":"` + strings.Repeat("p", 392) + `"}`}},
+		Finish: FinishToolCalls}, nil, now)
+	if s.Tokens.Input != 1000 || s.Tokens.Output != (400+8+403)/4 {
+		t.Fatalf("a server that says 0: %+v", s.Tokens)
+	}
+	s.ApplyTools([]ToolResult{{Observation: strings.Repeat("o", 12000)}}, "")
+	before := s.Tokens
+	s.ApplyModel(&Response{ToolCalls: []ToolCall{{Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: 10, CacheRead: 20, Output: 1}}, nil, now)
+	s.ApplyTools([]ToolResult{{}}, "")
+	if got := s.Tokens.Input - before.Input; s.Tokens.CacheRead != 20 || got < (4000+400+8+403+12000)/4 {
+		t.Errorf("the second call counted %d input and %d cached", got, s.Tokens.CacheRead)
+	}
+	if e, ok := s.Next(now).(End); !ok || e.Outcome.Kind != BudgetExhausted {
+		t.Errorf("the budget did not end the run: %+v %+v", s.Tokens, s.Done)
+	}
+	honest := NewState(c, now)
+	honest.ApplyModel(&Response{Text: "ok", Finish: FinishStop, Usage: Usage{Input: 3000, Output: 50}}, nil, now)
+	if honest.Tokens.Input != 3000 || honest.Tokens.Output != 50 {
+		t.Errorf("an honest count was changed: %+v", honest.Tokens)
+	}
+}

@@ -154,7 +154,7 @@ func TestRunSucceeds(t *testing.T) {
 			}
 		}},
 	)
-	if out.Kind != Succeeded || out.Steps != 4 || out.Gate == nil || out.Gate.Status != GatePassed || out.Tokens.Input != 480 || out.Rung == "" {
+	if out.Kind != Succeeded || out.Steps != 4 || out.Gate == nil || out.Gate.Status != GatePassed || out.Tokens.Input != 48000 || out.Rung == "" {
 		t.Fatalf("%+v", out)
 	}
 	if data, _ := os.ReadFile(filepath.Join(ws, "calc.go")); string(data) != calcFixed {
@@ -466,9 +466,9 @@ func TestRunOtherOutcomes(t *testing.T) {
 		t.Fatalf("refused repeatedly: %+v", out)
 	}
 
-	// Each response reports 120 tokens in and 30 out (the server's usage).
-	out, _, _ = runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest(), Budget: Budget{Tokens: 400}}, read, read, read, read, read)
-	if out.Kind != BudgetExhausted || out.Kind.ExitCode() != 3 || out.Steps != 3 || !contains(out.Reason, "token budget of 400 is spent (360 in, 90 out)") {
+	// Each response reports 12000 tokens in and 30 out (the server's usage).
+	out, _, _ = runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest(), Budget: Budget{Tokens: 36000}}, read, read, read, read, read)
+	if out.Kind != BudgetExhausted || out.Kind.ExitCode() != 3 || out.Steps != 3 || !contains(out.Reason, "token budget of 36000 is spent (36000 in, 90 out)") {
 		t.Fatalf("tokens: %+v", out)
 	}
 

@@ -49,6 +49,11 @@ type fileConfig struct {
 		OpenFiles  *int64 `toml:"open_files"`
 		FileSize   string `toml:"file_size"`
 		TmpSize    string `toml:"tmp_size"`
+		// ResultsPerRun bounds what a run's result store keeps on the
+		// host (tool.Results).
+		ResultsPerRun string `toml:"results_per_run"`
+		// SessionTrace bounds what a launched session records.
+		SessionTrace string `toml:"session_trace"`
 	} `toml:"limits"`
 	Env struct {
 		Pass    []string `toml:"pass"`
@@ -222,6 +227,12 @@ type Policy struct {
 
 	Sandbox SandboxSettings
 	Limits  Limits
+	// ResultsPerRun bounds the bytes a run's whole results keep on the
+	// host ([limits] results_per_run); 0 is the tool layer's default.
+	ResultsPerRun int64
+	// SessionTrace bounds the bytes a launched session records in the
+	// trace ([limits] session_trace); 0 is the launcher's default.
+	SessionTrace int64
 	// Run and Providers are the agent's settings ([run], [[provider]]).
 	Run              RunSettings
 	Providers        []ProviderSetting
@@ -829,7 +840,8 @@ func (a *applier) limits(c *fileConfig) error {
 		key string
 		raw string
 		dst *int64
-	}{{"limits.memory", l.Memory, &p.Limits.MemoryBytes}, {"limits.file_size", l.FileSize, &p.Limits.FileSizeBytes}, {"limits.tmp_size", l.TmpSize, &p.Limits.TmpBytes}} {
+	}{{"limits.memory", l.Memory, &p.Limits.MemoryBytes}, {"limits.file_size", l.FileSize, &p.Limits.FileSizeBytes}, {"limits.tmp_size", l.TmpSize, &p.Limits.TmpBytes},
+		{"limits.results_per_run", l.ResultsPerRun, &p.ResultsPerRun}, {"limits.session_trace", l.SessionTrace, &p.SessionTrace}} {
 		if s.raw == "" {
 			continue
 		}

@@ -171,3 +171,23 @@ func TestHostConfigProtected(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsPerRunSetting: [limits] results_per_run is read as a size;
+// an untrusted project file can lower it, never raise it.
+func TestResultsPerRunSetting(t *testing.T) {
+	f := newFixture(t)
+	f.write(f.user, "[limits]\nresults_per_run = \"256MiB\"\n")
+	f.write(f.proj, "[limits]\nresults_per_run = \"1GiB\"\n")
+	p, err := Load(f.options())
+	if err != nil || p.ResultsPerRun != 256<<20 {
+		t.Fatalf("%v %d", err, p.ResultsPerRun)
+	}
+	f.write(f.proj, "[limits]\nresults_per_run = \"64MiB\"\n")
+	if p, err := Load(f.options()); err != nil || p.ResultsPerRun != 64<<20 {
+		t.Fatalf("%v %d", err, p.ResultsPerRun)
+	}
+	f.write(f.proj, "[limits]\nresults_per_run = \"0\"\n")
+	if _, err := Load(f.options()); err == nil || !strings.Contains(err.Error(), "results_per_run") {
+		t.Fatalf("a zero size: %v", err)
+	}
+}

@@ -8,7 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -20,15 +22,73 @@ const DefaultPreviewChars = 50_000
 // head and says so.
 const MaxStoredBytes = 64 << 20
 
+// DefaultResultsPerRun bounds what one run's result store keeps on the
+// host ([limits] results_per_run).
+const DefaultResultsPerRun = 512 << 20
+
 // Results keeps whole results, redacted, one file per result, readable by
-// id and byte range.
+// id and byte range. What it keeps is bounded by Limit: past it the
+// oldest results are evicted (their ids then answer "evicted"), and a put
+// never fails for want of room.
 type Results struct {
 	Dir string
+	// Limit bounds the bytes the store keeps; 0 is DefaultResultsPerRun.
+	Limit int64
+
+	mu      sync.Mutex
+	scanned bool
+	kept    []keptResult // oldest first
+	used    int64
 }
+
+type keptResult struct {
+	id   string
+	size int64
+}
+
+// evictedSuffix marks an evicted result: an empty file beside where it
+// was, so a resumed run's store still answers for it.
+const evictedSuffix = ".evicted"
 
 var resultID = regexp.MustCompile(`^r-[0-9a-f]{16}$`)
 
-// Put stores text and returns its id.
+func (s *Results) limit() int64 {
+	if s.Limit > 0 {
+		return s.Limit
+	}
+	return DefaultResultsPerRun
+}
+
+// scan learns what a store made by an earlier process (a resumed run's)
+// keeps, oldest first.
+func (s *Results) scan() {
+	if s.scanned {
+		return
+	}
+	s.scanned = true
+	ents, _ := os.ReadDir(s.Dir)
+	type aged struct {
+		keptResult
+		mod int64
+	}
+	var all []aged
+	for _, e := range ents {
+		if !resultID.MatchString(e.Name()) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
+			all = append(all, aged{keptResult{e.Name(), fi.Size()}, fi.ModTime().UnixNano()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mod < all[j].mod })
+	for _, a := range all {
+		s.kept = append(s.kept, a.keptResult)
+		s.used += a.size
+	}
+}
+
+// Put stores text and returns its id, evicting the oldest results to keep
+// the store within its limit.
 func (s *Results) Put(text string) (string, error) {
 	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
 		return "", fmt.Errorf("the result store: %w", err)
@@ -36,8 +96,26 @@ func (s *Results) Put(text string) (string, error) {
 	var b [8]byte
 	rand.Read(b[:])
 	id := "r-" + hex.EncodeToString(b[:])
-	if len(text) > MaxStoredBytes {
-		text = text[:MaxStoredBytes] + fmt.Sprintf("\n[rein: the result store keeps the first %d bytes of %d]\n", MaxStoredBytes, len(text))
+	keep := min(int64(MaxStoredBytes), s.limit())
+	if int64(len(text)) > keep {
+		note := fmt.Sprintf("\n[rein: the result store keeps the first %d bytes of %d]\n", keep, len(text))
+		cut := max(keep-int64(len(note)), 0)
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + note
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scan()
+	for len(s.kept) > 0 && s.used+int64(len(text)) > s.limit() {
+		old := s.kept[0]
+		s.kept = s.kept[1:]
+		s.used -= old.size
+		os.Remove(filepath.Join(s.Dir, old.id))
+		if f, err := os.OpenFile(filepath.Join(s.Dir, old.id+evictedSuffix), os.O_WRONLY|os.O_CREATE, 0o600); err == nil {
+			f.Close()
+		}
 	}
 	f, err := os.OpenFile(filepath.Join(s.Dir, id), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -48,9 +126,20 @@ func (s *Results) Put(text string) (string, error) {
 		err = cerr
 	}
 	if err != nil {
+		os.Remove(filepath.Join(s.Dir, id))
 		return "", fmt.Errorf("the result store: %w", err)
 	}
+	s.kept = append(s.kept, keptResult{id, int64(len(text))})
+	s.used += int64(len(text))
 	return id, nil
+}
+
+// Used is what the store keeps, in bytes.
+func (s *Results) Used() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scan()
+	return s.used
 }
 
 // Read returns up to limit bytes of result id from offset, widened to
@@ -61,6 +150,9 @@ func (s *Results) Read(id string, offset, limit int64) (string, int64, error) {
 	}
 	f, err := os.Open(filepath.Join(s.Dir, id))
 	if err != nil {
+		if _, eerr := os.Lstat(filepath.Join(s.Dir, id+evictedSuffix)); eerr == nil {
+			return "", 0, &EvictedError{ID: id, Limit: s.limit()}
+		}
 		return "", 0, fmt.Errorf("no result %s in this store", id)
 	}
 	defer f.Close()
@@ -94,6 +186,17 @@ func (s *Results) Read(id string, offset, limit int64) (string, int64, error) {
 		hi++
 	}
 	return string(buf[lo:hi]), size, nil
+}
+
+// EvictedError is a read of a result the store evicted to keep within
+// its limit.
+type EvictedError struct {
+	ID    string
+	Limit int64
+}
+
+func (e *EvictedError) Error() string {
+	return fmt.Sprintf("result %s was evicted: the run's results passed the %d MiB the store keeps ([limits] results_per_run), and the oldest go first; run the call again, with its output narrowed", e.ID, e.Limit>>20)
 }
 
 // preview is text bounded to chars characters: the head and the tail, and

@@ -252,7 +252,7 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.Results = &Results{Dir: filepath.Join(dir, resultsDir)}
+		cfg.Results = &Results{Dir: filepath.Join(dir, resultsDir), Limit: cfg.Policy.ResultsPerRun}
 		r.cfg.Results = cfg.Results
 		r.ownResults = true
 	}

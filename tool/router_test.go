@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/reinhq/rein/internal/testenv"
@@ -423,4 +424,101 @@ func TestSpoolDirsReused(t *testing.T) {
 	if _, err := os.Stat(dirs[0]); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("the spool directory outlived Close: %v", err)
 	}
+}
+
+// TestResultsPerRun: the result store keeps at most its limit on the
+// host, evicting the oldest results, whose ids then answer "evicted"; a
+// store opened again over the same directory (a resumed run's) counts
+// what is there; and a call never fails for want of room.
+func TestResultsPerRun(t *testing.T) {
+	dir := t.TempDir()
+	s := &Results{Dir: dir, Limit: 1 << 20}
+	chunk := strings.Repeat("x", 400<<10)
+	var ids []string
+	for range 3 {
+		id, err := s.Put(chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if _, _, err := s.Read(ids[0], 0, 10); err == nil || !strings.Contains(err.Error(), "evicted") || !strings.Contains(err.Error(), "results_per_run") {
+		t.Errorf("the oldest: %v", err)
+	}
+	for _, id := range ids[1:] {
+		if got, _, err := s.Read(id, 0, 3); err != nil || got != "xxx" {
+			t.Errorf("%s: %q %v", id, got, err)
+		}
+	}
+	if u := s.Used(); u != 800<<10 || diskUse(t, dir) != u {
+		t.Errorf("used %d, on disk %d", u, diskUse(t, dir))
+	}
+	again := &Results{Dir: dir, Limit: 1 << 20}
+	if u := again.Used(); u != 800<<10 {
+		t.Errorf("a store opened again counts %d", u)
+	}
+	if _, err := again.Put(chunk); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := again.Read(ids[1], 0, 1); err == nil || !strings.Contains(err.Error(), "evicted") {
+		t.Errorf("the oldest of the earlier process: %v", err)
+	}
+	// One result larger than the whole store: its head is kept.
+	big := strings.Repeat("é", 1<<20)
+	id, err := again.Put(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, size, err := again.Read(id, 0, 1<<21)
+	if err != nil || size > 1<<20 || !strings.HasPrefix(got, "éé") || !strings.Contains(got, "the result store keeps the first") || !utf8.ValidString(got) {
+		t.Errorf("size %d, %v, tail %q", size, err, got[max(len(got)-80, 0):])
+	}
+	if d := diskUse(t, dir); d > 1<<20 {
+		t.Errorf("%d bytes on disk, above the limit", d)
+	}
+}
+
+// TestResultsPerRunRouter: the round's reproduction, scaled down: many
+// commands with large output in one run keep the store within
+// [limits] results_per_run, every call answers, and an evicted result
+// says so to the model.
+func TestResultsPerRunRouter(t *testing.T) {
+	requireSandbox(t)
+	f := newFixture(t, policy.ModeAuto, nil, policy.AllowAll{})
+	f.r.cfg.Results.Limit = 3 << 20
+	var ids []string
+	for range 4 {
+		env := f.call(t, "shell", map[string]any{"line": "seq 1 400000"})
+		if env.Status != OK || env.ResultID == "" {
+			t.Fatalf("%+v", env)
+		}
+		ids = append(ids, env.ResultID)
+	}
+	if d := diskUse(t, f.r.cfg.Results.Dir); d > 3<<20 {
+		t.Errorf("the store holds %d bytes, above its 3 MiB", d)
+	}
+	env := f.call(t, "read_result", map[string]any{"id": ids[0]})
+	if env.Status != NotFound || !strings.Contains(env.Reason, "evicted") {
+		t.Errorf("read_result of an evicted result: %+v", env)
+	}
+	if env := f.call(t, "read_result", map[string]any{"id": ids[3], "offset": 0, "limit": 7}); env.Status != OK || !strings.HasPrefix(env.Preview, "1\n2\n3\n4") {
+		t.Errorf("the newest: %+v", env)
+	}
+}
+
+func diskUse(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		fi, err := e.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
 }

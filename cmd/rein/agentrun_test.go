@@ -46,7 +46,7 @@ func scriptedModel(t *testing.T, answers ...string) (*httptest.Server, *int) {
 			send(head + fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","content":%s},"finish_reason":null}]}`, q))
 			send(head + `{"index":0,"delta":{},"finish_reason":"stop"}]}`)
 		}
-		send(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+		send(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":100000,"completion_tokens":2000,"total_tokens":102000}}`)
 		send("[DONE]")
 	}))
 	t.Cleanup(srv.Close)
@@ -103,7 +103,7 @@ func TestRunCommand(t *testing.T) {
 	code, out, errOut = rein(t, append(args, "--json", "make the tests pass")...)
 	var res map[string]any
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res["outcome"] != "succeeded" || res["steps"] != float64(1) ||
-		res["gate"].(map[string]any)["status"] != "passed" || res["tokens"].(map[string]any)["input"] != float64(10) {
+		res["gate"].(map[string]any)["status"] != "passed" || res["tokens"].(map[string]any)["input"] != float64(100000) {
 		t.Fatalf("exit %d %v\n%s\n%s", code, err, out, errOut)
 	}
 	// A net rule denying the provider's host: nothing is sent.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -287,9 +290,10 @@ func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision
 // hookRecords are the trace records of one hook decision: a step and its
 // policy event.
 func hookRecords(run string, in *hook.Input, d hook.Decision) []trace.Record {
-	step := trace.Step{RunID: run, Tool: in.ToolName, Args: string(in.ToolInput), Status: d.Answer, Reason: d.Reason,
-		Observation: d.Reason, StartedAt: time.Now()}
-	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: d.Answer, Reason: d.Reason, At: time.Now()}
+	reason := headOf(d.Reason, hookKeptBytes)
+	step := trace.Step{RunID: run, Tool: headOf(in.ToolName, 256), Args: headOf(string(in.ToolInput), hookKeptBytes), Status: d.Answer, Reason: reason,
+		Observation: reason, StartedAt: time.Now()}
+	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: d.Answer, Reason: reason, At: time.Now()}
 	if d.Answer != hook.Deny {
 		ev.Kind = "decision"
 	}
@@ -297,6 +301,26 @@ func hookRecords(run string, in *hook.Input, d hook.Decision) []trace.Record {
 		ev.Rule, ev.Layer, ev.File = d.Verdict.Rule.Rule, d.Verdict.Rule.Layer.String(), d.Verdict.Rule.File
 	}
 	return []trace.Record{step, ev}
+}
+
+// hookKeptBytes is how much of a hook call's input (and of the reason of
+// its decision) the trace keeps: the head, with the size and digest of the
+// whole. The input can be megabytes (a Write's content), and anything in a
+// launched session can send one.
+const hookKeptBytes = 16 << 10
+
+// headOf is s when it is at most n bytes, else its first n bytes (to a
+// character's start) and a note of its size and SHA-256.
+func headOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…[rein: %d bytes in all, sha256 %s; the trace keeps the first %d]", len(s), hex.EncodeToString(sum[:]), cut)
 }
 
 // mergeHook adds entry to the PreToolUse hooks of a settings file,

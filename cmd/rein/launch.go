@@ -27,6 +27,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"golang.org/x/time/rate"
 
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/mcpserver"
@@ -37,7 +38,6 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/trace/sqlite"
 	"github.com/reinhq/rein/workspace"
 )
 
@@ -329,6 +329,16 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	); err != nil {
 		return &exitError{exitSandbox, "recording the session: " + err.Error()}
 	}
+	// What the session can make rein record (its hook calls, its
+	// connections, rein mcp's calls) is bounded; past the bound it is
+	// refused, and that is recorded once.
+	bounded := &trace.Bounded{Store: store, Limit: pol.SessionTrace, OnFull: func() {
+		store.Append(context.Background(), trace.Audit{RunID: runID, Kind: "session_trace_full", At: time.Now(),
+			Meta: launchJSON(map[string]int64{"limit": pol.SessionTrace})})
+	}}
+	if bounded.Limit == 0 {
+		bounded.Limit = launchTraceDefault
+	}
 	status := "ended"
 	defer func() {
 		store.AppendAll(context.Background(), trace.RunEnd{RunID: runID, EndedAt: time.Now(), Status: status},
@@ -346,7 +356,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 			refusedN++
 			refusedMu.Unlock()
 		}
-		store.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
+		bounded.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
 	}
 	closeServer := func() {}
 	if lo.claude {
@@ -358,7 +368,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 			return &exitError{exitSandbox, "making the session's socket: " + err.Error()}
 		}
 		defer os.RemoveAll(sockDir)
-		srv, err := serveLaunch(ctx, lo, pol, ws, runID, store, red, filepath.Join(sockDir, launchSocket), hosts, recordEgress)
+		srv, err := serveLaunch(ctx, lo, pol, ws, runID, bounded, red, filepath.Join(sockDir, launchSocket), hosts, recordEgress)
 		if err != nil {
 			return &exitError{exitSandbox, "rein launch: serving the session's hook and MCP: " + err.Error()}
 		}
@@ -423,6 +433,9 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: "session", Detail: launchJSON(res), At: time.Now()})
 	if refusedN > 0 {
 		fmt.Fprintf(stderr, "rein launch: %d connection(s) refused (rein trace show %s)\n", refusedN, runID)
+	}
+	if bounded.Full() {
+		fmt.Fprintf(stderr, "rein launch: the session's trace reached its bound of %d MiB ([limits] session_trace); what it could not record was refused\n", bounded.Limit>>20)
 	}
 	// The net under the protected set's table: whatever configuration
 	// the session left for the host's tools is named.
@@ -785,11 +798,12 @@ type launchServer struct {
 	mcp   *mcpserver.Server
 	tools map[string]bool // rein mcp's tools, as Claude Code names them
 	slots chan struct{}
+	calls *rate.Limiter // the hook calls
 	wg    sync.WaitGroup
 	once  sync.Once
 }
 
-func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store *sqlite.Store, red *trace.Redactor, path string,
+func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store trace.Store, red *trace.Redactor, path string,
 	hosts []launchHost, record func(netproxy.Event)) (*launchServer, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("the socket path %s is too long for a unix socket: set REIN_CACHE_DIR to a shorter directory", path)
@@ -829,7 +843,8 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		return nil, err
 	}
 	specs, _ := reg.Surface(tool.SurfaceCoding)
-	s := &launchServer{l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns)}
+	s := &launchServer{l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns),
+		calls: rate.NewLimiter(launchHookRate, 2*launchHookRate)}
 	for _, spec := range specs {
 		s.tools["mcp__rein__"+spec.Name] = true
 	}
@@ -868,6 +883,14 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 // launchConns bounds the connections of a session served at once.
 const launchConns = 16
 
+// launchTraceDefault bounds what a session records in the trace
+// ([limits] session_trace).
+const launchTraceDefault = 64 << 20
+
+// launchHookRate bounds the hook calls a session makes a second (twice as
+// many at once).
+const launchHookRate = 25
+
 // launchApprover answers the asks of a launched session's MCP calls: no.
 // Whatever is in the session could answer an elicitation, and no person
 // outside it is asked.
@@ -896,7 +919,7 @@ func (e *cappedEgress) Record(ev netproxy.Event) { e.record(ev) }
 
 // serve answers one connection: a first line naming the service, "hook"
 // or "mcp", then its bytes.
-func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store *sqlite.Store) {
+func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions, ws, runID string, store trace.Store) {
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var name []byte
 	var b [1]byte
@@ -912,6 +935,12 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 	switch string(name) {
 	case "hook":
 		c.SetDeadline(time.Now().Add(hookTimeout + 5*time.Second))
+		if !s.calls.Allow() {
+			// Anything in the session can call; an agent makes a call
+			// or a few per tool use.
+			writeJSON(c, hook.Denied(fmt.Sprintf("more than %d hook calls a second from the session: refused", launchHookRate)).Output(), 0)
+			return
+		}
 		d := s.decide(c, lo, ws, runID, store)
 		writeJSON(c, d.Output(), 0)
 	case "mcp":
@@ -927,7 +956,7 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 // decide is the hook's answer to one call of the session, made as rein
 // hook makes it (Bash is not rewritten: the whole session is confined),
 // bounded in time, and recorded under the session's run.
-func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, store *sqlite.Store) hook.Decision {
+func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, store trace.Store) hook.Decision {
 	data, err := readHookInput(c)
 	if err != nil {
 		return hook.Denied(err.Error())

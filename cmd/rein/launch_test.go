@@ -401,3 +401,85 @@ func TestLaunchConfigNet(t *testing.T) {
 		t.Errorf("a session that changed none: exit %d: %s", code, errOut)
 	}
 }
+
+// TestLaunchTraceBounded: the round's flood, scaled: hook inputs of
+// megabytes through the relay keep a bounded head each; past the
+// session's bound every call is refused and the bound is recorded once;
+// more calls a second than the relay takes are refused, not queued.
+func TestLaunchTraceBounded(t *testing.T) {
+	_, ws := docFixture(t)
+	pol, err := policy.Load(policy.Options{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbPath := filepath.Join(t.TempDir(), "t.db")
+	store, err := sqlite.Open(dbPath, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	store.Append(context.Background(), trace.Run{ID: "launch-x", StartedAt: time.Now(), Workspace: ws})
+	fulls := 0
+	bounded := &trace.Bounded{Store: store, Limit: 64 << 10, OnFull: func() { fulls++ }}
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	srv, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}}, pol, ws, "launch-x", bounded, nil, sock, nil, func(netproxy.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.close()
+	call := func(content string) string {
+		t.Helper()
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": "Write",
+			"tool_input": map[string]any{"file_path": filepath.Join(ws, "big.txt"), "content": content}})
+		go func() { c.Write(append([]byte("hook\n"), in...)); c.(*net.UnixConn).CloseWrite() }()
+		out, _ := io.ReadAll(c)
+		return string(out)
+	}
+	big := strings.Repeat("A", 4<<20)
+	for i := range 3 {
+		if out := call(big); !strings.Contains(out, `"allow"`) {
+			t.Fatalf("call %d: %s", i, out)
+		}
+	}
+	steps, err := store.Steps(context.Background(), "launch-x")
+	if err != nil || len(steps) != 3 {
+		t.Fatalf("%d steps: %v", len(steps), err)
+	}
+	for _, st := range steps {
+		if len(st.Args) > hookKeptBytes+200 || !strings.Contains(st.Args, "bytes in all, sha256 ") {
+			t.Fatalf("a step keeps %d bytes of its input: %.200q", len(st.Args), st.Args[len(st.Args)-200:])
+		}
+	}
+	// Past the bound: refused, recorded once.
+	var refused string
+	for range 80 {
+		if out := call("x"); strings.Contains(out, "session_trace") {
+			refused = out
+		}
+		time.Sleep(45 * time.Millisecond) // under the relay's rate
+	}
+	if !strings.Contains(refused, `"deny"`) || fulls != 1 {
+		t.Fatalf("past the bound: %d times full, last %s", fulls, refused)
+	}
+	// Faster than the relay's rate: refused at once.
+	srv2, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}}, pol, ws, "launch-x", store, nil, filepath.Join(t.TempDir(), "s2.sock"), nil, func(netproxy.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.close()
+	sock = filepath.Join(filepath.Dir(srv2.l.Addr().String()), "s2.sock")
+	n := 0
+	for range 4 * launchHookRate {
+		if strings.Contains(call("x"), "hook calls a second") {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no call was refused for the rate")
+	}
+}
