@@ -6,8 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 )
 
 // State is a run's durable state: everything the next step depends on.

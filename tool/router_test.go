@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
