@@ -51,6 +51,14 @@ func (DenyAll) Approve(context.Context, *Verdict) (Approval, error) {
 	return Approval{Answer: Reject, Reason: "deny-all approver"}, nil
 }
 
+// Refuse rejects everything it is asked, giving Reason.
+type Refuse struct{ Reason string }
+
+// Approve rejects, saying why.
+func (r Refuse) Approve(context.Context, *Verdict) (Approval, error) {
+	return Approval{Answer: Reject, Reason: r.Reason}, nil
+}
+
 // Terminal asks a person at a terminal: it prints the stages that need an
 // answer to Out and reads one line from In. Only "y" or "yes" approves;
 // anything else, end of input or the timeout rejects.

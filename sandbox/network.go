@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reinhq/rein/sandbox/netproxy"
 )
 
@@ -81,12 +83,8 @@ func (r *run) startEgress() error {
 		if err := os.Mkdir(r.hostNet, 0o700); err != nil {
 			return refuse(Unavailable, "making the proxy's directory: %v", err)
 		}
-		sock := filepath.Join(r.hostNet, "proxy.sock")
-		if len(sock) >= 108 {
-			return refuse(Unavailable, "the proxy's socket path %s is longer than a unix socket address allows; set REIN_CACHE_DIR to a shorter directory", sock)
-		}
 		var ul *net.UnixListener
-		if ul, err = net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"}); err == nil {
+		if ul, err = ListenUnixIn(r.hostNet, "proxy.sock"); err == nil {
 			l = newFDListener(ul)
 		}
 		e.port = sandboxProxyPort
@@ -103,6 +101,34 @@ func (r *run) startEgress() error {
 	r.egress = e
 	go e.proxy.Serve(l)
 	return nil
+}
+
+// ListenUnixIn listens on a unix socket named name in the directory dir,
+// however long dir's path: a socket's address holds at most 107 bytes,
+// and rein's state lies below the user's HOME, which may be deep (a CI
+// runner's temporary home). The socket is bound through a descriptor of
+// the directory (/proc/self/fd/N/name), so only that short path is the
+// address; dir's own path is never one. The listener does not unlink the
+// name on Close: remove dir.
+func ListenUnixIn(dir, name string) (*net.UnixListener, error) {
+	if strings.ContainsRune(name, '/') {
+		return nil, fmt.Errorf("socket name %q holds a slash", name)
+	}
+	d, err := os.OpenFile(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	addr := fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name)
+	if len(addr) >= 108 {
+		return nil, fmt.Errorf("socket name %q is too long for a unix socket", name)
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	l.SetUnlinkOnClose(false)
+	return l, nil
 }
 
 // proxyEnv sets the proxy variables, in both cases, over whatever env

@@ -477,3 +477,26 @@ func hostAddress(t *testing.T) string {
 	t.Fatal("the host has no IPv4 address but loopback")
 	return ""
 }
+
+// TestNetworkProxyLongCacheDir: the proxy's socket does not depend on the
+// length of the user's paths: a cache directory far deeper than a unix
+// socket's 107 bytes (a CI runner's temporary HOME) runs as any other.
+func TestNetworkProxyLongCacheDir(t *testing.T) {
+	needTool(t, "curl")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }))
+	defer srv.Close()
+	deep := filepath.Join(t.TempDir(), strings.Repeat("a-long-directory-name/", 8))
+	t.Cleanup(func() { SetCacheDir("") })
+	if err := SetCacheDir(deep); err != nil {
+		t.Fatal(err)
+	}
+	if len(deep) < 150 {
+		t.Fatalf("the directory is only %d bytes", len(deep))
+	}
+	ws := workspaceDir(t)
+	eg := &testEgress{allow: map[string]bool{strings.TrimPrefix(srv.URL, "http://"): true}}
+	res := runLine(t, ws, "curl -sS "+srv.URL+"/", Profile{Rung: RungBwrap, Network: NetworkProxy, Egress: eg, Timeout: 60 * time.Second})
+	if res.Status != OK || res.Stdout.Text != "reached" {
+		t.Fatalf("%+v", res)
+	}
+}

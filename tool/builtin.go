@@ -344,7 +344,11 @@ func (c *Call) profile(timeout time.Duration, log *egressLog) sandbox.Profile {
 		}
 	}
 	if prof.Network == sandbox.NetworkProxy && prof.Egress == nil {
-		prof.Egress = Egress(p, c.Router.cfg.Approver, log.add)
+		approver := c.Router.cfg.Approver
+		if c.Router.cfg.NetApprover != nil {
+			approver = c.Router.cfg.NetApprover
+		}
+		prof.Egress = Egress(p, approver, log.add)
 	}
 	if prof.Env == nil {
 		prof.Env = Env(os.Environ(), p)

@@ -30,6 +30,10 @@ type Config struct {
 	// Approver answers what the policy asks; nil denies every ask, naming
 	// that no approver is configured.
 	Approver policy.Approver
+	// NetApprover, when set, answers the network asks of commands in
+	// Approver's place: a command approved by a person (a Claude Code
+	// prompt) does not approve the connections it makes.
+	NetApprover policy.Approver
 	// Surface is the tool set this run sees; "" is "coding".
 	Surface string
 	// Store records the run; nil records nothing. Results keeps whole

@@ -235,9 +235,13 @@ func confinedTimeout(input map[string]any) time.Duration {
 // allowed refuses anything it would now ask about; one asked and approved
 // in Claude Code lets those asks through (a deny still holds).
 func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string, asked bool, timeout time.Duration) string {
+	// An asked line was approved in Claude Code's prompt, which showed
+	// the line: its own asks are approved, never the connections it
+	// makes, which no one was shown (they are refused unless a net rule
+	// allows the host).
 	approve := "none"
 	if asked {
-		approve = "all"
+		approve = "line"
 	}
 	// The directory the hook decided the line from, where Claude Code runs
 	// it: a line approved for one directory must not run in another.

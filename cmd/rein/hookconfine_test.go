@@ -4,6 +4,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,7 +121,7 @@ func TestHookConfines(t *testing.T) {
 	// Asked: Claude Code asks its user; approved, the line runs confined,
 	// its asks answered yes, its denials still denials.
 	d, _, up = hookAnswer(t, in("Bash", `{"command":"touch new.txt"}`))
-	if d != "ask" || up == nil || !strings.Contains(up["command"].(string), "--approve all") {
+	if d != "ask" || up == nil || !strings.Contains(up["command"].(string), "--approve line") {
 		t.Fatalf("an ask: %s %v", d, up)
 	}
 	if out, code := runAsClaudeCode(t, ws, up["command"].(string)); code != 0 {
@@ -217,5 +221,39 @@ func TestHookConfinesHeredocAndOpaque(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "d.txt")); err == nil {
 		t.Fatal("d.txt was written")
+	}
+}
+
+// TestHookApprovedLineNotItsNetwork: approving an asked command in Claude
+// Code approves the command, not the connections it makes: a host no
+// rule allows is refused, named in the output; a host a rule allows is
+// reached.
+func TestHookApprovedLineNotItsNetwork(t *testing.T) {
+	requireBwrap(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed:", err)
+	}
+	_, ws := docFixture(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	user := filepath.Join(filepath.Dir(ws), "user.toml")
+	os.WriteFile(user, []byte("[sandbox]\nnetwork = \"proxy\"\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	t.Setenv("CLAUDE_PROJECT_DIR", ws)
+	in, _ := json.Marshal(map[string]any{"session_id": "s3", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": "Bash",
+		"tool_input": map[string]string{"command": "curl -sS --max-time 5 " + srv.URL + "/"}})
+	d, _, up := hookAnswer(t, string(in))
+	if d != "ask" || up == nil {
+		t.Fatalf("curl is not asked: %s %v", d, up)
+	}
+	out, code := runAsClaudeCode(t, ws, up["command"].(string))
+	if strings.Contains(out, "reached") || !strings.Contains(out, "the command was approved, not its network") || !strings.Contains(out, host) {
+		t.Fatalf("the approved line's connection: exit %d\n%s", code, out)
+	}
+	os.WriteFile(user, []byte(fmt.Sprintf("[sandbox]\nnetwork = \"proxy\"\n[net]\nallow = [%q]\n", host)), 0o644)
+	d, _, up = hookAnswer(t, string(in))
+	if out, code := runAsClaudeCode(t, ws, up["command"].(string)); d != "ask" || code != 0 || !strings.Contains(out, "reached") {
+		t.Fatalf("a host a rule allows: %s exit %d\n%s", d, code, out)
 	}
 }

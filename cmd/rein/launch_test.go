@@ -483,3 +483,20 @@ func TestLaunchTraceBounded(t *testing.T) {
 		t.Error("no call was refused for the rate")
 	}
 }
+
+// TestLaunchLongHome: a session with a network runs for a HOME far deeper
+// than a unix socket's address allows (a CI runner's temporary home).
+func TestLaunchLongHome(t *testing.T) {
+	requireBwrap(t)
+	home := filepath.Join(t.TempDir(), strings.Repeat("a-long-directory-name/", 6))
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, ws := docFixture(t)
+	cmd := exec.Command(os.Args[0], "launch", "--allow-host", "127.0.0.1:1", "--workspace", ws, "--", "sh", "-c", "echo ok")
+	cmd.Env = []string{"REIN_TEST_MAIN=1", "PATH=" + os.Getenv("PATH"), "HOME=" + home, "REIN_ORG_POLICY=" + os.DevNull}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "ok\n" {
+		t.Fatalf("%v: %s", err, out)
+	}
+}

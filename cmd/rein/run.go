@@ -114,7 +114,7 @@ func (rf *runFlags) register(cmd *cobra.Command) {
 	rf.trace.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&rf.dir, "dir", "", "the directory the line is decided from and starts in, inside the workspace (default: the current directory when it is inside the workspace, else the workspace)")
-	f.StringVar(&rf.approve, "approve", "", "answer for asked actions without a terminal: all or none (default: ask the terminal, or deny without one)")
+	f.StringVar(&rf.approve, "approve", "", "answer for asked actions without a terminal: all, none, or line (the line's own asks approved, its network asks refused) (default: ask the terminal, or deny without one)")
 	f.DurationVar(&rf.timeout, "timeout", 0, "kill the whole process tree after this long (default: the policy's sandbox.timeout)")
 	f.StringVar(&rf.rung, "rung", "", "the sandbox rung: auto, bwrap, landlock or none (default: the policy's sandbox.rung)")
 	f.BoolVar(&rf.asJSON, "json", false, "print the decision and the result as one object instead of streaming")
@@ -196,7 +196,13 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, a
 		return err
 	}
 	prof := sandbox.Profile{Dir: dir, Rung: sandbox.Rung(rf.rung), Limits: limits}
-	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red,
+	var netApprover policy.Approver
+	if rf.approve == "line" {
+		// The line was approved where it was asked (a Claude Code
+		// prompt); the connections it makes were not.
+		netApprover = policy.Refuse{Reason: "the command was approved, not its network: a connection the policy asks for is refused (add a net allow rule for the host)"}
+	}
+	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Approver: approver, NetApprover: netApprover, Store: store, Redactor: red,
 		Profile: prof, Source: "cli", Cold: true})
 	if err != nil {
 		return &exitError{exitUsage, err.Error()}
@@ -315,7 +321,7 @@ func writeRedactedJSON(w io.Writer, red *trace.Redactor, v any, code int) error 
 // terminal when stdin is one, else nobody (so an ask is a deny).
 func chooseApprover(flag string, prompt io.Writer) (policy.Approver, error) {
 	switch flag {
-	case "all":
+	case "all", "line":
 		return policy.AllowAll{}, nil
 	case "none":
 		return policy.DenyAll{}, nil
@@ -325,7 +331,7 @@ func chooseApprover(flag string, prompt io.Writer) (policy.Approver, error) {
 		}
 		return nil, nil
 	}
-	return nil, &exitError{exitUsage, fmt.Sprintf("--approve %q: use all or none", flag)}
+	return nil, &exitError{exitUsage, fmt.Sprintf("--approve %q: use all, line or none", flag)}
 }
 
 // runEnv is the environment a decided line runs with, as the router
