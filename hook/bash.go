@@ -215,6 +215,11 @@ func checkGitStage(argv []string, dir, workspace string, depth int) string {
 			continue
 		}
 		for _, before := range argv[:i] {
+			if name, _, ok := strings.Cut(before, "="); ok && strings.HasPrefix(name, "GIT_") && !strings.ContainsAny(name, "/ ") {
+				// env GIT_DIR=… git, and any other variable of git's
+				// own: it names another repository, config or program.
+				return fmt.Sprintf("git runs with %s set, which may name a repository, config or program the hook cannot vouch for", name)
+			}
 			for _, o := range dirChangers {
 				if before == o || strings.HasPrefix(before, o+"=") {
 					return fmt.Sprintf("git runs behind %s, which moves it to a directory the hook cannot vouch for", before)
@@ -257,10 +262,23 @@ func truncate(s string) string {
 // foreignRepo says why git in dir would use a repository other than the
 // workspace's own, or "".
 func foreignRepo(dir, workspace string) string {
-	repo, bare, ok := gitRepoOf(dir)
 	own := filepath.Join(workspace, ".git")
 	if fi, err := os.Lstat(own); err != nil || !fi.IsDir() {
 		own = ""
+	}
+	// Claude Code's own environment is the command's: a repository named
+	// there is the one git uses, wherever it runs.
+	for _, name := range []string{"GIT_DIR", "GIT_COMMON_DIR"} {
+		if v := getenv(name); v != "" && (own == "" || absIn(v, dir) != own) {
+			return fmt.Sprintf("git would use %s=%s from the session's environment, not the workspace's own repository", name, truncate(v))
+		}
+	}
+	if v := getenv("GIT_WORK_TREE"); v != "" && absIn(v, dir) != filepath.Clean(workspace) {
+		return fmt.Sprintf("git would work on GIT_WORK_TREE=%s from the session's environment, not the workspace", truncate(v))
+	}
+	repo, bare, ok := gitRepoOf(dir)
+	if v := getenv("GIT_DIR"); v != "" {
+		repo, bare, ok = own, false, true
 	}
 	switch {
 	case !ok:
@@ -268,6 +286,50 @@ func foreignRepo(dir, workspace string) string {
 		return fmt.Sprintf("git in %s would use the bare repository there, whose config git obeys", repo)
 	case repo != own:
 		return fmt.Sprintf("git in %s would use %s, not the workspace's own repository, and obey its config", dir, repo)
+	default:
+		return redirected(own)
+	}
+	return ""
+}
+
+// absIn is p made absolute against dir, cleaned.
+func absIn(p, dir string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// getenv reads the hook's environment (a test replaces it).
+var getenv = os.Getenv
+
+// redirected says why the workspace's own git directory sends git to
+// another one, or "": a commondir (git reads its config and hooks from the
+// directory it names), or alternates (objects from elsewhere) that lead
+// out of it.
+func redirected(own string) string {
+	if data, err := os.ReadFile(filepath.Join(own, "commondir")); err == nil {
+		common := strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(own, common)
+		}
+		if filepath.Clean(common) != own {
+			return fmt.Sprintf("the workspace's .git has a commondir naming %s, whose config and hooks git would obey", truncate(common))
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(own, "objects", "info", "alternates")); err == nil {
+		for line := range strings.Lines(string(data)) {
+			alt := strings.TrimSpace(line)
+			if alt == "" || strings.HasPrefix(alt, "#") {
+				continue
+			}
+			if !filepath.IsAbs(alt) {
+				alt = filepath.Join(own, "objects", alt)
+			}
+			if alt = filepath.Clean(alt); alt != own && !strings.HasPrefix(alt, own+string(filepath.Separator)) {
+				return fmt.Sprintf("the workspace's .git borrows objects from %s (objects/info/alternates), which the hook cannot vouch for", truncate(alt))
+			}
+		}
 	}
 	return ""
 }

@@ -248,3 +248,70 @@ func TestCheckGitFindsGit(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckGitFollowsRedirects: git is vouched for only on the workspace's
+// own .git as git would really use it: a nested repository whose commondir
+// names one the agent wrote, the workspace's own .git sent elsewhere by a
+// commondir or alternates, GIT_DIR and the like set on the line or in the
+// session's environment.
+func TestCheckGitFollowsRedirects(t *testing.T) {
+	ws := t.TempDir()
+	own := filepath.Join(ws, ".git")
+	os.MkdirAll(filepath.Join(own, "objects", "info"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "evil3", ".git"), 0o755)
+	os.MkdirAll(filepath.Join(ws, "planted"), 0o755)
+	os.WriteFile(filepath.Join(ws, "evil3", ".git", "commondir"), []byte("../../planted\n"), 0o644)
+	check := func(line string) string {
+		t.Helper()
+		l, err := shell.Parser{}.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkGit(l, ws, ws)
+	}
+	if why := check("git status"); why != "" {
+		t.Fatalf("the workspace's own: %s", why)
+	}
+	for line, want := range map[string]string{
+		"cd evil3 && git status":               "not the workspace's own repository",
+		"env GIT_DIR=evil3/.git git status":    "GIT_DIR set",
+		"env GIT_COMMON_DIR=planted git log":   "GIT_COMMON_DIR set",
+		"env GIT_CONFIG_GLOBAL=x git status":   "GIT_CONFIG_GLOBAL set",
+		"timeout 5 env GIT_WORK_TREE=a git st": "GIT_WORK_TREE set",
+	} {
+		if why := check(line); !strings.Contains(why, want) {
+			t.Errorf("%s: %q, want %q", line, why, want)
+		}
+	}
+	os.WriteFile(filepath.Join(own, "commondir"), []byte("../planted\n"), 0o644)
+	if why := check("git status"); !strings.Contains(why, "commondir naming "+filepath.Join(ws, "planted")) {
+		t.Errorf("own commondir: %q", why)
+	}
+	os.Remove(filepath.Join(own, "commondir"))
+	os.WriteFile(filepath.Join(own, "objects", "info", "alternates"), []byte(filepath.Join(ws, "planted", "objects")+"\n"), 0o644)
+	if why := check("git status"); !strings.Contains(why, "alternates") {
+		t.Errorf("alternates: %q", why)
+	}
+	os.Remove(filepath.Join(own, "objects", "info", "alternates"))
+	defer func() { getenv = os.Getenv }()
+	for name, v := range map[string]string{"GIT_DIR": "evil3/.git", "GIT_COMMON_DIR": "planted", "GIT_WORK_TREE": "evil3"} {
+		getenv = func(k string) string {
+			if k == name {
+				return v
+			}
+			return ""
+		}
+		if why := check("git status"); !strings.Contains(why, name+"="+v) {
+			t.Errorf("%s in the environment: %q", name, why)
+		}
+	}
+	getenv = func(k string) string {
+		if k == "GIT_DIR" {
+			return own
+		}
+		return ""
+	}
+	if why := check("git status"); why != "" {
+		t.Errorf("GIT_DIR naming the workspace's own: %q", why)
+	}
+}
