@@ -22,6 +22,9 @@ type turn struct {
 	finish     string
 	// cut ends the stream in the middle, with no [DONE].
 	cut bool
+	// streamErr, for the Messages server, is an error event sent after
+	// the stream began with HTTP 200, as the API does under load.
+	streamErr string
 	// check looks at the request the turn answers.
 	check func(t *testing.T, req map[string]any)
 }

@@ -205,7 +205,35 @@ func classifyMessages(err error) error {
 		if apiErr.StatusCode == 400 && strings.HasPrefix(apiErr.Message, "prompt is too long") {
 			pe.Class = FailContextOverflow
 		}
+		// An error event inside a stream the server began with 200
+		// (overloaded_error under load) is classed by its type, as
+		// its status would have been.
+		if apiErr.StatusCode < 300 {
+			pe.Class = classOfErrorType(string(apiErr.Type()))
+		}
 		return pe
 	}
+	if strings.HasPrefix(err.Error(), "received error while streaming: ") {
+		// An error event the SDK could not read: the server failed.
+		return &ProviderError{Class: FailServer, Err: err}
+	}
 	return transportFailure(err)
+}
+
+// classOfErrorType classes the type of an error event of the Messages
+// API, as the status it stands for would be.
+func classOfErrorType(t string) FailureClass {
+	switch t {
+	case "overloaded_error":
+		return FailOverloaded
+	case "rate_limit_error":
+		return FailRateLimited
+	case "authentication_error", "permission_error":
+		return FailAuth
+	case "timeout_error":
+		return FailTimeout
+	case "invalid_request_error", "not_found_error", "request_too_large", "billing_error":
+		return FailRequest
+	}
+	return FailServer
 }

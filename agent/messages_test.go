@@ -67,6 +67,10 @@ func newMessagesServer(t *testing.T, turns ...turn) *messagesServer {
 			fl.Flush()
 		}
 		ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_01","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_creation_input_tokens":10,"cache_read_input_tokens":100,"output_tokens":1}}}`, req["model"]))
+		if tn.streamErr != "" {
+			ev("error", tn.streamErr)
+			return
+		}
 		idx := 0
 		if tn.text != "" {
 			ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
@@ -163,6 +167,12 @@ func TestMessagesFailures(t *testing.T) {
 		{turn{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}`}, FailContextOverflow},
 		{turn{status: 400, body: `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`}, FailRequest},
 		{turn{text: "cut short", cut: true}, FailTransport},
+		// After HTTP 200, inside the stream, as the API reports load.
+		{turn{streamErr: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, FailOverloaded},
+		{turn{streamErr: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`}, FailRateLimited},
+		{turn{streamErr: `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`}, FailServer},
+		{turn{streamErr: `{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`}, FailRequest},
+		{turn{streamErr: `not json`}, FailServer},
 	} {
 		ms := newMessagesServer(t, tc.tn)
 		_, err := messagesFor(ms).Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "x"}}, MaxTokens: 10})
