@@ -13,7 +13,10 @@ type netTarget struct {
 }
 
 func splitNetTarget(t string) netTarget {
-	hostport, path, found := strings.Cut(strings.ToLower(t), "/")
+	// A host compares without case; a path byte for byte (/pub and /PUB
+	// are different paths on most servers).
+	hostport, path, found := strings.Cut(t, "/")
+	hostport = strings.ToLower(hostport)
 	if found {
 		path = "/" + path
 	}
@@ -38,7 +41,8 @@ type netPattern struct {
 }
 
 func splitNetPattern(p string) netPattern {
-	host, path, found := strings.Cut(strings.ToLower(p), "/")
+	host, path, found := strings.Cut(p, "/")
+	host = strings.ToLower(host)
 	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
 		host = host[1 : len(host)-1]
 	}
@@ -94,13 +98,19 @@ func (np netPattern) matchHost(t netTarget) bool {
 
 // match reports whether the pattern decides the target: a pattern without
 // a path by its host alone; one with a path only a plain HTTP request,
-// by host and path separately.
-func (np netPattern) match(t netTarget) bool {
+// by host and path separately. An allow's path matches byte for byte; a
+// deny's or an ask's also matches the path in any case (fold), since
+// some servers read paths without case: what a rule refuses is never
+// reached by writing it in other letters.
+func (np netPattern) match(t netTarget, fold bool) bool {
 	if !np.matchHost(t) {
 		return false
 	}
 	if !np.hasPath {
 		return true
+	}
+	if fold {
+		return t.path != "" && globMatch(strings.ToLower(np.path), strings.ToLower(t.path))
 	}
 	return t.path != "" && globMatch(np.path, t.path)
 }
@@ -108,7 +118,7 @@ func (np netPattern) match(t netTarget) bool {
 // matchNet returns the first rule of s (the strongest) that decides t.
 func (s *ruleSet) matchNet(t netTarget) *Rule {
 	for _, r := range s.rules {
-		if splitNetPattern(r.Pattern).match(t) {
+		if splitNetPattern(r.Pattern).match(t, r.Effect != Allow) {
 			return r
 		}
 	}
@@ -129,5 +139,5 @@ func (s *ruleSet) pathRuleFor(t netTarget) *Rule {
 
 // netExample reports whether a rule's example target is decided by it.
 func netExample(pattern, target string) bool {
-	return splitNetPattern(pattern).match(splitNetTarget(target))
+	return splitNetPattern(pattern).match(splitNetTarget(target), false)
 }

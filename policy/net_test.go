@@ -35,6 +35,12 @@ presets = ["npm"]
 		{"files.example.com:80/v3/pkg", Ask, ""},
 		{"files.example.com:80", Ask, ""},
 		{"x.com:80/files.example.com:80/v2/a", Ask, ""},
+		// Hosts compare without case, an allow's path byte for byte,
+		// and a deny's or an ask's path in any letters.
+		{"FILES.Example.COM:80/v2/pkg", Allow, ""},
+		{"files.example.com:80/V2/pkg", Ask, ""},
+		{"api.example.com:80/ADMIN/users", Deny, ""},
+		{"ask.example.com:80/Private/x", Ask, "ask rule"},
 		// A deny or ask rule with a path refuses tunnels to its host.
 		{"api.example.com:80/admin/users", Deny, ""},
 		{"api.example.com:80/public", Allow, ""},
