@@ -525,10 +525,27 @@ func refusalTarget(args json.RawMessage) string {
 	if json.Unmarshal(args, &v) != nil {
 		return string(args)
 	}
-	delete(v, "timeout")
-	data, _ := json.Marshal(v) // map keys are sorted
-	return string(data)
+	// The operation's target: a file tool's path, a command's line or
+	// argv. What it would write there (an edit's old and new text, a
+	// write's content) does not make the same refusal another: forty
+	// different edits of one protected file are one refusal forty times.
+	for _, k := range refusalTargetKeys {
+		if t, ok := v[k]; ok {
+			if s, ok := t.(string); ok {
+				return s
+			}
+			data, _ := json.Marshal(t)
+			return string(data)
+		}
+	}
+	// A tool with no target of its own (apply_patch): its refusal names
+	// what it refused.
+	return ""
 }
+
+// refusalTargetKeys are the arguments that name what a tool acts on, in
+// the order they are looked for.
+var refusalTargetKeys = []string{"path", "line", "argv", "id", "handle"}
 
 // envelope bounds the result for the model and keeps the whole of it.
 func (r *Router) envelope(name string, res *Result) *Envelope {

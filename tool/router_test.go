@@ -522,3 +522,22 @@ func diskUse(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// TestRepeatedRefusalByTarget: different edits of one protected file,
+// each refused for the same rule, are the same refusal: the tool, its
+// target (a leading ./ set aside) and the refusal, whatever the new text.
+func TestRepeatedRefusalByTarget(t *testing.T) {
+	f := newFixture(t, policy.ModeAuto, []policy.Rule{{Act: policy.ActWrite, Effect: policy.Deny, Pattern: "src/main_test.go"}}, policy.AllowAll{})
+	os.WriteFile(filepath.Join(f.ws, "src", "main_test.go"), []byte("package main\n"), 0o644)
+	var env *Envelope
+	for i := range policy.DefaultRepeatedRefusals {
+		path := "src/main_test.go"
+		if i%2 == 1 {
+			path = "./src/main_test.go"
+		}
+		env = f.call(t, "edit_file", obj{"path": path, "old": "package main", "new": fmt.Sprintf("package main // %d", i)})
+	}
+	if env.Status != Denied || !strings.Contains(env.Reason, fmt.Sprintf("refused %d times", policy.DefaultRepeatedRefusals)) {
+		t.Fatalf("%+v", env)
+	}
+}
