@@ -38,6 +38,9 @@ func Main() {
 	if len(os.Args) >= 3 && os.Args[1] == goCacheFlag {
 		os.Exit(goCacheMain(os.Args[2], os.Args[3:]))
 	}
+	if len(os.Args) == 3 && os.Args[1] == relayFlag {
+		os.Exit(relayMain(os.Args[2]))
+	}
 	if len(os.Args) < 3 || os.Args[1] != initFlag {
 		mainCalled.Store(true)
 		return

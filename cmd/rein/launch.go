@@ -53,6 +53,8 @@ const (
 // Where the session finds rein's files, below its private HOME.
 const (
 	launchBundleAt = ".rein/launch"
+	// launchSocketAt, in the session's HOME, holds launchSocket: where the
+	// relay inside looks for rein (sandbox.RelaySocket).
 	launchSocketAt = ".rein/socket"
 	launchSocket   = "rein.sock"
 	// launchStopGrace is how long a stopped session's program has, after
@@ -997,45 +999,6 @@ func (s *launchServer) close() {
 		s.mcp.Close()
 		s.wg.Wait()
 	})
-}
-
-// newRelayCmd is what runs inside a launched session for its hook and MCP
-// server: it connects to rein on the host through the session's socket,
-// names the service, and copies stdin there and the answer to stdout.
-func newRelayCmd() *cobra.Command {
-	var socket string
-	cmd := &cobra.Command{
-		Use:    "relay hook|mcp",
-		Short:  "Inside a launched session: pass the hook's or MCP's bytes to rein on the host",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != "hook" && args[0] != "mcp" {
-				return &exitError{exitUsage, fmt.Sprintf("relay %q: hook or mcp", args[0])}
-			}
-			c, err := net.Dial("unix", socket)
-			if err != nil {
-				return &exitError{1, "rein relay: " + err.Error()}
-			}
-			defer c.Close()
-			if _, err := io.WriteString(c, args[0]+"\n"); err != nil {
-				return &exitError{1, "rein relay: " + err.Error()}
-			}
-			go func() {
-				io.Copy(c, cmd.InOrStdin())
-				if u, ok := c.(*net.UnixConn); ok {
-					u.CloseWrite()
-				}
-			}()
-			n, err := io.Copy(cmd.OutOrStdout(), c)
-			if err != nil || (args[0] == "hook" && n == 0) {
-				return &exitError{1, "rein relay: no answer from rein"}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&socket, "socket", bwrap.SandboxHome+"/"+launchSocketAt+"/"+launchSocket, "the session's socket")
-	return cmd
 }
 
 // launchJSON is v as JSON text, for the trace.

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/trace"
 )
@@ -53,7 +54,7 @@ type bundleManifest struct {
 const hookScript = `#!/bin/sh
 # rein's hook for this session: every tool call is decided by rein on the
 # host. Anything but rein's answer blocks the call.
-out=$(timeout -k 2 25 /run/rein/init relay hook)
+out=$(timeout -k 2 25 /run/rein/init --rein-relay hook)
 status=$?
 if [ "$status" -ne 0 ] || [ -z "$out" ]; then
 	echo "rein: no decision from rein's hook (exit $status): the call is blocked" >&2
@@ -69,7 +70,7 @@ func newLaunchBundle(pol *policy.Policy, ws, prog string, hosts []launchHost) *l
 			"type": "command", "command": "/bin/sh " + at + "/hook.sh", "timeout": 30}}}}},
 	}
 	mcpConfig := map[string]any{"mcpServers": map[string]any{"rein": map[string]any{
-		"type": "stdio", "command": bwrap.SandboxInit, "args": []string{"relay", "mcp"}}}}
+		"type": "stdio", "command": sandbox.RelayCommand("mcp")[0], "args": sandbox.RelayCommand("mcp")[1:]}}}
 	rules := make([]map[string]any, 0, len(pol.Rules))
 	for _, r := range pol.Rules {
 		rules = append(rules, map[string]any{"act": string(r.Act), "effect": r.Effect.String(), "pattern": r.Pattern, "layer": r.Layer.String(), "file": r.File, "line": r.Line})

@@ -500,3 +500,42 @@ func TestLaunchLongHome(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 }
+
+// TestLaunchReadmeBuild: rein launch as the README builds it, rein-init
+// beside rein (so the session's init is rein-init): the relay inside the
+// session still carries the hook's calls and the MCP server.
+func TestLaunchReadmeBuild(t *testing.T) {
+	requireBwrap(t)
+	bin := claudeBin(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Built before the fixture changes HOME, and with it go's cache.
+	dir := t.TempDir()
+	for _, c := range [][]string{{"build", "-o", filepath.Join(dir, "rein"), "./cmd/rein"}, {"build", "-o", filepath.Join(dir, "rein-init"), "./cmd/rein-init"}} {
+		build := exec.Command("go", c...)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	_, ws := docFixture(t)
+	s := newCCServer(t,
+		ccTool("Bash", map[string]any{"command": "echo hi from bash", "description": "say hi"}),
+		ccTool("mcp__rein__shell", map[string]any{"line": "echo hello from mcp"}),
+	)
+	cmd := exec.Command(filepath.Join(dir, "rein"), "launch", "--claude", bin, "claude-code", "--", "-p", "do the task", "--output-format", "json")
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
+	for _, k := range []string{"REIN_ORG_POLICY", "REIN_USER_POLICY", "REIN_PROJECT_POLICY", "REIN_CACHE_DIR", "REIN_TRACE"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	seen := s.seen()
+	if err != nil || len(seen) != 2 || !strings.Contains(seen[0], "hi from bash") || !strings.Contains(seen[1], "hello from mcp") {
+		t.Fatalf("%v: the model saw %q\n%s", err, seen, out)
+	}
+}

@@ -18,10 +18,6 @@ func newLaunchCmd(*scopeFlags) *cobra.Command {
 		"Run Claude Code (or any agent CLI) whole inside rein's sandbox, as a managed session", false)
 }
 
-func newRelayCmd() *cobra.Command {
-	return unsupportedCmd("relay hook|mcp", "Inside a launched session: pass the hook's or MCP's bytes to rein on the host", true)
-}
-
 func unsupportedCmd(use, short string, hidden bool) *cobra.Command {
 	return &cobra.Command{
 		Use:                use,

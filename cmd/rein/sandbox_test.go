@@ -22,9 +22,9 @@ func TestMain(m *testing.M) {
 		os.Exit(netnsMain(spec, os.Args[2:]))
 	}
 	// As rein itself, for tests that run it as a process (rein mcp).
-	// Inside a launched session, where the test binary is the init and
-	// nothing passes REIN_TEST_MAIN, as the session's relay.
-	if os.Getenv("REIN_TEST_MAIN") == "1" || (len(os.Args) > 1 && os.Args[1] == "relay") {
+	// (Inside a launched session the test binary is the init, and
+	// sandbox.Main is the session's relay.)
+	if os.Getenv("REIN_TEST_MAIN") == "1" {
 		os.Exit(profiled(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) }))
 	}
 	os.Exit(m.Run())

@@ -1,0 +1,56 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/reinhq/rein/sandbox/bwrap"
+)
+
+// relayFlag starts the init binary (rein's own, or rein-init) as the relay
+// of a launched session: the program inside the session that carries its
+// agent's hook calls and MCP connection to rein on the host.
+const relayFlag = "--rein-relay"
+
+// RelaySocket is where a launched session's relay finds rein on the host:
+// a socket bound into the session's private HOME.
+const RelaySocket = bwrap.SandboxHome + "/.rein/socket/rein.sock"
+
+// RelayCommand is the argv that runs the relay for service ("hook" or
+// "mcp") inside a session, through the init binary mounted there.
+func RelayCommand(service string) []string {
+	return []string{bwrap.SandboxInit, relayFlag, service}
+}
+
+// relayMain connects to rein through RelaySocket, names the service, and
+// copies stdin there and the answer to stdout.
+func relayMain(service string) int {
+	if service != "hook" && service != "mcp" {
+		fmt.Fprintf(os.Stderr, "rein relay: %q: hook or mcp\n", service)
+		return 2
+	}
+	c, err := net.Dial("unix", RelaySocket)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "rein relay:", err)
+		return 1
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, service+"\n"); err != nil {
+		fmt.Fprintln(os.Stderr, "rein relay:", err)
+		return 1
+	}
+	go func() {
+		io.Copy(c, os.Stdin)
+		c.(*net.UnixConn).CloseWrite()
+	}()
+	n, err := io.Copy(os.Stdout, c)
+	if err != nil || (service == "hook" && n == 0) {
+		fmt.Fprintln(os.Stderr, "rein relay: no answer from rein")
+		return 1
+	}
+	return 0
+}
