@@ -246,7 +246,7 @@ func BenchmarkMCPReadFile4K(b *testing.B) {
 		}
 		addr := l.Addr().String()
 		l.Close()
-		srv := exec.Command(os.Args[0], append(serve, "--http", addr)...)
+		srv := exec.Command(os.Args[0], append(serve, "--http", addr, "--no-token")...)
 		srv.Dir, srv.Env = ws, env(profile, "")
 		if floor {
 			srv.Env = env(profile, addr)

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -87,7 +88,7 @@ func TestMCPHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	hs := httptest.NewServer(mcpHandler(srv.MCP(), "s3cret-token"))
+	hs := httptest.NewServer(mcpHandler(srv.MCP(), "s3cret-token", "127.0.0.1:0"))
 	defer hs.Close()
 	ctx := context.Background()
 	if _, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, MaxRetries: -1}, nil); err == nil {
@@ -107,8 +108,102 @@ func TestMCPHTTP(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("%v %+v", err, r)
 	}
-	if code, _, errOut := rein(t, "mcp", "--http", "0.0.0.0:0"); code != exitUsage || !strings.Contains(errOut, "bearer token") {
+	if code, _, errOut := rein(t, "mcp", "--http", "0.0.0.0:0", "--no-token"); code != exitUsage || !strings.Contains(errOut, "off loopback a token is required") {
 		t.Fatalf("off loopback without a token: %d %s", code, errOut)
+	}
+}
+
+// TestMCPHTTPToken: over HTTP a token is the default: rein mcp makes the
+// token file (0600) when there is none and says where, reads it when there
+// is one, refuses a file others can read; a request without the token is
+// refused with 401, one from another origin with 403 (token or not); and
+// --no-token serves loopback without one, with a warning.
+func TestMCPHTTPToken(t *testing.T) {
+	requireBwrap(t)
+	home, ws := docFixture(t)
+	start := func(env []string, args ...string) (string, *bytes.Buffer, func()) {
+		t.Helper()
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		cmd := exec.Command(os.Args[0], append([]string{"mcp", "--surface", "read-only", "--http", addr}, args...)...)
+		cmd.Env = append(os.Environ(), append([]string{"REIN_TEST_MAIN=1", "HOME=" + home, "XDG_CONFIG_HOME="}, env...)...)
+		cmd.Dir = ws
+		var errOut bytes.Buffer
+		cmd.Stderr = &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 200; i++ {
+			if c, err := net.Dial("tcp", addr); err == nil {
+				c.Close()
+				break
+			}
+			time.Sleep(25 * time.Millisecond)
+		}
+		return addr, &errOut, func() { cmd.Process.Kill(); cmd.Wait() }
+	}
+	post := func(addr, token, origin string) int {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://"+addr+"/", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	file := filepath.Join(home, ".config", "rein", "mcp-token")
+	addr, errOut, stop := start(nil)
+	data, err := os.ReadFile(file)
+	fi, _ := os.Stat(file)
+	token := strings.TrimSpace(string(data))
+	if err != nil || len(token) != 64 || fi.Mode().Perm() != 0o600 || !strings.Contains(errOut.String(), "made a token in "+file) {
+		t.Fatalf("the token file: %v %q %v\n%s", err, token, fi, errOut)
+	}
+	if got := post(addr, "", ""); got != http.StatusUnauthorized {
+		t.Errorf("no token: %d", got)
+	}
+	if got := post(addr, token, ""); got != http.StatusOK {
+		t.Errorf("the token: %d", got)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	for origin, want := range map[string]int{"http://evil.example:" + port: 403, "http://127.0.0.1.nip.io:" + port: 403, "http://localhost:1": 403,
+		"null": 403, "http://localhost:" + port: 200, "http://" + addr: 200} {
+		if got := post(addr, token, origin); got != want {
+			t.Errorf("Origin %s: %d, want %d", origin, got, want)
+		}
+	}
+	stop()
+	// Read again, not remade; a file others can read is refused.
+	_, errOut, stop = start(nil)
+	stop()
+	if again, _ := os.ReadFile(file); string(again) != string(data) || !strings.Contains(errOut.String(), "reads the token in "+file) {
+		t.Errorf("the token file was remade: %s", errOut)
+	}
+	os.Chmod(file, 0o644)
+	if code, _, errOut := rein(t, "mcp", "--http", "127.0.0.1:0", "--token-file", file); code != exitUsage || !strings.Contains(errOut, "chmod 600") {
+		t.Errorf("a token file others can read: %d %s", code, errOut)
+	}
+	// --no-token on loopback: served, with the warning; Origin still checked.
+	addr, errOut, stop = start(nil, "--no-token")
+	defer stop()
+	if got := post(addr, "", ""); got != http.StatusOK || !strings.Contains(errOut.String(), "without a token") {
+		t.Errorf("--no-token: %d %s", got, errOut)
+	}
+	if got := post(addr, "", "http://evil.example:"+strings.Split(addr, ":")[1]); got != http.StatusForbidden {
+		t.Errorf("--no-token, another origin: %d", got)
 	}
 }
 
