@@ -42,6 +42,33 @@ type Contract struct {
 	// was interrupted and shows it the workspace's change since; RecoverWait
 	// ends the run awaiting_recovery for an operator's decision.
 	Recovery string `json:"recovery,omitempty"`
+	// Config is how the run was started, kept with it (in its checkpoint,
+	// under the trace's keyed chain) so that a resumption keeps it: a
+	// resumption may narrow it, never widen it. It never holds a key.
+	Config *RunConfig `json:"config,omitempty"`
+}
+
+// RunConfig is what a run was started with besides its contract: its
+// provider (the key's variable, never the key), the mode it ran in, the
+// rules its command line added, and who answered its asks.
+type RunConfig struct {
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	BaseURL  string `json:"base_url,omitempty"`
+	KeyEnv   string `json:"key_env,omitempty"`
+	Family   string `json:"family,omitempty"`
+	// Mode and Network are the run's effective mode and network, the
+	// policy files' and the flags' together.
+	Mode    string `json:"mode,omitempty"`
+	Network string `json:"network,omitempty"`
+	// Allow, Ask and Deny are the exec rules of the command line's flags
+	// layer; ReadPaths its --read-path directories.
+	Allow     []string `json:"allow,omitempty"`
+	Ask       []string `json:"ask,omitempty"`
+	Deny      []string `json:"deny,omitempty"`
+	ReadPaths []string `json:"read_paths,omitempty"`
+	// Approve is who answered asks: terminal, defer, all or none.
+	Approve string `json:"approve,omitempty"`
 }
 
 // The recovery choices of a contract.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -143,7 +144,14 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery}
+				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery,
+				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
+					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
+			if replay == "" {
+				// The provider as chosen, the preset's defaults filled in.
+				c.Config.Provider, c.Config.BaseURL, c.Config.KeyEnv = preset.Name, cmp.Or(pc.BaseURL, preset.BaseURL), cmp.Or(pc.KeyEnv, preset.KeyEnv)
+				c.Config.Family = cmp.Or(string(pc.Family), string(preset.Family))
+			}
 			out := cmd.OutOrStdout()
 			res, err := agent.Run(ctx, c, agentOptions(provider, p, approver, store, red, out, asJSON))
 			return outcomeExit(out, res, err, red, asJSON)

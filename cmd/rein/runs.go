@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -49,9 +51,15 @@ checked again, still asks (a deny added since wins).
 One driver per run: while another process drives RUN, resume is refused,
 naming its pid and host; a dead driver's run is taken over at once.
 
-The provider and model are the run's own (the last recorded call's)
-unless --provider and --model say otherwise. Asked actions are deferred
-(--approve defer) unless --approve says otherwise.
+The run keeps the configuration it was started with, recorded with it
+under the trace's keyed chain: its provider, model, base URL and key
+variable (never the key), its mode and network (the policy files widened
+since do not widen it), the --allow, --ask, --deny and --read-path of its
+command line, and its approver (a run started with --approve none or all
+keeps it; otherwise asks are deferred). A flag may narrow it (--mode
+safe, another --deny or --ask, --approve none); one that would widen it is
+refused, naming it. --provider and the other provider flags choose
+another endpoint.
 
 Exit status: as rein run's; 6 when the run waits for a decision again.`,
 		Args: cobra.ExactArgs(1),
@@ -85,9 +93,30 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 				cf.extraRules = append(cf.extraRules, gateRules(line)...)
 			}
 			cf.verification = c.Protect
+			if rc := c.Config; rc != nil {
+				if err := keepRunConfig(rc, &cf, &pc, &approve, cmd.Flags().Changed("approve")); err != nil {
+					return err
+				}
+			}
 			p, err := cf.load(sf)
 			if err != nil {
 				return err
+			}
+			if rc := c.Config; rc != nil {
+				// The policy files may have been widened since: the run
+				// keeps the mode and network it began with at most.
+				reload := false
+				if rank(modeRank, p.Mode.String()) > rank(modeRank, rc.Mode) {
+					cf.mode, reload = rc.Mode, true
+				}
+				if rank(networkRank, p.Sandbox.Network) > rank(networkRank, rc.Network) {
+					cf.networkFlag, reload = rc.Network, true
+				}
+				if reload {
+					if p, err = cf.load(sf); err != nil {
+						return err
+					}
+				}
 			}
 			calls, err := store.ProviderCalls(ctx, runID)
 			if err != nil {
@@ -130,6 +159,64 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 	f.StringVar(&approve, "approve", "defer", "who answers asked actions: defer (an operator, with rein approve), terminal, all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	return cmd
+}
+
+// The orders of what a flag may widen: a later entry grants more.
+var (
+	modeRank    = []string{"safe", "ask", "auto"}
+	networkRank = []string{"off", "proxy", "full"}
+	approveRank = map[string]int{"none": 0, "terminal": 1, "defer": 1, "all": 2}
+)
+
+// rank is v's place in order; an unknown value ranks above all, so that it
+// is never taken for a narrowing.
+func rank(order []string, v string) int {
+	if i := slices.Index(order, v); i >= 0 {
+		return i
+	}
+	return len(order)
+}
+
+// keepRunConfig makes the flags of rein run resume the run's own
+// configuration as it was started: its provider, mode, rules, read paths
+// and approver, each unless a flag says otherwise. A flag may narrow the
+// run (a stricter mode, another deny or ask rule, an approver that grants
+// less); one that would widen it is refused, naming it.
+func keepRunConfig(rc *agent.RunConfig, cf *commonFlags, pc *agent.ProviderChoice, approve *string, approveGiven bool) error {
+	widen := func(flag, why string) error {
+		return &exitError{exitUsage, fmt.Sprintf("%s would widen what the run was started with (%s): a resumption may narrow the run, never widen it; start a new run instead", flag, why)}
+	}
+	if cf.mode == "" {
+		cf.mode = rc.Mode
+	} else if rank(modeRank, cf.mode) > rank(modeRank, rc.Mode) {
+		return widen("--mode "+cf.mode, "mode "+rc.Mode)
+	}
+	for _, a := range cf.allow {
+		if !slices.Contains(rc.Allow, a) {
+			return widen("--allow "+a, "no such allow rule")
+		}
+	}
+	for _, r := range cf.readPaths {
+		if !slices.Contains(rc.ReadPaths, r) {
+			return widen("--read-path "+r, "no such read path")
+		}
+	}
+	cf.allow, cf.readPaths = rc.Allow, rc.ReadPaths
+	cf.ask = append(slices.Clone(rc.Ask), cf.ask...)
+	cf.deny = append(slices.Clone(rc.Deny), cf.deny...)
+	if pc.Name == "" {
+		pc.Name, pc.Family = rc.Provider, agent.Family(rc.Family)
+		pc.Model = cmp.Or(pc.Model, rc.Model)
+		pc.BaseURL = cmp.Or(pc.BaseURL, rc.BaseURL)
+		pc.KeyEnv = cmp.Or(pc.KeyEnv, rc.KeyEnv)
+	}
+	switch {
+	case !approveGiven && (rc.Approve == "none" || rc.Approve == "all"):
+		*approve = rc.Approve
+	case approveGiven && approveRank[*approve] > approveRank[rc.Approve] && rc.Approve != "":
+		return widen("--approve "+*approve, "--approve "+rc.Approve)
+	}
+	return nil
 }
 
 // runApprover is the approver of rein run's --approve: terminal (denied

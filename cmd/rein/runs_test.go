@@ -71,3 +71,46 @@ func TestRunDeferred(t *testing.T) {
 		t.Errorf("rein runs --json: %v %s", err, out)
 	}
 }
+
+// TestResumeKeepsConfig: rein run resume with no flag drives the run with
+// the configuration it was started with (its provider's base URL and key
+// variable, its mode and its command line's rules), not the preset's or
+// the policy files' (here the user's file says auto); a flag that would
+// widen it is refused, naming it.
+func TestResumeKeepsConfig(t *testing.T) {
+	requireBwrap(t)
+	home, ws := docFixture(t)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("mode = \"auto\"\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	t.Setenv("MY_MODEL_KEY", "k-123456")
+	srv, n := scriptedModel(t, `shell {"line":"mkdir made"}`, `shell {"line":"touch evil.txt"}`, "Done.")
+	code, out, errOut := rein(t, "run", "--provider", "vllm", "--base-url", srv.URL+"/v1", "--api-key-env", "MY_MODEL_KEY", "--model", "m",
+		"--mode", "ask", "--deny", "touch *", "--approve", "defer", "--json", "make a directory")
+	var o agent.Outcome
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Waiting == nil {
+		t.Fatalf("exit %d: %s %s", code, out, errOut)
+	}
+	if code, _, errOut := rein(t, "approve", o.Run, o.Waiting.Request, "--yes"); code != 0 {
+		t.Fatalf("rein approve: %s", errOut)
+	}
+	for _, flags := range [][]string{{"--mode", "auto"}, {"--allow", "touch *"}, {"--approve", "all"}} {
+		if code, _, errOut := rein(t, append(append([]string{"run", "resume"}, flags...), o.Run)...); code != exitUsage || !strings.Contains(errOut, flags[0]+" "+flags[1]+" would widen") {
+			t.Errorf("resume %s: exit %d %s", flags, code, errOut)
+		}
+	}
+	if *n != 1 {
+		t.Fatalf("a refused resumption called the model: %d calls", *n)
+	}
+	code, out, errOut = rein(t, "run", "resume", o.Run)
+	if code != 0 || !strings.Contains(out, "finished") || *n != 3 {
+		t.Fatalf("rein run resume: exit %d, %d model calls\n%s\n%s", code, *n, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "made")); err != nil {
+		t.Errorf("the approved call did not run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "evil.txt")); err == nil {
+		t.Error("the resumed run ran what its --deny refuses")
+	}
+}
