@@ -41,6 +41,9 @@ func Main() {
 	if len(os.Args) == 3 && os.Args[1] == relayFlag {
 		os.Exit(relayMain(os.Args[2]))
 	}
+	if len(os.Args) == 4 && os.Args[1] == guardianFlag {
+		os.Exit(guardianMain(os.Args[2], os.Args[3]))
+	}
 	if len(os.Args) < 3 || os.Args[1] != initFlag {
 		mainCalled.Store(true)
 		return

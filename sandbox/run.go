@@ -129,6 +129,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 	// waits, and binds the protected paths that exist as it is made,
 	// which the taking checks against the session's, by identity too.
 	if line != nil {
+		// What the run puts back must not depend on this process
+		// surviving it.
+		if err := ensureGuardian(); err != nil {
+			return nil, err
+		}
 		if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap); err != nil {
 			return nil, err
 		}

@@ -756,14 +756,7 @@ func sweep() {
 	now := time.Now().UnixNano()
 	if last := lastCgroupSweep.Load(); len(dead) > 0 || now-last > int64(sweepEvery) {
 		lastCgroupSweep.Store(now)
-		if h, err := findCgroup(); err == nil {
-			h.Sweep("rein-run")
-		}
-		for _, c := range []string{"memory", "pids"} {
-			if v, err := findCgroupV1(c); err == nil {
-				v.Sweep("rein-run")
-			}
-		}
+		killRunCgroups()
 	}
 	// After the cgroups: what was still running there cannot plant again.
 	for _, d := range dead {
@@ -772,6 +765,18 @@ func sweep() {
 		// The cgroups' processes are dead: directories the command made
 		// unreadable in its HOME or /tmp are opened up.
 		removeTree(d)
+	}
+}
+
+// killRunCgroups ends what still runs in the run cgroups of dead reins.
+func killRunCgroups() {
+	if h, err := findCgroup(); err == nil {
+		h.Sweep("rein-run")
+	}
+	for _, c := range []string{"memory", "pids"} {
+		if v, err := findCgroupV1(c); err == nil {
+			v.Sweep("rein-run")
+		}
 	}
 }
 

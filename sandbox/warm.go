@@ -405,6 +405,9 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	// The workspace's session, as a cold run joins it: its lock (waiting
 	// for other processes' runs), its baseline of the protected files,
 	// taken now when the session begins now.
+	if err := ensureGuardian(); err != nil {
+		return err
+	}
 	sess, err := joinSession(ctx, p.Workspace, r.rung != RungBwrap)
 	if err != nil {
 		return err

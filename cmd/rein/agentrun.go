@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -110,7 +109,7 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 				return err
 			}
 			gateRetries := p.Run.GateRetries
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
 			var provider agent.Provider
 			var preset agent.Preset

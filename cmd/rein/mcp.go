@@ -16,7 +16,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,7 +98,7 @@ HTTPS.`,
 				return &exitError{exitUsage, err.Error()}
 			}
 			defer srv.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
 			if httpAddr == "" {
 				return srv.Run(ctx, &mcp.StdioTransport{})

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -234,7 +233,7 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, a
 			fmt.Fprintf(stderr, "rein: egress refused: %s %s: %s\n", ev.Proto, policy.Printable(red.Redact(ev.Target)), policy.Printable(red.Redact(ev.Refused)))
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	if rf.decided != nil {
 		ctx = tool.WithDecided(ctx, rf.decided)

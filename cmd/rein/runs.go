@@ -10,7 +10,6 @@ import (
 	"os/user"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -70,7 +69,7 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 				return err
 			}
 			defer store.Close()
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
 			if err := runInTrace(ctx, store, runID, pre.Workspace); err != nil {
 				return err

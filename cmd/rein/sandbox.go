@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -69,7 +68,7 @@ put back what it planted for the host to obey (the reason is printed).`,
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
 			limits, err := lf.limits(policy.Limits{}, nil)
 			if err != nil {
