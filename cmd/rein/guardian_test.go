@@ -28,9 +28,15 @@ func TestPutBackOutlivesRein(t *testing.T) {
 		planted    func(ws string) bool
 	}{
 		{"landlock-kill", "landlock", syscall.SIGKILL, `printf "[core]\n\tfsmonitor = touch /tmp/pwned\n" >> .git/config`,
-			func(ws string) bool { data, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); return strings.Contains(string(data), "fsmonitor") }},
+			func(ws string) bool {
+				data, _ := os.ReadFile(filepath.Join(ws, ".git", "config"))
+				return strings.Contains(string(data), "fsmonitor")
+			}},
 		{"landlock-hup", "landlock", syscall.SIGHUP, `printf "[core]\n\tfsmonitor = touch /tmp/pwned\n" >> .git/config`,
-			func(ws string) bool { data, _ := os.ReadFile(filepath.Join(ws, ".git", "config")); return strings.Contains(string(data), "fsmonitor") }},
+			func(ws string) bool {
+				data, _ := os.ReadFile(filepath.Join(ws, ".git", "config"))
+				return strings.Contains(string(data), "fsmonitor")
+			}},
 		{"bwrap-kill", "bwrap", syscall.SIGKILL, `mkdir -p nested/.git && printf "[core]\n\tfsmonitor = touch /tmp/pwned\n" > nested/.git/config`,
 			func(ws string) bool { _, err := os.Lstat(filepath.Join(ws, "nested", ".git")); return err == nil }},
 	} {
