@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	scratchHelper()
+	unprivilegedHelper()
 	// As a helper process: run a line in the sandbox and wait for it, so
 	// that the test can kill this process while the line runs.
 	if ws := os.Getenv("REIN_TEST_SANDBOX_WS"); ws != "" {

@@ -185,13 +185,34 @@ type supervisor struct {
 	// beneath a root, but not the command's to change.
 	hidden []string
 	calls  map[uint32]metaCall
+	// selfMem reads this process's own memory: its /proc files belong to
+	// root once it is not dumpable, so an ordinary user could not open
+	// it then.
+	selfMem int
 }
 
 // newSupervisor prepares a supervisor for s, before anything irreversible:
 // the roots are resolved while the caller can still see them, and the
 // kernel is checked for the calls the supervisor makes.
 func newSupervisor(s Spec, info *arch.Info) (*supervisor, error) {
-	sv := &supervisor{calls: metaCallsByNumber(info)}
+	sv := &supervisor{calls: metaCallsByNumber(info), selfMem: -1}
+	// The init is not dumpable (so no command reads its memory), which
+	// makes its /proc files root's: open its own memory now, dumpable for
+	// the moment it takes. No command runs yet.
+	if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err == nil {
+		if d == 0 {
+			unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+		}
+		sv.selfMem, err = unix.Open("/proc/self/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if d == 0 {
+			if perr := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); perr != nil {
+				return nil, &Error{Mechanism: MechanismSupervisor, Err: fmt.Errorf("making the init not dumpable again: %w", perr)}
+			}
+		}
+		if err != nil {
+			sv.selfMem = -1
+		}
+	}
 	for _, h := range s.Hidden {
 		sv.hidden = append(sv.hidden, filepath.Clean(h))
 	}
@@ -315,12 +336,19 @@ func (sv *supervisor) handle(listener int, req *seccompNotif) unix.Errno {
 		return unix.ENOSYS
 	}
 	proc := "/proc/" + strconv.FormatUint(uint64(req.Pid), 10)
-	mem, err := unix.Open(proc+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		// A caller that made itself non-dumpable cannot be read.
-		return unix.EPERM
+	var mem int
+	if _, err := os.Lstat("/proc/self/task/" + strconv.FormatUint(uint64(req.Pid), 10)); err == nil && sv.selfMem >= 0 {
+		// A thread of this process (the probe): read through the
+		// descriptor opened while it was dumpable.
+		mem = sv.selfMem
+	} else {
+		var err error
+		if mem, err = unix.Open(proc+"/mem", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+			// A caller that made itself non-dumpable cannot be read.
+			return unix.EPERM
+		}
+		defer unix.Close(mem)
 	}
-	defer unix.Close(mem)
 	a := req.Args
 	f, direct, errno := sv.resolve(mem, proc, c, a)
 	if errno != 0 {
