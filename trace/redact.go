@@ -113,30 +113,16 @@ type pattern struct {
 	repl string
 }
 
-// patterns are the token formats redacted wherever they appear, then the
-// KEY=value, KEY: value and "key": "value" pairs with a secret-looking key
-// (the value is redacted, the key kept), bearer credentials and passwords
-// in URLs.
-var patterns = []pattern{
-	// Private key blocks, whole.
-	{re: lazyRegexp(`-----BEGIN ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----[\s\S]*?-----END ([A-Z0-9 ]+ )?PRIVATE KEY( BLOCK)?-----`), literals: []string{"PRIVATE KEY"}},
-	// AWS access key ids.
-	{re: lazyRegexp(`\b(AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), literals: []string{"AKIA", "ASIA", "ABIA", "ACCA"}},
-	// Google API keys.
-	{re: lazyRegexp(`\bAIza[0-9A-Za-z_\-]{35}\b`), literals: []string{"AIza"}},
-	// GitHub tokens, classic and fine-grained; GitLab's.
-	{re: lazyRegexp(`\bgh[pousr]_[A-Za-z0-9]{36,255}\b`), literals: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}},
-	{re: lazyRegexp(`\bgithub_pat_[A-Za-z0-9_]{22,255}\b`), literals: []string{"github_pat_"}},
-	{re: lazyRegexp(`\bglpat-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"glpat-"}},
-	// Slack tokens and webhooks.
-	{re: lazyRegexp(`\bxox[abposr]-[A-Za-z0-9\-]{10,}\b`), literals: []string{"xox"}},
-	{re: lazyRegexp(`https://hooks\.slack\.com/services/[A-Za-z0-9/]+`), literals: []string{"hooks.slack.com"}},
-	// Stripe, OpenAI and Anthropic style secret keys.
-	{re: lazyRegexp(`\b(sk|rk)_(live|test)_[0-9A-Za-z]{16,}\b`), literals: []string{"_live_", "_test_"}},
-	{re: lazyRegexp(`\bsk-[A-Za-z0-9_\-]{20,}\b`), literals: []string{"sk-"}},
-	// JWTs: three base64url parts, the first two JSON objects.
-	{re: lazyRegexp(`\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}`), literals: []string{"eyJ"}},
+// patterns are the token formats redacted wherever they appear (the rules
+// of secrets.toml, data with their own examples), then the KEY=value,
+// KEY: value and "key": "value" pairs with a secret-looking key (the value
+// is redacted, the key kept), bearer credentials and passwords in URLs.
+var patterns = sync.OnceValue(func() []pattern {
+	return append(dataPatterns(), shapePatterns...)
+})
 
+// shapePatterns are the rules kept in code: shapes rather than formats.
+var shapePatterns = []pattern{
 	{re: lazyRegexp(`(?i)("[A-Za-z0-9_.\-]*(secret|token|passw(or)?d|passphrase|api_?key|access_?key|private_?key|credential)[A-Za-z0-9_.\-]*"\s*:\s*")(?:[^"\\]|\\.)+(")`),
 		literals: secretWords, lower: true, repl: "${1}" + Redacted + "${4}"},
 	// The same pair inside a JSON string, its quotes escaped (once or more)
@@ -161,17 +147,17 @@ var patterns = []pattern{
 var secretWords = []string{"secret", "token", "passw", "passphrase", "apikey", "api_key", "accesskey", "access_key", "privatekey", "private_key", "credential"}
 
 // wordsBit is the digram mask's bit of the word rules (redactWords).
-const wordsBit = 1 << 31
+const wordsBit = 1 << 63
 
 // digrams maps each pair of bytes, lowered, to the patterns one of whose
 // literals starts with it: one pass over the text tells which patterns
 // can match at all, so ordinary output costs a table lookup per byte.
-var digrams = sync.OnceValue(func() *[1 << 16]uint32 {
-	var t [1 << 16]uint32
-	if len(patterns) > 31 {
+var digrams = sync.OnceValue(func() *[1 << 16]uint64 {
+	var t [1 << 16]uint64
+	if len(patterns()) > 63 {
 		panic("trace: more patterns than the digram mask holds")
 	}
-	for i, p := range patterns {
+	for i, p := range patterns() {
 		for _, l := range p.literals {
 			t[uint16(lowerByte(l[0]))<<8|uint16(lowerByte(l[1]))] |= 1 << i
 		}
@@ -190,9 +176,9 @@ func lowerByte(b byte) byte {
 }
 
 // candidates are the patterns whose literals' first two bytes occur in s.
-func candidates(s string) uint32 {
+func candidates(s string) uint64 {
 	t := digrams()
-	var mask uint32
+	var mask uint64
 	for i := 0; i+1 < len(s); i++ {
 		mask |= t[uint16(lowerByte(s[i]))<<8|uint16(lowerByte(s[i+1]))]
 	}
@@ -238,7 +224,7 @@ func (r *Redactor) redact(s string, depth int) string {
 	}
 	lower := ""
 	seen := map[*string]bool{}
-	for i, p := range patterns {
+	for i, p := range patterns() {
 		if mask&(1<<i) == 0 {
 			continue
 		}
