@@ -3,6 +3,8 @@
 package sandbox
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -131,8 +133,37 @@ func sweepPID(runs string, pid int) {
 	}
 	killRunCgroups()
 	for _, d := range dead {
-		restoreSaved(filepath.Join(d, "guard.json"))
-		repoMetaSaved(filepath.Join(d, "repos.json"))
+		// Under the workspace's lock, as a session's own sweep: a rein
+		// that starts a session there now takes its baseline after the
+		// put-back, never in the middle of it.
+		if ws := savedWorkspace(d); ws != "" {
+			unlock, err := lockWorkspaceIn(context.Background(), filepath.Join(filepath.Dir(runs), "locks"), ws)
+			if err == nil {
+				if _, err := os.Lstat(d); err == nil {
+					restoreSaved(filepath.Join(d, "guard.json"))
+					repoMetaSaved(filepath.Join(d, "repos.json"))
+				}
+				unlock()
+			}
+		}
 		removeTree(d)
 	}
+}
+
+// savedWorkspace is the workspace a run's scratch directory saved its
+// put-back for, or "".
+func savedWorkspace(dir string) string {
+	for _, f := range []string{"guard.json", "repos.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		var v struct {
+			Workspace string `json:"workspace"`
+		}
+		if json.Unmarshal(data, &v) == nil && v.Workspace != "" {
+			return v.Workspace
+		}
+	}
+	return ""
 }

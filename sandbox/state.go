@@ -705,6 +705,11 @@ func lockWorkspace(ctx context.Context, ws string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	return lockWorkspaceIn(ctx, dir, ws)
+}
+
+// lockWorkspaceIn is lockWorkspace with the locks' directory named.
+func lockWorkspaceIn(ctx context.Context, dir, ws string) (func(), error) {
 	f, err := os.OpenFile(filepath.Join(dir, workspaceKey(ws)+".lock"), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, refuse(Unavailable, "opening the workspace lock: %v", err)
