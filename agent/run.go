@@ -264,7 +264,7 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 // names yet), reported in the outcome and recorded in the trace.
 func (d *driver) configChanged(ctx context.Context) *ConfigReport {
 	r := workspace.ChangedConfig(d.c.Workspace, d.state.StartedAt)
-	if r.Count == 0 {
+	if r.Count == 0 && !r.Truncated {
 		return nil
 	}
 	if d.o.Tool.Store != nil {

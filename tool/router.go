@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -509,7 +510,13 @@ func (r *Router) refused(ctx context.Context, name string, args json.RawMessage,
 	if a, ok := ctx.Value(awaitingKey{}).(*atomic.Bool); ok && a.Load() {
 		return res
 	}
-	if stop := r.repeats.Note(name, refusalTarget(args), res.Reason); stop != nil {
+	// The refusal is the rule that decided it where one did: its reason
+	// names the path as the call spelled it (.git//config, ./.git/config).
+	refusal := res.Reason
+	if a := res.Rule; a != nil {
+		refusal = fmt.Sprintf("%s rule %q (%s layer, %s:%d)", res.Status, a.Rule, a.Layer, a.File, a.Line)
+	}
+	if stop := r.repeats.Note(name, refusalTarget(args), refusal); stop != nil {
 		r.mu.Lock()
 		r.stopped = stop.Error()
 		r.mu.Unlock()
@@ -532,6 +539,11 @@ func refusalTarget(args json.RawMessage) string {
 	for _, k := range refusalTargetKeys {
 		if t, ok := v[k]; ok {
 			if s, ok := t.(string); ok {
+				if k == "path" && s != "" {
+					// .git//config, .git/./config and .git/hooks/../config
+					// are one path.
+					return path.Clean(s)
+				}
 				return s
 			}
 			data, _ := json.Marshal(t)

@@ -530,11 +530,9 @@ func TestRepeatedRefusalByTarget(t *testing.T) {
 	f := newFixture(t, policy.ModeAuto, []policy.Rule{{Act: policy.ActWrite, Effect: policy.Deny, Pattern: "src/main_test.go"}}, policy.AllowAll{})
 	os.WriteFile(filepath.Join(f.ws, "src", "main_test.go"), []byte("package main\n"), 0o644)
 	var env *Envelope
+	spellings := []string{"src/main_test.go", "./src/main_test.go", "src//main_test.go", "src/./main_test.go", "src/../src/main_test.go"}
 	for i := range policy.DefaultRepeatedRefusals {
-		path := "src/main_test.go"
-		if i%2 == 1 {
-			path = "./src/main_test.go"
-		}
+		path := spellings[i%len(spellings)]
 		env = f.call(t, "edit_file", obj{"path": path, "old": "package main", "new": fmt.Sprintf("package main // %d", i)})
 	}
 	if env.Status != Denied || !strings.Contains(env.Reason, fmt.Sprintf("refused %d times", policy.DefaultRepeatedRefusals)) {

@@ -52,6 +52,8 @@ func TestRedactRound3(t *testing.T) {
 		"    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF\n":                                                                             "LS0tLS1CRUdJTiBSU0Eg",
 		"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==": "Eby8vdM02xNO",
 		"db.internal:5432:orders:svc_orders:Tr0ub4dor&3xyz\n":                                                                                                 "Tr0ub4dor",
+		"conn=AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq%2FK1SZFPTOtr%2FKBHBeksoGMGw%3D%3D;x=y":                                "KBHBeksoGMGw",
+		"config:\n    \"client-key-data\": \"LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF\",\n":                                                           "LS0tLS1CRUdJTiBSU0Eg",
 	} {
 		if got := r.Redact(in); strings.Contains(got, secret) {
 			t.Errorf("%q kept its secret: %q", in, got)

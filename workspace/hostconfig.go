@@ -51,10 +51,25 @@ var HostConfig = []HostName{
 	{".devcontainer.json", "dev container definition: initializeCommand runs on the host"},
 	{".husky", "husky's git hooks, run by the host's next git commit"},
 	{".pre-commit-config.yaml", "pre-commit's hooks, run by the host's next git commit"},
-	{"lefthook.yml", "lefthook's git hooks, run by the host's next git commit"},
-	{".lefthook.yml", "lefthook's git hooks, run by the host's next git commit"},
-	{"lefthook-local.yml", "lefthook's local git hooks, run by the host's next git commit"},
-	{".lefthook-local.yml", "lefthook's local git hooks, run by the host's next git commit"},
+	{".qwen", "Qwen Code's settings: MCP servers, tools"},
+	{"opencode.jsonc", "opencode's configuration: commands, MCP servers, permissions"},
+	{"mise.toml", "mise's tasks and hooks, run on entering the directory once it is trusted (by path, not content)"},
+	{".mise.toml", "mise's tasks and hooks, run on entering the directory once it is trusted (by path, not content)"},
+	{"mise.local.toml", "mise's local tasks and hooks"},
+	{".mise.local.toml", "mise's local tasks and hooks"},
+	{"devbox.json", "devbox's init_hook, run by devbox shell"},
+}
+
+func init() {
+	// lefthook reads any of these, plain or dotted, local or not: each
+	// holds git hooks the host's next git commit runs.
+	for _, base := range []string{"lefthook", "lefthook-local"} {
+		for _, ext := range []string{"yml", "yaml", "toml", "json", "jsonc"} {
+			for _, dot := range []string{"", "."} {
+				HostConfig = append(HostConfig, HostName{dot + base + "." + ext, "lefthook's git hooks, run by the host's next git commit"})
+			}
+		}
+	}
 }
 
 // HostConfigNames are HostConfig's names.
@@ -132,7 +147,21 @@ func ChangedConfig(ws string, since time.Time) ConfigReport {
 	}
 	hosts := HostConfigNames()
 	filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || p == ws {
+		if p == ws {
+			return nil
+		}
+		if err != nil {
+			// A directory that cannot be listed (a command's chmod 311)
+			// hides what is in it from the walk, not from a tool that
+			// opens a path inside: it is named itself.
+			if d != nil && d.IsDir() {
+				if fi, ierr := d.Info(); ierr == nil && !changeTime(fi).Before(since) {
+					if rel, rerr := filepath.Rel(ws, p); rerr == nil {
+						r.Count++
+						r.Paths = append(r.Paths, filepath.ToSlash(rel)+"/ (rein could not look inside)")
+					}
+				}
+			}
 			return nil
 		}
 		if walked++; walked > maxConfigWalk {

@@ -264,6 +264,9 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 // configLine tells of the configuration a run or a session made or
 // changed: the count and the paths reported.
 func configLine(r workspace.ConfigReport, redact func(string) string) string {
+	if r.Count == 0 {
+		return "changed configuration your tools may read: none found, but the workspace has more entries than rein looked at, so some may be missed: review it before your tools run"
+	}
 	paths := make([]string, len(r.Paths))
 	for i, p := range r.Paths {
 		paths[i] = policy.Printable(redact(p))

@@ -441,7 +441,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	}
 	// The net under the protected set's table: whatever configuration
 	// the session left for the host's tools is named.
-	if r := workspace.ChangedConfig(ws, started); r.Count > 0 {
+	if r := workspace.ChangedConfig(ws, started); r.Count > 0 || r.Truncated {
 		detail, _ := json.Marshal(r)
 		store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
 		fmt.Fprintf(stderr, "rein launch: %s\n", configLine(r, red.Redact))
