@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -85,7 +84,7 @@ func TestProjectFileNoLink(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(f.ws, ".rein"), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := syscall.Mkfifo(f.proj, 0o644); err != nil {
+		if err := mkfifo(f.proj); err != nil {
 			t.Fatal(err)
 		}
 		refused("fifo", "a FIFO, not a regular file")

@@ -32,8 +32,10 @@ var (
 	guardianOnce sync.Once
 	guardianErr  error
 	// guardianPipe is the write end of the guardian's stdin: never
-	// written, never closed; its end, when the process ends however it
-	// ends, is the guardian's signal.
+	// written, never closed (held here so that no finalizer closes it);
+	// its end, when the process ends however it ends, is the guardian's
+	// signal.
+	//lint:ignore U1000 held open for the life of the process
 	guardianPipe *os.File
 )
 

@@ -1,0 +1,5 @@
+package policy
+
+import "errors"
+
+func mkfifo(string) error { return errors.New("no FIFO on Windows") }
