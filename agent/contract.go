@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/agent/evidence"
-	"github.com/reinhq/rein/workspace"
+	"github.com/reinhq/rein/tool"
 )
 
 // Contract is what a run is asked to do, as plain data, stored with the
@@ -262,7 +262,7 @@ type Outcome struct {
 
 // ConfigReport is the count and the first paths of the configuration a
 // run made or changed.
-type ConfigReport = workspace.ConfigReport
+type ConfigReport = tool.ConfigReport
 
 // GateStatus is how one gate attempt ended.
 type GateStatus string

@@ -13,6 +13,6 @@
 // process died without repeating an effect or a charge. The providers speak the vendors' wire formats
 // through the vendors' own SDKs, with their retries off.
 //
-// agent imports tool, trace, policy, shell and workspace; never the sandbox's
+// agent imports tool, trace, policy and shell; never the sandbox's
 // internals, and nothing below it imports agent.
 package agent

@@ -25,7 +25,6 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/workspace"
 )
 
 // Options are what a run is driven with.
@@ -259,19 +258,10 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 }
 
 // configChanged is the net under the protected set's table of the host's
-// configuration: every dotted file the run made or changed, which a tool
-// on the host may read (a hook manager, an editor, an agent no table
-// names yet), reported in the outcome and recorded in the trace.
+// configuration (tool.Router.ConfigChanged): every dotted file the run
+// made or changed, reported in the outcome and recorded in the trace.
 func (d *driver) configChanged(ctx context.Context) *ConfigReport {
-	r := workspace.ChangedConfig(d.c.Workspace, d.state.StartedAt)
-	if r.Count == 0 && !r.Truncated {
-		return nil
-	}
-	if d.o.Tool.Store != nil {
-		detail, _ := json.Marshal(r)
-		d.o.Tool.Store.Append(context.WithoutCancel(ctx), trace.SandboxEvent{RunID: d.router.RunID(), Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
-	}
-	return &r
+	return d.router.ConfigChanged(context.WithoutCancel(ctx), d.state.StartedAt)
 }
 
 // observedApprover puts every ask to the run's approver and tells the

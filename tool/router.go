@@ -383,6 +383,28 @@ func (r *Router) Close(status string) {
 	}
 }
 
+// ConfigReport is what the net under the host configuration table found
+// (workspace.ChangedConfig).
+type ConfigReport = workspace.ConfigReport
+
+// ConfigChanged is the net under the protected set's table of the host's
+// configuration: every dotted file of the workspace made or changed since
+// the time given, which a tool on the host may read (a hook manager, an
+// editor, an agent no table names yet). When there is any (or the walk
+// stopped short), it is recorded in the trace as a config_changed event of
+// the run and returned; else nil.
+func (r *Router) ConfigChanged(ctx context.Context, since time.Time) *ConfigReport {
+	rep := workspace.ChangedConfig(r.cfg.Policy.Workspace, since)
+	if rep.Count == 0 && !rep.Truncated {
+		return nil
+	}
+	if r.cfg.Store != nil {
+		detail, _ := json.Marshal(rep)
+		r.cfg.Store.Append(ctx, trace.SandboxEvent{RunID: r.runID, Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
+	}
+	return &rep
+}
+
 // RemoveResults removes the router's own result store (one kept past
 // Close with KeepResults), once its run has its final outcome.
 func (r *Router) RemoveResults() {
