@@ -19,6 +19,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -236,6 +237,19 @@ func initMain(dir string) int {
 	}
 	resultFile := os.NewFile(uintptr(req.ReportFD), "report")
 	defer resultFile.Close()
+	// The report is written once: by the end of the plan, or by the
+	// lifeline's end, whichever comes first.
+	var reportOnce sync.Once
+	writeReport := func(rep report) (err error) {
+		reportOnce.Do(func() {
+			var out []byte
+			if out, err = json.Marshal(rep); err == nil {
+				_, err = resultFile.Write(out)
+			}
+			resultFile.Close()
+		})
+		return err
+	}
 	runtime.LockOSThread()
 	// The command must not read the init's memory through /proc/PID/mem
 	// (the request, the environment it was built from).
@@ -288,7 +302,9 @@ func initMain(dir string) int {
 			// or dies.
 			var b [1]byte
 			lifeline.Read(b[:])
-			killTree(5 * time.Second)
+			// Said to rein, which has no cgroup to confirm it with where
+			// an ordinary user runs the landlock rung.
+			writeReport(report{Swept: killTree(5 * time.Second)})
 			os.Exit(137)
 		}()
 	}
@@ -333,14 +349,9 @@ func initMain(dir string) int {
 			unix.Close(null)
 		}
 	}
-	out, err := json.Marshal(rep)
-	if err == nil {
-		_, err = resultFile.Write(out)
-	}
-	if err != nil {
+	if err := writeReport(rep); err != nil {
 		return fail(err)
 	}
-	resultFile.Close()
 	return res.ExitCode
 }
 

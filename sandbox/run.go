@@ -571,13 +571,16 @@ func (r *run) lifelineClose() {
 func (r *run) finish(waitErr error, waited bool) {
 	res := &Result{Rung: r.rung}
 	var rep report
-	haveReport := false
+	// haveReport: the init ran the plan and said how it ended; swept: it
+	// saw its whole tree dead (at the plan's end, or when it was told to
+	// end the run).
+	haveReport, swept := false, false
 	// The init and bubblewrap, the only holders of the report pipe's write
 	// end, are gone: the read ends now, but is bounded all the same.
 	select {
 	case <-r.reportDone:
-		if json.Unmarshal(r.reportData, &rep) == nil && rep.Plan != nil {
-			haveReport = true
+		if json.Unmarshal(r.reportData, &rep) == nil {
+			haveReport, swept = rep.Plan != nil, rep.Swept
 		}
 	case <-time.After(drainWait):
 	}
@@ -609,7 +612,7 @@ func (r *run) finish(waitErr error, waited bool) {
 		res.Containment = "pid namespace"
 	default:
 		res.Containment = "subreaper"
-		if !haveReport || !rep.Swept {
+		if !swept {
 			res.Poisoned = "the init ended before it confirmed that its tree was dead, and no cgroup can confirm it: processes the command started may still run"
 		}
 	}
