@@ -514,7 +514,7 @@ func (p *Policy) checkExamples(r *Rule) error {
 			g, err := anchorGlob(ex, p.Home, p.Workspace)
 			return err == nil && one.matchPath(g) != nil
 		case r.Act == ActNet:
-			return netExample(r.Pattern, ex)
+			return netExample(r.Pattern, r.Effect, ex)
 		}
 		return one.matchString(ex) != nil
 	}

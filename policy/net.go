@@ -137,7 +137,8 @@ func (s *ruleSet) pathRuleFor(t netTarget) *Rule {
 	return nil
 }
 
-// netExample reports whether a rule's example target is decided by it.
-func netExample(pattern, target string) bool {
-	return splitNetPattern(pattern).match(splitNetTarget(target), false)
+// netExample reports whether a rule's example target is decided by it, as
+// matchNet would decide it (a deny's or an ask's path in any letters).
+func netExample(pattern string, effect Decision, target string) bool {
+	return splitNetPattern(pattern).match(splitNetTarget(target), effect != Allow)
 }

@@ -190,3 +190,27 @@ func TestResultsPerRunSetting(t *testing.T) {
 		t.Fatalf("a zero size: %v", err)
 	}
 }
+
+// TestNetExamplesAsDecided: a net rule's examples are matched as the rule
+// decides targets: a deny's path in any letters, an allow's byte for byte.
+func TestNetExamplesAsDecided(t *testing.T) {
+	f := newFixture(t)
+	f.write(f.user, `[[rule]]
+act = "net"
+effect = "deny"
+pattern = "api.example.com:80/admin*"
+match = ["api.example.com:80/ADMIN/x"]
+`)
+	if _, err := Load(f.options()); err != nil {
+		t.Errorf("a deny's example in other letters: %v", err)
+	}
+	f.write(f.user, `[[rule]]
+act = "net"
+effect = "allow"
+pattern = "files.example.com:80/pub/*"
+not_match = ["files.example.com:80/PUB/x"]
+`)
+	if _, err := Load(f.options()); err != nil {
+		t.Errorf("an allow's not_match in other letters: %v", err)
+	}
+}
