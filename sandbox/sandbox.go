@@ -302,6 +302,13 @@ func (e *Error) Unwrap() error { return e.Err }
 // error among args, the last when there are several, is kept as its
 // cause: the reason reads as before and errors.Is and errors.As still
 // reach what failed.
+// cancelledBefore is the refusal of a run whose context ended before
+// anything of it started: nothing of the plan may run then (a fast command
+// would finish before the kill reached it).
+func cancelledBefore(ctx context.Context) error {
+	return refuse(Cancelled, "the run was cancelled before it started: %v", context.Cause(ctx))
+}
+
 func refuse(s Status, format string, args ...any) error {
 	e := &Error{Status: s, Reason: fmt.Sprintf(format, args...)}
 	for _, a := range args {
@@ -345,6 +352,9 @@ func Start(ctx context.Context, line *shell.Line, p Profile, stdout, stderr io.W
 	}
 	if line == nil || len(line.Pipelines) == 0 {
 		return nil, refuse(Denied, "an empty plan")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, cancelledBefore(ctx)
 	}
 	rung, note, err := chooseRung(ctx, p)
 	if err != nil {

@@ -99,6 +99,10 @@ func (pl *Pool) Start(ctx context.Context, line *shell.Line, p Profile, stdout, 
 	if !ok || line == nil || len(line.Pipelines) == 0 {
 		return Start(ctx, line, p, stdout, stderr)
 	}
+	if ctx.Err() != nil {
+		// The warm sandbox stays for the next call.
+		return nil, cancelledBefore(ctx)
+	}
 	if w := pl.take(key); w != nil {
 		if err := w.r.take(ctx, line, p, stdout, stderr); err == nil {
 			h := w.r.handle()
