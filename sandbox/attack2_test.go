@@ -103,7 +103,7 @@ func TestAttack2WarmSlotOfAnotherProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := &session{ws: ws}
+	other := &slotTable{ws: ws}
 	n, home, _, err := other.takeSlot()
 	if err != nil {
 		unlock()

@@ -15,7 +15,7 @@ import (
 // and the next run, or the next warm sandbox, would be given that HOME.
 func TestAttack3LostTrackKeepsSlot(t *testing.T) {
 	ws := workspaceDir(t)
-	s := sessionOf(ws)
+	s := slotsOf(ws)
 	n, home, _, err := s.takeSlot()
 	if err != nil {
 		t.Fatal(err)

@@ -103,11 +103,7 @@ func TestAttack4KillWhileTaken(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Close did not return")
 			}
-			s := sessionOf(ws)
-			s.mu.Lock()
-			refs := s.refs
-			s.mu.Unlock()
-			if refs != 0 {
+			if refs := sessionRuns(ws); refs != 0 {
 				t.Fatalf("the session is held by %d runs after every run ended", refs)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -70,16 +70,15 @@ type run struct {
 	reportDone   chan struct{}     // closed when the init's report is read
 	reportData   []byte
 	scratch      string
-	home, tmp    string   // the host's HOME and TMPDIR of the landlock and none rungs
-	slot         int      // the session's slot they are in, or -1
-	slotOf       *session // whose slot it is (a warm sandbox's before it joins)
+	home, tmp    string     // the host's HOME and TMPDIR of the landlock and none rungs
+	slot         int        // the session's slot they are in, or -1
+	slotOf       *slotTable // whose slot it is
 	hostIO       string
 	guard        *guard
 	saved        [2]*os.File // a warm sandbox's guard.json and repos.json, made empty while it waits
 	hidden       []string    // the workspace paths hidden from the command
 	repos        *repoMeta   // the repository metadata below the workspace, as it was
 	session      *session
-	changesAt    int
 	unlock       func()
 	outBuf       *headTail
 	errBuf       *headTail
@@ -138,7 +137,6 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 			return nil, err
 		}
 		r.unlock = r.session.leave
-		r.changesAt = r.session.mark()
 		r.protected = r.session.protected
 	} else {
 		r.protected = existing(p.Workspace, protectedPaths(p.Workspace))
@@ -169,11 +167,8 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		// The bwrap rung mounts its HOME and /tmp at fixed paths; the
 		// others name host directories, which must not change from run to
 		// run either.
-		// A warm sandbox takes its slot without joining the session.
-		r.slotOf = r.session
-		if r.slotOf == nil {
-			r.slotOf = sessionOf(p.Workspace)
-		}
+		// A warm sandbox takes its slot before it joins the session.
+		r.slotOf = slotsOf(p.Workspace)
 		if r.slot, r.home, r.tmp, err = r.slotOf.takeSlot(); err != nil {
 			return nil, err
 		}
@@ -656,7 +651,7 @@ func (r *run) finish(waitErr error, waited bool) {
 	}
 	var planted []string
 	if r.guard != nil {
-		planted = append(r.session.restore(r.changesAt), r.repos.putBack()...)
+		planted = append(r.session.restore(), r.repos.putBack()...)
 	}
 	if haveReport {
 		res.Stages, res.ExitCode = rep.Plan.Stages, rep.Plan.ExitCode

@@ -358,37 +358,16 @@ func around(dir string, excluded []string) []string {
 	return out
 }
 
-// session is the runs of one workspace in this process. They share the
-// workspace lock, taken by the first and released by the last, so that
-// runs of other processes wait for all of them; and the baseline of the
-// protected files, taken when the first started: every run's end puts the
-// protected files back to it, so a run that starts while another has
-// changed them never takes the change for the original.
-//
-// Runs of one session build their views while others run: every bind the
-// view takes from the workspace is opened without following links and
-// bound by descriptor (sandbox/bwrap), so a running command cannot swap a
-// path for a link under the next run's mount.
-type session struct {
+// slotTable is the HOME and TMPDIR slots of one workspace's runs in this
+// process, on the rungs without a mount namespace: each process has its
+// own, and the lock on a slot's directory keeps the runs of another
+// process out of it.
+type slotTable struct {
 	ws string
 	mu sync.Mutex
-	// refs counts the runs in the session; unlock releases the lock.
-	refs     int
-	unlock   func()
-	baseline *guard
-	whole    bool
-	// protected are the protected paths the session's runs bind.
-	protected []string
-	// starting is closed when the run starting the session has the lock
-	// (or failed to get it).
-	starting chan struct{}
-	// changed are the protected paths put back in the session so far:
-	// a run reports every one put back while it ran, whichever run's end
-	// found it, since runs side by side cannot tell whose it was.
-	changed []string
-	// slots are the HOME and TMPDIR directories of the session's runs on
-	// the rungs without a mount namespace, by index: true while a run
-	// holds one (or forever, once a run lost track of a process).
+	// slots are the HOME and TMPDIR directories of the runs on the rungs
+	// without a mount namespace, by index: true while a run holds one (or
+	// forever, once a run lost track of a process).
 	slots []bool
 	// slotLocks hold, for each slot a run holds, the lock on its
 	// directory that keeps other processes' runs out of it.
@@ -399,7 +378,7 @@ type session struct {
 // its own, emptied, at paths that stay the same from one run to the next
 // (slot 0 for a run alone): a toolchain that keys its caches on them (go
 // test's results depend on HOME and TMPDIR) then finds them again.
-func (s *session) takeSlot() (n int, home, tmp string, err error) {
+func (s *slotTable) takeSlot() (n int, home, tmp string, err error) {
 	slots, err := stateDir("slots")
 	if err != nil {
 		return 0, "", "", err
@@ -504,13 +483,13 @@ func chmodDir(p string) {
 	os.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), 0o700)
 }
 
-func (s *session) slotDir(slots string, n int) string {
+func (s *slotTable) slotDir(slots string, n int) string {
 	return filepath.Join(slots, fmt.Sprintf("%s-%d", workspaceKey(s.ws), n))
 }
 
 // releaseSlot empties slot n and frees it, unless a process of its run may
 // still be alive (keep), when it is marked on disk and never used again.
-func (s *session) releaseSlot(n int, keep bool) {
+func (s *slotTable) releaseSlot(n int, keep bool) {
 	if slots, err := stateDir("slots"); err == nil {
 		if keep {
 			os.WriteFile(s.slotDir(slots, n)+".poisoned", nil, 0o600)
@@ -544,162 +523,28 @@ func lockSlot(dir string) (*os.File, error) {
 	return f, nil
 }
 
-var sessions = struct {
+var slotTables = struct {
 	sync.Mutex
-	m map[string]*session
-}{m: map[string]*session{}}
+	m map[string]*slotTable
+}{m: map[string]*slotTable{}}
 
-// joinSession joins the workspace's session, starting one when none is
-// running: it waits for the lock, makes .git/hooks where a repository has
-// none (protection covers only what exists), and takes the baseline.
-// whole is whether the run's rung guards the whole protected set (it
-// cannot bind it read-only); a run that needs that cannot join a session
-// whose baseline lacks it.
-func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
-	s := sessionOf(ws)
-	for {
-		s.mu.Lock()
-		if s.refs > 0 {
-			defer s.mu.Unlock()
-			// A landlock run can change the protected files while it runs
-			// (they are put back after), so a bwrap run beside it could
-			// not trust the paths it binds; and a landlock run needs a
-			// baseline of the whole set, which a bwrap session does not
-			// take.
-			if whole != s.whole {
-				return nil, refuse(Unavailable, "runs on another rung hold the workspace (%s), and runs on the bwrap and the landlock rungs do not share one: wait for them to end", map[bool]string{true: "landlock or none", false: "bwrap"}[s.whole])
-			}
-			s.refs++
-			return s, nil
-		}
-		if ch := s.starting; ch != nil {
-			// Another run of this process is starting the session: wait
-			// for it (the lock is one per process), or for the caller.
-			s.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, refuse(Cancelled, "another run holds the workspace")
-			}
-		}
-		ch := make(chan struct{})
-		s.starting = ch
-		s.mu.Unlock()
-		unlock, g, protected, err := startSession(ctx, ws, whole)
-		s.mu.Lock()
-		s.starting = nil
-		close(ch)
-		if err == nil {
-			s.refs, s.unlock, s.baseline, s.whole, s.protected = 1, unlock, g, whole, protected
-		}
-		s.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-}
-
-// sessionOf is the workspace's session in this process, joined or not.
-func sessionOf(ws string) *session {
-	sessions.Lock()
-	defer sessions.Unlock()
-	s := sessions.m[ws]
+// slotsOf is the workspace's slot table in this process.
+func slotsOf(ws string) *slotTable {
+	slotTables.Lock()
+	defer slotTables.Unlock()
+	s := slotTables.m[ws]
 	if s == nil {
-		s = &session{ws: ws}
-		sessions.m[ws] = s
+		s = &slotTable{ws: ws}
+		slotTables.m[ws] = s
 	}
 	return s
 }
 
-// startSession waits for the workspace lock (without holding the
-// session), makes .git/hooks where a repository has none and .rein where
-// the workspace has none, and takes the
-// baseline and the protected paths of a new session.
-func startSession(ctx context.Context, ws string, whole bool) (func(), *guard, []string, error) {
-	unlock, err := lockWorkspace(ctx, ws)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	// What runs of a rein that died left behind is put back before the
-	// baseline is taken, or the baseline would hold their plants.
-	sweep()
-	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
-		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			unlock()
-			return nil, nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
-		}
-	}
-	// rein's own directory is made where the workspace has none, so that
-	// it is bound read-only like the rest: a command cannot create a
-	// policy, or a link to another project's, for the next rein to read.
-	// A workspace rein cannot write is one its commands cannot either.
-	if err := os.Mkdir(filepath.Join(ws, ".rein"), 0o755); err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.EROFS) {
-		unlock()
-		return nil, nil, nil, refuse(Unavailable, "creating .rein to protect it: %v", err)
-	}
-	// On the bwrap rung the protected paths are bind mounts and only git's
-	// redirections need guarding; on the others the whole protected set
-	// is kept and put back.
-	g, err := newGuard(ws, whole)
-	if err != nil {
-		unlock()
-		return nil, nil, nil, err
-	}
-	// The protected paths are fixed for the session: a run binds those
-	// that existed when it began, which every run of the session has bound
-	// read-only since, so no command of it can have swapped them for a
-	// link. A path that appears later is not bound until the next session.
-	var protected []string
-	for _, rel := range protectedPaths(ws) {
-		if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
-			protected = append(protected, rel)
-		}
-	}
-	return unlock, g, protected, nil
-}
-
-// mark is where a run starts in the session's list of changes.
-func (s *session) mark() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.changed)
-}
-
-// restore puts the protected files back to the baseline and names what
-// was put back since mark: by this run's end or another's.
-func (s *session) restore(mark int) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.changed = append(s.changed, s.baseline.restore()...)
-	return dedupe(s.changed[mark:])
-}
-
-// shared reports whether other runs are in the session.
-func (s *session) shared() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refs > 1
-}
-
-// leave ends a run's part in the session; the last one out releases the
-// lock.
-func (s *session) leave() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refs == 0 {
-		return
-	}
-	if s.refs--; s.refs == 0 {
-		s.unlock()
-		s.unlock, s.baseline, s.changed = nil, nil, nil
-	}
-}
-
-// lockWorkspace takes the workspace's run lock, a file outside the
+// lockWorkspace takes the workspace's session lock, a file outside the
 // workspace (where the command cannot remove it), waiting until it is
-// free or ctx ends.
+// free or ctx ends. It guards the session's state on disk and is held
+// only while a run joins or leaves the session, a session begins or ends,
+// or what a run changed is put back: never while a command runs.
 func lockWorkspace(ctx context.Context, ws string) (func(), error) {
 	dir, err := stateDir("locks")
 	if err != nil {
@@ -714,6 +559,8 @@ func lockWorkspaceIn(ctx context.Context, dir, ws string) (func(), error) {
 	if err != nil {
 		return nil, refuse(Unavailable, "opening the workspace lock: %v", err)
 	}
+	// Held for milliseconds: it is asked for again soon, then less often.
+	wait := 500 * time.Microsecond
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
@@ -726,9 +573,10 @@ func lockWorkspaceIn(ctx context.Context, dir, ws string) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, refuse(Cancelled, "another run holds the workspace")
-		case <-time.After(20 * time.Millisecond):
+			return nil, refuse(Cancelled, "another rein held the workspace's session lock (joining or leaving its session, or putting back what a run changed) until the call was cancelled")
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 }
 

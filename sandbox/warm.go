@@ -492,7 +492,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	r.live = [2]io.Writer{stdout, stderr}
 	r.warm = true
 	r.mu.Unlock()
-	r.start, r.changesAt = time.Now(), sess.mark()
+	r.start = time.Now()
 	err = r.planEnc.Encode(plan)
 	r.planW.Close()
 	if err != nil {

@@ -67,18 +67,10 @@ func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlite.Store, er
 // landlock rung grants nothing of the real HOME but those paths. A key in
 // the workspace, or beside the store, is refused.
 func traceKey(store, workspace string) (*trace.Key, error) {
-	path := os.Getenv("REIN_TRACE_KEY")
-	if path == "" {
-		dir, err := sandbox.StateDir("keys")
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(dir, "trace.key")
+	path, err := sandbox.KeyPath()
+	if err != nil {
+		return nil, err
 	}
-	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("REIN_TRACE_KEY %q is not an absolute path", path)
-	}
-	path = filepath.Clean(path)
 	if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
 		path = filepath.Join(real, filepath.Base(path))
 	}

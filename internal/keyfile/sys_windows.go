@@ -1,4 +1,4 @@
-package trace
+package keyfile
 
 import (
 	"io/fs"

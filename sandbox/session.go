@@ -1,0 +1,598 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/reinhq/rein/internal/keyfile"
+)
+
+// A workspace's session is shared by the runs of every rein process of
+// the user in it: they run at once, whichever process started them. Its
+// state lives on disk, in rein's state directory (where no run of any
+// rung can read or write, and outside the landlock rung's HOME and TMPDIR
+// slots), in two files beside the workspace's lock:
+//
+//   - KEY.session: the runs in the session (each with its owner's pid and
+//     start time, and where it starts in the list of changes), the
+//     protected paths its runs bind, the rung kind, the changes put back
+//     so far, and the digest of the baseline; sealed with an HMAC under
+//     the user's trace key, which every joiner checks before it trusts
+//     the baseline.
+//   - KEY.baseline: the protected files as they were, which every run's
+//     end puts back.
+//
+// The lock is held only to join, to leave, to begin or end the session
+// and to put back what a run changed, never while a command runs: no run
+// waits for another's command. A run whose process died is reaped by the
+// next one to take the lock; the session ends with its last run.
+type session struct {
+	ws    string
+	id    string // this run's, in the session's list of runs
+	whole bool
+	// protected are the protected paths this run binds: those of the
+	// session that existed when it joined.
+	protected []string
+	// baseline is the protected files as the session had them when this
+	// run joined.
+	baseline *guard
+	// mark is where this run starts in the session's list of changes.
+	mark int
+	// others says that other runs were in the session while this one was.
+	others bool
+	left   bool
+	mu     sync.Mutex
+}
+
+// sessionState is the sealed part of a session's state.
+type sessionState struct {
+	Version    int       `json:"version"`
+	Workspace  string    `json:"workspace"`
+	Whole      bool      `json:"whole"`
+	Began      time.Time `json:"began"`
+	BaselineAt time.Time `json:"baseline_at"`
+	// Baseline is the sha256, in hex, of the baseline file's bytes.
+	Baseline  string       `json:"baseline"`
+	Protected []string     `json:"protected"`
+	Runs      []sessionRun `json:"runs"`
+	// Changed are the changes found in the session, the oldest dropped
+	// past maxChanged; ChangedFrom is the index of the first kept.
+	Changed     []string `json:"changed,omitempty"`
+	ChangedFrom int      `json:"changed_from,omitempty"`
+}
+
+// sessionRun is one run in a session.
+type sessionRun struct {
+	ID  string `json:"id"`
+	PID int    `json:"pid"`
+	// Start is its process's start time, in clock ticks after boot: a
+	// pid used again by another process is not taken for the run's.
+	Start uint64 `json:"start"`
+}
+
+const (
+	sessionVersion = 1
+	// rebaselineEvery is how old a session's baseline may grow before a
+	// run that joins takes it again: the host's own edits of the
+	// protected files (a .vscode/settings.json, a .git/config) are then
+	// not put back for as long as a background run keeps the session.
+	rebaselineEvery = 10 * time.Minute
+	// maxChanged bounds the changes a session keeps to report.
+	maxChanged = 1024
+	// sealLabel is the HMAC's purpose: a sum made for another is never
+	// valid for a session.
+	sealLabel = "rein sandbox session\x00"
+)
+
+// sessionPaths are the session files of workspace ws.
+func sessionPaths(ws string) (state, baseline string, err error) {
+	dir, err := stateDir("locks")
+	if err != nil {
+		return "", "", err
+	}
+	base := filepath.Join(dir, workspaceKey(ws))
+	return base + ".session", base + ".baseline", nil
+}
+
+// KeyPath is the user's trace key, which keys the trace's hash chain and
+// seals the sandbox's shared session state: REIN_TRACE_KEY when set, else
+// trace.key in rein's state directory.
+func KeyPath() (string, error) {
+	if p := os.Getenv("REIN_TRACE_KEY"); p != "" {
+		if !filepath.IsAbs(p) {
+			return "", refuse(InvalidPath, "REIN_TRACE_KEY %q is not an absolute path", p)
+		}
+		return filepath.Clean(p), nil
+	}
+	dir, err := stateDir("keys")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "trace.key"), nil
+}
+
+var sessionKeys = struct {
+	sync.Mutex
+	path   string
+	secret []byte
+}{}
+
+// sessionKey is the trace key's secret, read once per process (for the
+// same path), refused where a command of ws could read it.
+func sessionKey(ws string) ([]byte, error) {
+	path, err := KeyPath()
+	if err != nil {
+		return nil, err
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
+		path = filepath.Join(real, filepath.Base(path))
+	}
+	if within(path, ws) {
+		return nil, refuse(Denied, "the trace key %s is inside the workspace %s, where a command could read it and forge the session's state: set REIN_TRACE_KEY to a file outside", path, ws)
+	}
+	sessionKeys.Lock()
+	defer sessionKeys.Unlock()
+	if sessionKeys.path == path && sessionKeys.secret != nil {
+		return sessionKeys.secret, nil
+	}
+	secret, err := keyfile.Load(path)
+	if err != nil {
+		return nil, refuse(Unavailable, "the trace key, which seals the workspace's session: %v", err)
+	}
+	sessionKeys.path, sessionKeys.secret = path, secret
+	return secret, nil
+}
+
+func seal(key []byte, ws string, data []byte) string {
+	m := hmac.New(sha256.New, key)
+	io.WriteString(m, sealLabel)
+	io.WriteString(m, ws+"\x00")
+	m.Write(data)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sessionFile is a session's files, its key, and this process's memo of
+// its baseline.
+type sessionFile struct {
+	ws, state, base string
+	key             []byte
+}
+
+func openSessionFile(ws string) (*sessionFile, error) {
+	state, base, err := sessionPaths(ws)
+	if err != nil {
+		return nil, err
+	}
+	key, err := sessionKey(ws)
+	if err != nil {
+		return nil, err
+	}
+	return &sessionFile{ws: ws, state: state, base: base, key: key}, nil
+}
+
+// read is the session's state, or nil when there is none. A state that
+// does not carry the seal is refused: the baseline in it is not trusted,
+// and nothing runs until it is removed.
+func (f *sessionFile) read() (*sessionState, error) {
+	data, err := readPrivate(f.state, 16<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, refuse(Unavailable, "reading the workspace's session %s: %v", f.state, err)
+	}
+	mac, body, ok := bytes.Cut(data, []byte("\n"))
+	var st sessionState
+	if !ok || !hmac.Equal(mac, []byte(seal(f.key, f.ws, body))) || json.Unmarshal(body, &st) != nil || st.Version != sessionVersion || st.Workspace != f.ws {
+		return nil, refuse(Denied, "the workspace's session state %s does not carry the seal rein puts on it with your trace key: something other than rein wrote it, or the key changed. No run trusts its baseline; remove the file (and %s) once no rein runs in %s", f.state, f.base, f.ws)
+	}
+	return &st, nil
+}
+
+// write replaces the session's state whole.
+func (f *sessionFile) write(st *sessionState) error {
+	body, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	data := append([]byte(seal(f.key, f.ws, body)+"\n"), body...)
+	return writeWhole(f.state, data)
+}
+
+// remove ends the session on disk.
+func (f *sessionFile) remove() {
+	os.Remove(f.state)
+	os.Remove(f.base)
+}
+
+// baselines is this process's memo of the baselines it read or took, by
+// digest: a baseline is read from disk only when another process took it.
+var baselines = struct {
+	sync.Mutex
+	m map[string]*guard
+}{m: map[string]*guard{}}
+
+// writeBaseline stores g as the session's baseline and returns its digest.
+func (f *sessionFile) writeBaseline(g *guard) (string, error) {
+	data, err := json.Marshal(g)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	digest := hex.EncodeToString(sum[:])
+	if err := writeWhole(f.base, data); err != nil {
+		return "", err
+	}
+	baselines.Lock()
+	clear(baselines.m)
+	baselines.m[digest] = g
+	baselines.Unlock()
+	return digest, nil
+}
+
+// readBaseline is the baseline whose digest the sealed state names.
+func (f *sessionFile) readBaseline(digest string) (*guard, error) {
+	baselines.Lock()
+	g := baselines.m[digest]
+	baselines.Unlock()
+	if g != nil {
+		return g, nil
+	}
+	data, err := readPrivate(f.base, 2*maxGuarded+(16<<20))
+	if err != nil {
+		return nil, refuse(Unavailable, "reading the session's baseline %s: %v", f.base, err)
+	}
+	sum := sha256.Sum256(data)
+	g = &guard{}
+	if hex.EncodeToString(sum[:]) != digest || json.Unmarshal(data, g) != nil || g.Workspace != f.ws {
+		return nil, refuse(Denied, "the session's baseline %s is not the one its sealed state names: something other than rein changed it. Remove it and %s once no rein runs in %s", f.base, f.state, f.ws)
+	}
+	baselines.Lock()
+	clear(baselines.m)
+	baselines.m[digest] = g
+	baselines.Unlock()
+	return g, nil
+}
+
+// readPrivate reads a file of rein's state directory without following a
+// link, bounded.
+func readPrivate(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
+}
+
+// writeWhole writes data to path through a new file renamed over it: a
+// process killed mid-write leaves the old state, never half of the new.
+func writeWhole(path string, data []byte) error {
+	var b [6]byte
+	rand.Read(b[:])
+	tmp := fmt.Sprintf("%s.%d-%s", path, os.Getpid(), hex.EncodeToString(b[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// selfStart is this process's start time (procStart).
+var selfStart = sync.OnceValue(func() uint64 {
+	s, _ := procStart(os.Getpid())
+	return s
+})
+
+// procStart is process pid's start time in clock ticks after boot (the
+// 22nd field of /proc/PID/stat), and whether it is alive: neither gone
+// nor a zombie.
+func procStart(pid int) (uint64, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	// pid (comm) state ...: comm may hold anything, the fields follow
+	// its last parenthesis.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	// state is field 3, starttime field 22: indices 0 and 19 here.
+	if len(fields) < 20 || fields[0] == "Z" || fields[0] == "X" {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(fields[19], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return start, true
+}
+
+// live reports whether the run's process is the one that joined, alive.
+func (r sessionRun) live() bool {
+	start, ok := procStart(r.PID)
+	return ok && start == r.Start
+}
+
+// reap drops the runs whose process died: what they left is put back by
+// their guardian, or by the sweep of the next session to begin.
+func (st *sessionState) reap() {
+	st.Runs = slices.DeleteFunc(st.Runs, func(r sessionRun) bool { return !r.live() })
+}
+
+// addChanges records changes found in the session.
+func (st *sessionState) addChanges(changes []string) {
+	st.Changed = append(st.Changed, changes...)
+	if over := len(st.Changed) - maxChanged; over > 0 {
+		st.Changed = slices.Delete(st.Changed, 0, over)
+		st.ChangedFrom += over
+	}
+}
+
+// since are the changes recorded from mark on.
+func (st *sessionState) since(mark int) []string {
+	i := mark - st.ChangedFrom
+	if i < 0 {
+		return append([]string{fmt.Sprintf("(%d earlier changes, no longer listed)", -i)}, st.Changed...)
+	}
+	if i > len(st.Changed) {
+		return nil
+	}
+	return slices.Clone(st.Changed[i:])
+}
+
+// joinSession joins the workspace's session, beginning one when no run
+// of any process is in it: the lock is held for that only. whole is
+// whether the run's rung guards the whole protected set (it cannot bind
+// it read-only); runs that do and runs that do not never share a session.
+func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
+	f, err := openSessionFile(ws)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := lockWorkspace(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	var g *guard
+	if st != nil {
+		st.reap()
+	}
+	if st == nil || len(st.Runs) == 0 {
+		if st, g, err = beginSession(f, whole); err != nil {
+			return nil, err
+		}
+	} else {
+		// A landlock run can change the protected files while it runs
+		// (they are put back after), so a bwrap run beside it could not
+		// trust the paths it binds; and a landlock run needs a baseline of
+		// the whole set, which a bwrap session does not take.
+		if whole != st.Whole {
+			return nil, refuse(Unavailable, "runs on the %s rung hold the workspace's session, and runs on the bwrap and the landlock rungs never share one (a landlock command can change the protected files, which a bwrap run binds): run this one when they have ended", map[bool]string{true: "landlock or none", false: "bwrap"}[st.Whole])
+		}
+		if g, err = f.readBaseline(st.Baseline); err != nil {
+			return nil, err
+		}
+		if time.Since(st.BaselineAt) >= rebaselineEvery || st.BaselineAt.After(time.Now()) {
+			if g, err = rebaseline(f, st, g); err != nil {
+				return nil, err
+			}
+		}
+		// A protected path that appeared in the session is bound from now
+		// on, by descriptor and without following a link: a link planted
+		// there refuses the run rather than being followed.
+		for _, rel := range existing(ws, protectedPaths(ws)) {
+			if !slices.Contains(st.Protected, rel) {
+				st.Protected = append(st.Protected, rel)
+			}
+		}
+	}
+	s := &session{ws: ws, id: newRunID(), whole: whole, baseline: g, protected: existing(ws, st.Protected), mark: st.ChangedFrom + len(st.Changed), others: len(st.Runs) > 0}
+	st.Runs = append(st.Runs, sessionRun{ID: s.id, PID: os.Getpid(), Start: selfStart()})
+	if err := f.write(st); err != nil {
+		return nil, refuse(Unavailable, "writing the workspace's session %s: %v", f.state, err)
+	}
+	return s, nil
+}
+
+// beginSession puts back what runs of a rein that died left behind, makes
+// .git/hooks where a repository has none and .rein where the workspace
+// has none, and takes the baseline and the protected paths of a new
+// session. The caller holds the lock.
+func beginSession(f *sessionFile, whole bool) (*sessionState, *guard, error) {
+	ws := f.ws
+	// Before the baseline is taken, or the baseline would hold their
+	// plants.
+	sweep()
+	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
+		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
+		}
+	}
+	// rein's own directory is made where the workspace has none, so that
+	// it is bound read-only like the rest: a command cannot create a
+	// policy, or a link to another project's, for the next rein to read.
+	// A workspace rein cannot write is one its commands cannot either.
+	if err := os.Mkdir(filepath.Join(ws, ".rein"), 0o755); err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrPermission) && !errors.Is(err, syscall.EROFS) {
+		return nil, nil, refuse(Unavailable, "creating .rein to protect it: %v", err)
+	}
+	// On the bwrap rung the protected paths are bind mounts and only git's
+	// redirections and the agents' configuration need guarding; on the
+	// others the whole protected set is kept and put back.
+	g, err := newGuard(ws, whole)
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	st := &sessionState{Version: sessionVersion, Workspace: ws, Whole: whole, Began: now, BaselineAt: now, Protected: existing(ws, protectedPaths(ws))}
+	if st.Baseline, err = f.writeBaseline(g); err != nil {
+		return nil, nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
+	}
+	return st, g, nil
+}
+
+// rebaseline takes the session's baseline again: what differs from the
+// old one was changed while the session's runs went on, by one of them
+// or on the host. It is not put back (the host's own edits stay) but
+// recorded, so that every run that was going on reports it.
+func rebaseline(f *sessionFile, st *sessionState, old *guard) (*guard, error) {
+	g, err := newGuard(f.ws, st.Whole)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	for rel, e := range g.Entries {
+		if was, ok := old.Entries[rel]; !ok || !same(was, e) {
+			changed = append(changed, rel)
+		}
+	}
+	for rel := range old.Entries {
+		if _, ok := g.Entries[rel]; !ok {
+			changed = append(changed, rel)
+		}
+	}
+	slices.Sort(changed)
+	for i, rel := range changed {
+		changed[i] = rel + " (changed while the session's runs went on, by one of them or on the host; kept as the new baseline)"
+	}
+	st.addChanges(changed)
+	if st.Baseline, err = f.writeBaseline(g); err != nil {
+		return nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
+	}
+	st.BaselineAt = time.Now()
+	return g, nil
+}
+
+func newRunID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// restore puts the protected files back to the session's baseline and
+// names what was found changed since the run joined: by this run's end or
+// another's, in this process or another, since runs side by side cannot
+// tell whose it was.
+func (s *session) restore() []string {
+	f, err := openSessionFile(s.ws)
+	var unlock func()
+	if err == nil {
+		unlock, err = lockWorkspace(context.Background(), s.ws)
+	}
+	if err != nil {
+		// Without the session's state, the baseline this run joined with.
+		return dedupe(s.baseline.restore())
+	}
+	defer unlock()
+	st, err := f.read()
+	g := s.baseline
+	if err == nil && st != nil {
+		if b, err := f.readBaseline(st.Baseline); err == nil {
+			g = b
+		}
+	}
+	fixed := g.restore()
+	if err != nil || st == nil {
+		return dedupe(fixed)
+	}
+	st.reap()
+	st.addChanges(fixed)
+	s.mu.Lock()
+	s.others = s.others || slices.ContainsFunc(st.Runs, func(r sessionRun) bool { return r.ID != s.id })
+	s.mu.Unlock()
+	f.write(st)
+	return dedupe(st.since(s.mark))
+}
+
+// shared reports whether other runs were in the session while this one was.
+func (s *session) shared() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.others
+}
+
+// leave ends the run's part in the session, once; the last run out ends
+// the session.
+func (s *session) leave() {
+	s.mu.Lock()
+	if s.left {
+		s.mu.Unlock()
+		return
+	}
+	s.left = true
+	s.mu.Unlock()
+	f, err := openSessionFile(s.ws)
+	if err != nil {
+		return
+	}
+	unlock, err := lockWorkspace(context.Background(), s.ws)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	st, err := f.read()
+	if err != nil || st == nil {
+		return
+	}
+	st.Runs = slices.DeleteFunc(st.Runs, func(r sessionRun) bool { return r.ID == s.id })
+	st.reap()
+	if len(st.Runs) == 0 {
+		f.remove()
+		return
+	}
+	f.write(st)
+}
+
+// sessionRuns is the number of live runs in the workspace's session, for
+// tests and reports.
+func sessionRuns(ws string) int {
+	f, err := openSessionFile(ws)
+	if err != nil {
+		return 0
+	}
+	st, err := f.read()
+	if err != nil || st == nil {
+		return 0
+	}
+	st.reap()
+	return len(st.Runs)
+}
