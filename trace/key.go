@@ -19,7 +19,6 @@ type Key struct {
 	id     string
 }
 
-
 // ID names the key without telling it: the first 8 bytes, in hex, of the
 // HMAC of a fixed text. Each keyed link records it, so that a trace
 // keyed with another key is told apart from an edited one.
