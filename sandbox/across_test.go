@@ -381,3 +381,52 @@ func TestSessionAcrossOtherRung(t *testing.T) {
 		t.Fatalf("a landlock run beside another process's bwrap run: %v", err)
 	}
 }
+
+// BenchmarkSessionJoin: a run's part in the workspace's shared session,
+// joined and left, beginning it (no other run in it: the sweep, the
+// baseline taken and written) and joining it (another run in it: the
+// sealed state read, checked and written), against the bare mechanism
+// under both, the session's lock taken and released.
+//
+//	go test ./sandbox -run '^$' -bench SessionJoin
+func BenchmarkSessionJoin(b *testing.B) {
+	root, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := filepath.Join(root, "ws")
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	ctx := context.Background()
+	b.Run("bare-lock", func(b *testing.B) {
+		for b.Loop() {
+			unlock, err := lockWorkspace(ctx, ws)
+			if err != nil {
+				b.Fatal(err)
+			}
+			unlock()
+		}
+	})
+	b.Run("begin", func(b *testing.B) {
+		for b.Loop() {
+			s, err := joinSession(ctx, ws, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.leave()
+		}
+	})
+	b.Run("join", func(b *testing.B) {
+		other, err := joinSession(ctx, ws, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer other.leave()
+		for b.Loop() {
+			s, err := joinSession(ctx, ws, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.leave()
+		}
+	})
+}
