@@ -59,7 +59,7 @@ hyperfine -N --warmup 5 --runs "${RUNS:-40}" --export-json "$work/alone.json" \
 "${rein[@]}" 'sleep 600' >/dev/null 2>&1 &
 bgpid=$!
 for _ in $(seq 100); do
-  ls "$REIN_CACHE_DIR"/locks/*.session >/dev/null 2>&1 && break
+  ls "$REIN_CACHE_DIR"/sessions/*.session >/dev/null 2>&1 && break
   sleep 0.05
 done
 hyperfine -N --warmup 5 --runs "${RUNS:-40}" --export-json "$work/beside.json" \

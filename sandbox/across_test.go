@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -123,6 +124,17 @@ func TestSessionAcrossProcesses(t *testing.T) {
 			res := runLine(t, ws, "echo beside", Profile{Rung: rung})
 			if res.Status != OK || res.Stdout.Text != "beside\n" {
 				t.Fatalf("the run beside: %s %q %q", res.Status, res.Reason, res.Stdout.Text)
+			}
+			// The session's files are out of every run's reach.
+			state, base, _ := sessionPaths(ws)
+			before, _ := os.ReadFile(state)
+			for _, line := range []string{"cat " + state, "cat " + base, "ls " + filepath.Dir(state), "sh -c 'echo forged > " + state + "'", "rm " + base} {
+				if res := runLine(t, ws, line, Profile{Rung: rung}); res.ExitCode == 0 || strings.Contains(res.Stdout.Text, "\"runs\"") {
+					t.Errorf("%s: %s %q", line, res.Status, res.Stdout.Text)
+				}
+			}
+			if after, _ := os.ReadFile(state); !fileExists(base) || !bytes.Equal(before, after) && !bytes.Contains(after, []byte(`"runs"`)) {
+				t.Errorf("a run reached the session's files: %q", after)
 			}
 			if _, err := os.Lstat(filepath.Join(ws, "release")); err == nil {
 				t.Fatal("released before the run beside ended")

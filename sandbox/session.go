@@ -30,7 +30,7 @@ import (
 // the user in it: they run at once, whichever process started them. Its
 // state lives on disk, in rein's state directory (where no run of any
 // rung can read or write, and outside the landlock rung's HOME and TMPDIR
-// slots), in two files beside the workspace's lock:
+// slots), in two files of its sessions directory:
 //
 //   - KEY.session: the runs in the session (each with its owner's pid and
 //     start time, and where it starts in the list of changes), the
@@ -105,7 +105,7 @@ const (
 
 // sessionPaths are the session files of workspace ws.
 func sessionPaths(ws string) (state, baseline string, err error) {
-	dir, err := stateDir("locks")
+	dir, err := stateDir("sessions")
 	if err != nil {
 		return "", "", err
 	}
