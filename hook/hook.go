@@ -84,6 +84,16 @@ func (d Decision) Output() Output {
 		PermissionDecisionReason: "rein: " + d.Reason, UpdatedInput: d.UpdatedInput}}
 }
 
+// stoppers are Claude Code's tools that only stop a background command
+// of the session (each, with why that is allowed with no rule): a
+// command that was let run, stopped, reaches nothing new, and an agent
+// that cannot stop its own background server waits for it to end (under
+// -p, Claude Code waits for its background commands before it exits).
+var stoppers = map[string]string{
+	"TaskStop":  "stops a background command of this session, which reaches nothing new",
+	"KillShell": "stops a background command of this session (TaskStop's former name), which reaches nothing new",
+}
+
 // commandKeys are the input fields by which a tool takes a command line.
 var commandKeys = []string{"command", "cmd"}
 
@@ -225,6 +235,13 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		// The search goes to the agent's provider, named by a pseudo-host
 		// that a [net] rule can allow.
 		return fromVerdict(p.CheckNet("web-search"))
+	}
+	if why, ok := stoppers[in.ToolName]; ok {
+		// A [tool] rule that names it still decides.
+		if v := p.CheckTool(in.ToolName); v.Rule != nil {
+			return fromVerdict(v)
+		}
+		return Decision{Answer: Allow, Reason: in.ToolName + " " + why}
 	}
 	d := fromVerdict(p.CheckTool(in.ToolName))
 	// A tool whose input carries a command (Monitor, a plugin's runner)

@@ -22,7 +22,7 @@ func fixture(t *testing.T) (*policy.Policy, *workspace.Workspace, string, string
 	os.WriteFile(filepath.Join(ws, "src", "main.go"), []byte("package main\n"), 0o644)
 	os.WriteFile(filepath.Join(ws, ".git", "config"), nil, 0o644)
 	proj := filepath.Join(root, "policy.toml")
-	os.WriteFile(proj, []byte("[[rule]]\nact = \"exec\"\neffect = \"deny\"\npattern = \"git push*\"\n\n[tool]\ndeny = [\"mcp__evil__*\"]\n"), 0o644)
+	os.WriteFile(proj, []byte("[[rule]]\nact = \"exec\"\neffect = \"deny\"\npattern = \"git push*\"\n\n[tool]\ndeny = [\"mcp__evil__*\", \"KillShell\"]\n"), 0o644)
 	// Allow rules count from the user's own file (an untrusted project's
 	// can only narrow).
 	user := filepath.Join(root, "user.toml")
@@ -85,6 +85,11 @@ func TestDecide(t *testing.T) {
 		{"mcp__evil__drop", `{}`, Deny, "mcp__evil__*"},
 		{"mcp__github__create_issue", `{"title":"x"}`, Ask, "no tool rule"},
 		{"SomethingNew", `{}`, Ask, ""},
+		// Stopping a background command of the session reaches nothing
+		// new: allowed with no rule; a [tool] rule naming it decides.
+		{"TaskStop", `{"task_id":"b1"}`, Allow, "stops a background command of this session"},
+		{"KillShell", `{"shell_id":"b1"}`, Deny, `"KillShell" (project layer`},
+		{"TaskStopper", `{}`, Ask, "no tool rule"},
 	} {
 		in, err := Parse([]byte(`{"session_id":"s","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"` + c.tool + `","tool_input":` + c.input + `}`))
 		if err != nil {

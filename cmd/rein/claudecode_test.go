@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,9 @@ type ccReply struct {
 	text  string
 	// again keeps the same turn for the next request.
 	again bool
+	// more are further tool calls in the same response, which Claude
+	// Code may run side by side.
+	more []ccReply
 }
 
 // ccTurn answers a request from the tool result the model last saw.
@@ -138,19 +142,26 @@ func (s *ccServer) serve(w http.ResponseWriter, r *http.Request) {
 		"model": req.Model, "content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 12, "output_tokens": 1}}})
 	stop := "end_turn"
 	if reply.tool != "" {
-		in, _ := json.Marshal(reply.input)
-		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": map[string]any{"type": "tool_use", "id": toolID, "name": reply.tool, "input": map[string]any{}}})
-		half := len(in) / 2
-		for _, part := range []string{string(in[:half]), string(in[half:])} {
-			ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+		for i, call := range append([]ccReply{reply}, reply.more...) {
+			in, _ := json.Marshal(call.input)
+			id := toolID
+			if i > 0 {
+				id = fmt.Sprintf("toolu_%04d%c", s.count, 'a'+i)
+			}
+			ev("content_block_start", map[string]any{"type": "content_block_start", "index": i,
+				"content_block": map[string]any{"type": "tool_use", "id": id, "name": call.tool, "input": map[string]any{}}})
+			half := len(in) / 2
+			for _, part := range []string{string(in[:half]), string(in[half:])} {
+				ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": part}})
+			}
+			ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 		}
 		stop = "tool_use"
 	} else {
 		ev("content_block_start", map[string]any{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}})
 		ev("content_block_delta", map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": reply.text}})
+		ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	}
-	ev("content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	ev("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 7}})
 	ev("message_stop", map[string]any{"type": "message_stop"})
 }
@@ -439,6 +450,100 @@ func TestClaudeCodeHeredocAndOpaque(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "opaque-a.txt")); err == nil {
 		t.Errorf("the asked line ran with nobody to approve it (the model saw %q)", seen[1])
+	}
+}
+
+// TestClaudeCodeSideBySide: with rein's hook confining Bash, Claude Code
+// runs two Bash calls of one response side by side and a background
+// server beside the calls after it, each its own rein shell process in
+// the same workspace, and none waits for another's end.
+func TestClaudeCodeSideBySide(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	// The server is up until told to stop (or 20 s), and says so in a
+	// file it removes when it ends.
+	os.WriteFile(filepath.Join(ws, "server.sh"), []byte("#!/bin/sh\ntouch server.up\ni=0\nwhile [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\nrm -f server.up\necho server stopped\n"), 0o755)
+	os.WriteFile(filepath.Join(ws, "client.sh"), []byte("#!/bin/sh\nif [ -e server.up ]; then echo 'server is up'; else echo 'no server'; fi\ntouch stop\n"), 0o755)
+	// A watcher that never ends on its own, until Claude Code stops it.
+	marker := fmt.Sprintf("rein-watcher-%d", os.Getpid())
+	os.WriteFile(filepath.Join(ws, "watch.sh"), []byte("#!/bin/sh\nexec sh -c 'while :; do touch beat; sleep 0.1; done; : "+marker+"'\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./server.sh\", \"./client.sh\", \"./watch.sh\", \"sleep\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	installHook(t, ws)
+
+	// Claude Code runs calls of one response side by side when it takes
+	// them all to be read-only, as it does sleep.
+	const nap = 3 * time.Second
+	s := newCCServer(t,
+		func(string) ccReply {
+			return ccReply{tool: "Bash", input: map[string]any{"command": "sleep 3", "description": "a"},
+				more: []ccReply{{tool: "Bash", input: map[string]any{"command": "sleep 3", "description": "b"}}}}
+		},
+		ccTool("Bash", map[string]any{"command": "./server.sh", "description": "serve", "run_in_background": true}),
+		ccTool("Bash", map[string]any{"command": "./client.sh", "description": "ask the server"}),
+		ccTool("Bash", map[string]any{"command": "./watch.sh", "description": "watch", "run_in_background": true}),
+		func(last string) ccReply {
+			// Stopped as the model stops a background command: by its id.
+			id, _, _ := strings.Cut(strings.TrimPrefix(last[strings.Index(last, "ID: "):], "ID: "), ".")
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				if _, err := os.Stat(filepath.Join(ws, "beat")); err == nil {
+					break
+				}
+			}
+			return ccReply{tool: "TaskStop", input: map[string]any{"task_id": id}}
+		},
+	)
+	res := runClaude(t, s, ws, home, "--permission-mode", "default")
+	seen := s.seen()
+	if len(seen) != 5 {
+		t.Fatalf("the model saw %d tool results: %q (%v)", len(seen), seen, res["result"])
+	}
+	// The server runs until the client, a later call, stops it: had the
+	// client waited for the server's end, it would find no server.
+	if !strings.Contains(seen[2], "server is up") {
+		t.Errorf("the call after the background server did not run beside it: %q", seen[2])
+	}
+	// The two sleeps, each a rein shell run of its own, overlapped, and
+	// neither lasted the other's nap as well: no run waited for the other.
+	code, out, stderr := rein(t, "trace", "runs", "--json", "--workspace", ws)
+	if code != 0 {
+		t.Fatalf("trace runs: %d %s", code, stderr)
+	}
+	type traceRun struct {
+		StartedAt time.Time `json:"started_at"`
+		EndedAt   time.Time `json:"ended_at"`
+		Source    string    `json:"source"`
+	}
+	var runs []traceRun
+	json.Unmarshal([]byte(out), &runs)
+	runs = slices.DeleteFunc(runs, func(r traceRun) bool {
+		return r.Source != "cli"
+	})
+	if len(runs) != 5 {
+		t.Fatalf("%d confined runs in the trace, want 5 (the model saw %q): %s", len(runs), seen, out)
+	}
+	// The sleeps are the first two to start.
+	slices.SortFunc(runs, func(x, y traceRun) int {
+		return x.StartedAt.Compare(y.StartedAt)
+	})
+	a, b := runs[0], runs[1]
+	for _, r := range runs[:2] {
+		if d := r.EndedAt.Sub(r.StartedAt); d < nap || d >= 2*nap-time.Second {
+			t.Errorf("a sleep's confined run took %v (it waited for the other?): %s", d, out)
+		}
+	}
+	if !a.StartedAt.Before(b.EndedAt) || !b.StartedAt.Before(a.EndedAt) {
+		t.Errorf("the two calls of one response did not overlap: %+v %+v", a, b)
+	}
+	// TaskStop ended the watcher's whole tree.
+	if !strings.Contains(seen[4], "stop") {
+		t.Errorf("TaskStop: %q", seen[4])
+	}
+	if left := testenv.ProcessesWith(marker); len(left) > 0 {
+		t.Errorf("the watcher outlived TaskStop: %v", left)
 	}
 }
 

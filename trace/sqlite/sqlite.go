@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -24,7 +25,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+	"modernc.org/sqlite" // the database/sql driver "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/reinhq/rein/trace"
 )
@@ -164,7 +166,7 @@ func Open(path string, r *trace.Redactor, opts ...Option) (*Store, error) {
 	// power loss of the last transactions); the busy timeout and
 	// immediate transactions let concurrent writers wait for each other
 	// instead of failing.
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := "file:" + path + fmt.Sprintf("?_pragma=busy_timeout(%d)&", busyTimeout.Milliseconds()) + "_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("trace: opening %s: %w", path, err)
@@ -181,9 +183,21 @@ func Open(path string, r *trace.Redactor, opts ...Option) (*Store, error) {
 		// it would hand it to whoever reads the trace.
 		s.redact = s.redact.WithKey(s.key)
 	}
-	if err := s.migrate(); err != nil {
-		db.Close()
-		return nil, err
+	// The first connection of a store none has made yet switches it to
+	// WAL, which SQLite refuses at once (SQLITE_BUSY, without the busy
+	// handler) while another process does the same: the switch is tried
+	// again, for as long as the busy timeout.
+	for deadline := time.Now().Add(busyTimeout); ; {
+		err := s.migrate()
+		if err == nil {
+			break
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().After(deadline) {
+			db.Close()
+			return nil, err
+		}
+		time.Sleep(time.Duration(2+rand.IntN(8)) * time.Millisecond)
 	}
 	// Every statement a write uses is prepared now, while the one
 	// connection is free: a transaction holds it later.
@@ -214,6 +228,9 @@ func insertQuery(tbl string, cols []column) string {
 	}
 	return fmt.Sprintf(`INSERT INTO %s (%s) VALUES (%s)`, tbl, strings.Join(names, ", "), strings.Join(marks, ", "))
 }
+
+// busyTimeout is how long a write waits for another's.
+const busyTimeout = 10 * time.Second
 
 // Path is where the store is.
 func (s *Store) Path() string { return s.path }
