@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,6 +253,16 @@ func TestSessionAcrossKilled(t *testing.T) {
 					t.Fatalf("after a rein killed %s, %d runs are left in the session", at, n)
 				}
 			}
+			// A rein killed while it wrote the session's state left its
+			// new file; the next session to begin removes it.
+			o := startOther(t, ws, rung, "true", "REIN_TEST_SESSION_DIE=locked")
+			o.cmd.Wait()
+			state, _, _ := sessionPaths(ws)
+			left := state + "." + strconv.Itoa(o.cmd.Process.Pid) + "-0123456789ab"
+			os.WriteFile(left, []byte("half"), 0o600)
+			if res := runLine(t, ws, "true", Profile{Rung: rung}); res.Status != OK || fileExists(left) {
+				t.Errorf("a dead rein's half-written state: %s, left %v", res.Status, fileExists(left))
+			}
 		})
 	}
 }
@@ -371,7 +382,7 @@ func TestSessionRebaseline(t *testing.T) {
 		t.Errorf("the host's edit was put back: %q", data)
 	}
 	got := long.restore()
-	if len(got) != 1 || !strings.HasPrefix(got[0], ".vscode/settings.json (changed while the session's runs went on") {
+	if len(got) != 1 || !strings.HasPrefix(got[0], ".vscode/settings.json (changed while the session's runs went on, by one of them (rein pid "+strconv.Itoa(os.Getpid())+") or on the host; kept as the new baseline)") {
 		t.Errorf("the run that was going on reports %q", got)
 	}
 }

@@ -235,3 +235,20 @@ func systemDirs() []string {
 	}
 	return out
 }
+
+// KeyPath is the user's trace key, which keys the trace's hash chain and
+// seals the sandbox's shared session state: REIN_TRACE_KEY when set, else
+// trace.key in rein's state directory.
+func KeyPath() (string, error) {
+	if p := os.Getenv("REIN_TRACE_KEY"); p != "" {
+		if !filepath.IsAbs(p) {
+			return "", refuse(InvalidPath, "REIN_TRACE_KEY %q is not an absolute path", p)
+		}
+		return filepath.Clean(p), nil
+	}
+	dir, err := stateDir("keys")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "trace.key"), nil
+}

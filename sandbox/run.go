@@ -702,7 +702,22 @@ func (r *run) finish(waitErr error, waited bool) {
 		}
 	case len(planted) > 0:
 		res.Status, res.PutBack = Failed, planted
-		res.Reason = "protected files were changed while the command ran, which the host would obey; rein put them back: " + strings.Join(planted, ", ")
+		var back, kept []string
+		for _, p := range planted {
+			if strings.HasSuffix(p, keptNote+")") {
+				kept = append(kept, p)
+			} else {
+				back = append(back, p)
+			}
+		}
+		var said []string
+		if len(back) > 0 {
+			said = append(said, "rein put them back: "+strings.Join(back, ", "))
+		}
+		if len(kept) > 0 {
+			said = append(said, "rein kept, since they may be the host's: "+strings.Join(kept, ", "))
+		}
+		res.Reason = "protected files were changed while the command ran, which the host would obey; " + strings.Join(said, "; ")
 		if r.session.shared() {
 			res.Reason += " (other runs shared the workspace meanwhile, so the change may be theirs)"
 		}

@@ -242,7 +242,9 @@ type Result struct {
 	// PutBack names what the command changed that the host would obey
 	// (git's hooks and config, rein's own files, repository metadata
 	// below the workspace that runs a program) and rein put back, each
-	// with how; the run then failed.
+	// with how; the run then failed. A change found while runs went on
+	// for longer than a session keeps a baseline (10 minutes) is kept,
+	// since it may be the host's, and named as kept.
 	PutBack []string `json:"put_back,omitempty"`
 	// RungNote says why auto did not take a stronger rung.
 	RungNote string `json:"rung_note,omitempty"`

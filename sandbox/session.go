@@ -113,23 +113,6 @@ func sessionPaths(ws string) (state, baseline string, err error) {
 	return base + ".session", base + ".baseline", nil
 }
 
-// KeyPath is the user's trace key, which keys the trace's hash chain and
-// seals the sandbox's shared session state: REIN_TRACE_KEY when set, else
-// trace.key in rein's state directory.
-func KeyPath() (string, error) {
-	if p := os.Getenv("REIN_TRACE_KEY"); p != "" {
-		if !filepath.IsAbs(p) {
-			return "", refuse(InvalidPath, "REIN_TRACE_KEY %q is not an absolute path", p)
-		}
-		return filepath.Clean(p), nil
-	}
-	dir, err := stateDir("keys")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, "trace.key"), nil
-}
-
 var sessionKeys = struct {
 	sync.Mutex
 	path   string
@@ -443,6 +426,18 @@ func beginSession(f *sessionFile, whole bool) (*sessionState, *guard, error) {
 	// Before the baseline is taken, or the baseline would hold their
 	// plants.
 	sweep()
+	// What a rein killed while it wrote the session's files left.
+	for _, p := range []string{f.state, f.base} {
+		tmps, _ := filepath.Glob(p + ".*-*")
+		for _, tmp := range tmps {
+			var pid int
+			if _, err := fmt.Sscanf(strings.TrimPrefix(tmp, p+"."), "%d-", &pid); err == nil && pid > 0 {
+				if _, live := procStart(pid); !live {
+					os.Remove(tmp)
+				}
+			}
+		}
+	}
 	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
 		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
@@ -491,8 +486,14 @@ func rebaseline(f *sessionFile, st *sessionState, old *guard) (*guard, error) {
 		}
 	}
 	slices.Sort(changed)
+	var pids []string
+	for _, r := range st.Runs {
+		if p := strconv.Itoa(r.PID); !slices.Contains(pids, p) {
+			pids = append(pids, p)
+		}
+	}
 	for i, rel := range changed {
-		changed[i] = rel + " (changed while the session's runs went on, by one of them or on the host; kept as the new baseline)"
+		changed[i] = fmt.Sprintf("%s (changed while the session's runs went on, by one of them (rein pid %s) or on the host; %s)", rel, strings.Join(pids, ", "), keptNote)
 	}
 	st.addChanges(changed)
 	if st.Baseline, err = f.writeBaseline(g); err != nil {
@@ -501,6 +502,10 @@ func rebaseline(f *sessionFile, st *sessionState, old *guard) (*guard, error) {
 	st.BaselineAt = time.Now()
 	return g, nil
 }
+
+// keptNote ends the report of a change the session took as its new
+// baseline rather than put back.
+const keptNote = "kept as the new baseline"
 
 func newRunID() string {
 	var b [8]byte
