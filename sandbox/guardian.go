@@ -103,21 +103,8 @@ func guardianMain(pidArg, runs string) int {
 // alive reports whether pid is a process that has not ended: neither gone
 // nor a zombie waiting to be reaped.
 func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: comm may hold anything, the state follows
-	// its last parenthesis.
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 || i+2 >= len(data) {
-		return true
-	}
-	state := data[i+2]
-	return state != 'Z' && state != 'X'
+	_, live := procStart(pid)
+	return live
 }
 
 // sweepPID puts back what the runs of the dead rein pid left in runs, after
