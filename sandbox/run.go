@@ -121,12 +121,12 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 	if rung == RungNone && p.Limits != (Limits{}) {
 		return nil, refuse(Unavailable, "the none rung cannot hold a command to a limit: unconfined, it can raise its own rlimits (as root) and leave its cgroup; run it on the bwrap or landlock rung")
 	}
-	// The runs of one workspace in this process share a session: the
-	// workspace lock (so runs of other processes wait) and the baseline of
-	// the protected files. A warm sandbox (no line yet) joins it only when
-	// it is taken: it holds neither the lock nor a baseline while it
-	// waits, and binds the protected paths that exist as it is made,
-	// which the taking checks against the session's, by identity too.
+	// The runs of one workspace, of every rein process, share a session
+	// (session.go): the baseline of the protected files and the paths
+	// bound read-only. A warm sandbox (no line yet) joins it only when it
+	// is taken: it is in no session while it waits, and binds the
+	// protected paths that exist as it is made, which the taking checks
+	// against the session's, by identity too.
 	if line != nil {
 		// What the run puts back must not depend on this process
 		// surviving it.

@@ -28,8 +28,8 @@ const (
 	// process keep at once (rein mcp over HTTP has a pool per session).
 	MaxWarmProcess = 8
 	// WarmIdle is how long a warm sandbox waits to be used. It holds
-	// neither the workspace's session nor its lock while it waits; it
-	// joins them when it is taken.
+	// no place in the workspace's session while it waits; it
+	// joins it when it is taken.
 	WarmIdle = 10 * time.Second
 	// RefillDelay is how long after a run's result the next warm sandbox
 	// for its profile starts. A call that comes sooner runs cold, as it
@@ -406,9 +406,8 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	hiddenAt := r.hidden
 	r.p.Timeout, r.p.Dir, r.p.SpoolDir, r.p.SpoolOverflow, r.p.Hidden = p.Timeout, p.Dir, p.SpoolDir, p.SpoolOverflow, p.Hidden
 	line, r.notFound = resolved(line, p)
-	// The workspace's session, as a cold run joins it: its lock (waiting
-	// for other processes' runs), its baseline of the protected files,
-	// taken now when the session begins now.
+	// The workspace's session, as a cold run joins it: its baseline of
+	// the protected files, taken now when the session begins now.
 	if err := ensureGuardian(); err != nil {
 		return err
 	}
