@@ -523,11 +523,12 @@ func (c *check) run(req request) []string {
 	if wd, err := os.Getwd(); err != nil || wd != req.Dir {
 		bad("the working directory is %q (%v), not %s", wd, err, req.Dir)
 	}
-	probe := filepath.Join(c.Workspace, fmt.Sprintf(".rein-preflight-%d", os.Getpid()))
-	f, err := os.OpenFile(probe, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// A name of its own: preflights of other processes run beside this
+	// one, each init pid 1 of its namespace.
+	f, err := os.CreateTemp(c.Workspace, ".rein-preflight-")
 	if err == nil {
 		f.Close()
-		os.Remove(probe)
+		os.Remove(f.Name())
 	}
 	switch {
 	case c.ReadOnly && err == nil:
