@@ -127,7 +127,8 @@ func TestSessionAcrossProcesses(t *testing.T) {
 				t.Fatalf("the run beside: %s %q %q", res.Status, res.Reason, res.Stdout.Text)
 			}
 			// The session's files are out of every run's reach.
-			state, base, _ := sessionPaths(ws)
+			prefix, _ := sessionBase(ws)
+			state, base := prefix+".session.0", prefix+".baseline.0"
 			before, _ := os.ReadFile(state)
 			for _, line := range []string{"cat " + state, "cat " + base, "ls " + filepath.Dir(state), "sh -c 'echo forged > " + state + "'", "rm " + base} {
 				if res := runLine(t, ws, line, Profile{Rung: rung}); res.ExitCode == 0 || strings.Contains(res.Stdout.Text, "\"runs\"") {
@@ -146,9 +147,6 @@ func TestSessionAcrossProcesses(t *testing.T) {
 			}
 			if n := sessionRuns(ws); n != 0 {
 				t.Errorf("the session holds %d runs after both ended", n)
-			}
-			if st, _, _ := sessionPaths(ws); fileExists(st) {
-				t.Errorf("the session's state %s outlived its last run", st)
 			}
 		})
 	}
@@ -253,15 +251,20 @@ func TestSessionAcrossKilled(t *testing.T) {
 					t.Fatalf("after a rein killed %s, %d runs are left in the session", at, n)
 				}
 			}
-			// A rein killed while it wrote the session's state left its
-			// new file; the next session to begin removes it.
-			o := startOther(t, ws, rung, "true", "REIN_TEST_SESSION_DIE=locked")
-			o.cmd.Wait()
-			state, _, _ := sessionPaths(ws)
-			left := state + "." + strconv.Itoa(o.cmd.Process.Pid) + "-0123456789ab"
-			os.WriteFile(left, []byte("half"), 0o600)
-			if res := runLine(t, ws, "true", Profile{Rung: rung}); res.Status != OK || fileExists(left) {
-				t.Errorf("a dead rein's half-written state: %s, left %v", res.Status, fileExists(left))
+			// A rein killed while it wrote the state cut its slot short:
+			// the other slot, whole, is read, and the cut one written next.
+			f, err := openSessionFile(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.read(); err != nil || f.slot < 0 {
+				t.Fatalf("the session's state: slot %d, %v", f.slot, err)
+			}
+			newest := f.statePath(f.slot)
+			data, _ := os.ReadFile(newest)
+			os.WriteFile(newest, data[:len(data)/2], 0o600)
+			if res := runLine(t, ws, "echo after", Profile{Rung: rung}); res.Status != OK || res.Stdout.Text != "after\n" {
+				t.Errorf("a run after a state cut short: %s %q", res.Status, res.Reason)
 			}
 		})
 	}
@@ -297,18 +300,14 @@ func TestSessionAcrossBeginTogether(t *testing.T) {
 // the sealed one.
 func TestSessionForged(t *testing.T) {
 	ws := workspaceDir(t)
-	st, base, err := sessionPaths(ws)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(st); os.Remove(base) })
 	f, err := openSessionFile(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A well-formed state of a live run (this process), sealed with
-	// another key.
-	forged := &sessionState{Version: sessionVersion, Workspace: ws, BaselineAt: time.Now(), Runs: []sessionRun{{ID: "x", PID: os.Getpid(), Start: selfStart()}}}
+	// A well-formed state of a live run (of the parent process), sealed
+	// with another key.
+	start, _ := procStart(os.Getppid())
+	forged := &sessionState{Version: sessionVersion, Workspace: ws, BaselineAt: time.Now(), Runs: []sessionRun{{ID: "x", PID: os.Getppid(), Start: start}}}
 	other := *f
 	other.key = []byte("not the user's key, 32 bytes long")
 	if err := other.write(forged); err != nil {
@@ -321,8 +320,9 @@ func TestSessionForged(t *testing.T) {
 	forged.Workspace = ws + "-other"
 	f2 := *f
 	f2.ws = forged.Workspace
-	body, _ := json.Marshal(forged)
-	os.WriteFile(st, []byte(seal(f.key, f2.ws, body)+"\n"+string(body)), 0o600)
+	if err := f2.write(forged); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := joinSession(context.Background(), ws, false); err == nil || !strings.Contains(err.Error(), "does not carry the seal") {
 		t.Fatalf("a state sealed for another workspace: %v", err)
 	}
@@ -332,16 +332,17 @@ func TestSessionForged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if forged.Baseline, err = f.writeBaseline(g); err != nil {
+	if err := f.writeBaseline(forged, g); err != nil {
 		t.Fatal(err)
 	}
+	forged.Seq = 10
 	if err := f.write(forged); err != nil {
 		t.Fatal(err)
 	}
 	baselines.Lock()
 	clear(baselines.m)
 	baselines.Unlock()
-	os.WriteFile(base, []byte(`{"workspace":"`+ws+`","entries":{}}`), 0o600)
+	os.WriteFile(f.baselinePath(forged.BaselineSlot), []byte(`{"workspace":"`+ws+`","entries":{}}`), 0o600)
 	if _, err := joinSession(context.Background(), ws, false); err == nil || !strings.Contains(err.Error(), "not the one its sealed state names") {
 		t.Fatalf("a baseline changed under a sealed state: %v", err)
 	}

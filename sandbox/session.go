@@ -30,16 +30,15 @@ import (
 // the user in it: they run at once, whichever process started them. Its
 // state lives on disk, in rein's state directory (where no run of any
 // rung can read or write, and outside the landlock rung's HOME and TMPDIR
-// slots), in two files of its sessions directory:
+// slots), in the sessions directory:
 //
-//   - KEY.session: the runs in the session (each with its owner's pid and
-//     start time, and where it starts in the list of changes), the
-//     protected paths its runs bind, the rung kind, the changes put back
-//     so far, and the digest of the baseline; sealed with an HMAC under
-//     the user's trace key, which every joiner checks before it trusts
-//     the baseline.
-//   - KEY.baseline: the protected files as they were, which every run's
-//     end puts back.
+//   - KEY.session.0 and .1: the runs in the session (each with its
+//     owner's pid and start time), the protected paths its runs bind, the
+//     rung kind, the changes found so far, and the digest of the
+//     baseline; sealed with an HMAC under the user's trace key, which
+//     every joiner checks before it trusts the baseline.
+//   - KEY.baseline.0 and .1: the protected files as they were, which every
+//     run's end puts back.
 //
 // The lock is held only to join, to leave, to begin or end the session
 // and to put back what a run changed, never while a command runs: no run
@@ -65,13 +64,17 @@ type session struct {
 
 // sessionState is the sealed part of a session's state.
 type sessionState struct {
-	Version    int       `json:"version"`
+	Version int `json:"version"`
+	// Seq counts the state's writes: the newer of the two slots wins.
+	Seq        uint64    `json:"seq"`
 	Workspace  string    `json:"workspace"`
 	Whole      bool      `json:"whole"`
 	Began      time.Time `json:"began"`
 	BaselineAt time.Time `json:"baseline_at"`
-	// Baseline is the sha256, in hex, of the baseline file's bytes.
-	Baseline  string       `json:"baseline"`
+	// Baseline is the sha256, in hex, of the baseline's bytes, in the
+	// baseline's slot BaselineSlot.
+	Baseline     string       `json:"baseline"`
+	BaselineSlot int          `json:"baseline_slot"`
 	Protected []string     `json:"protected"`
 	Runs      []sessionRun `json:"runs"`
 	// Changed are the changes found in the session, the oldest dropped
@@ -103,14 +106,13 @@ const (
 	sealLabel = "rein sandbox session\x00"
 )
 
-// sessionPaths are the session files of workspace ws.
-func sessionPaths(ws string) (state, baseline string, err error) {
+// sessionBase is where the session files of workspace ws begin.
+func sessionBase(ws string) (string, error) {
 	dir, err := stateDir("sessions")
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
-	base := filepath.Join(dir, workspaceKey(ws))
-	return base + ".session", base + ".baseline", nil
+	return filepath.Join(dir, workspaceKey(ws)), nil
 }
 
 var sessionKeys = struct {
@@ -153,15 +155,21 @@ func seal(key []byte, ws string, data []byte) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// sessionFile is a session's files, its key, and this process's memo of
-// its baseline.
+// sessionFile is a session's files and its key. The state and the
+// baseline each have two slots, written in place by turns: a rein killed
+// while it writes one leaves the other whole, and the state read is the
+// newest sealed one. Nothing is made, renamed or removed on the way (on
+// ext4 each costs a wait on the journal), but the first time a workspace
+// has a session.
 type sessionFile struct {
-	ws, state, base string
-	key             []byte
+	ws, base string
+	key      []byte
+	// slot is the state's slot last read or written, -1 for none.
+	slot int
 }
 
 func openSessionFile(ws string) (*sessionFile, error) {
-	state, base, err := sessionPaths(ws)
+	base, err := sessionBase(ws)
 	if err != nil {
 		return nil, err
 	}
@@ -169,42 +177,81 @@ func openSessionFile(ws string) (*sessionFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sessionFile{ws: ws, state: state, base: base, key: key}, nil
+	return &sessionFile{ws: ws, base: base, key: key, slot: -1}, nil
 }
 
-// read is the session's state, or nil when there is none. A state that
-// does not carry the seal is refused: the baseline in it is not trusted,
-// and nothing runs until it is removed.
+func (f *sessionFile) statePath(slot int) string    { return fmt.Sprintf("%s.session.%d", f.base, slot) }
+func (f *sessionFile) baselinePath(slot int) string { return fmt.Sprintf("%s.baseline.%d", f.base, slot) }
+
+// read is the session's newest sealed state, or nil when there is none.
+// A slot that does not carry the seal is passed over (a write that a
+// kill cut short) while the other does; with no sealed slot, the state is
+// refused: the baseline in it is not trusted, and nothing runs until the
+// files are removed.
 func (f *sessionFile) read() (*sessionState, error) {
-	data, err := readPrivate(f.state, 16<<20)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	var (
+		best     *sessionState
+		unsealed []string
+	)
+	f.slot = -1
+	for slot := range 2 {
+		path := f.statePath(slot)
+		data, err := readPrivate(path, 16<<20)
+		if errors.Is(err, fs.ErrNotExist) || err == nil && len(data) == 0 {
+			continue
+		}
+		if err != nil {
+			return nil, refuse(Unavailable, "reading the workspace's session %s: %v", path, err)
+		}
+		st := f.unseal(data)
+		if st == nil {
+			unsealed = append(unsealed, path)
+			continue
+		}
+		if best == nil || st.Seq > best.Seq {
+			best, f.slot = st, slot
+		}
 	}
-	if err != nil {
-		return nil, refuse(Unavailable, "reading the workspace's session %s: %v", f.state, err)
+	if best == nil && len(unsealed) > 0 {
+		return nil, refuse(Denied, "the workspace's session state (%s) does not carry the seal rein puts on it with your trace key: something other than rein wrote it, or the key changed. No run trusts its baseline; remove %s.* once no rein runs in %s", strings.Join(unsealed, ", "), f.base, f.ws)
 	}
-	mac, body, ok := bytes.Cut(data, []byte("\n"))
-	var st sessionState
-	if !ok || !hmac.Equal(mac, []byte(seal(f.key, f.ws, body))) || json.Unmarshal(body, &st) != nil || st.Version != sessionVersion || st.Workspace != f.ws {
-		return nil, refuse(Denied, "the workspace's session state %s does not carry the seal rein puts on it with your trace key: something other than rein wrote it, or the key changed. No run trusts its baseline; remove the file (and %s) once no rein runs in %s", f.state, f.base, f.ws)
-	}
-	return &st, nil
+	return best, nil
 }
 
-// write replaces the session's state whole.
+// unseal is the state in data ("MAC LENGTH\n" and the JSON), or nil when
+// it is not sealed for this workspace with the key.
+func (f *sessionFile) unseal(data []byte) *sessionState {
+	head, rest, ok := bytes.Cut(data, []byte("\n"))
+	mac, length, ok2 := strings.Cut(string(head), " ")
+	n, err := strconv.Atoi(length)
+	if !ok || !ok2 || err != nil || n < 0 || n > len(rest) {
+		return nil
+	}
+	body := rest[:n]
+	var st sessionState
+	if !hmac.Equal([]byte(mac), []byte(seal(f.key, f.ws, body))) || json.Unmarshal(body, &st) != nil || st.Version != sessionVersion || st.Workspace != f.ws {
+		return nil
+	}
+	return &st
+}
+
+// write stores the state in the slot the newest one is not in.
 func (f *sessionFile) write(st *sessionState) error {
+	st.Seq++
 	body, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	data := append([]byte(seal(f.key, f.ws, body)+"\n"), body...)
-	return writeWhole(f.state, data)
-}
-
-// remove ends the session on disk.
-func (f *sessionFile) remove() {
-	os.Remove(f.state)
-	os.Remove(f.base)
+	slot := 0
+	if f.slot == 0 {
+		slot = 1
+	}
+	data := append([]byte(seal(f.key, f.ws, body)+" "+strconv.Itoa(len(body))+"\n"), body...)
+	if err := writeInPlace(f.statePath(slot), data); err != nil {
+		return err
+	}
+	f.slot = slot
+	return nil
 }
 
 // baselines is this process's memo of the baselines it read or took, by
@@ -214,44 +261,53 @@ var baselines = struct {
 	m map[string]*guard
 }{m: map[string]*guard{}}
 
-// writeBaseline stores g as the session's baseline and returns its digest.
-func (f *sessionFile) writeBaseline(g *guard) (string, error) {
+// writeBaseline stores g as the session's baseline in the slot st does
+// not name, and names it in st (which the caller writes next: until then,
+// st's old baseline is whole).
+func (f *sessionFile) writeBaseline(st *sessionState, g *guard) error {
 	data, err := json.Marshal(g)
 	if err != nil {
-		return "", err
+		return err
 	}
 	sum := sha256.Sum256(data)
 	digest := hex.EncodeToString(sum[:])
-	if err := writeWhole(f.base, data); err != nil {
-		return "", err
+	slot := 1 - st.BaselineSlot
+	if st.Baseline == "" {
+		slot = 0
 	}
+	if err := writeInPlace(f.baselinePath(slot), data); err != nil {
+		return err
+	}
+	st.Baseline, st.BaselineSlot, st.BaselineAt = digest, slot, time.Now()
 	baselines.Lock()
 	clear(baselines.m)
 	baselines.m[digest] = g
 	baselines.Unlock()
-	return digest, nil
+	return nil
 }
 
-// readBaseline is the baseline whose digest the sealed state names.
-func (f *sessionFile) readBaseline(digest string) (*guard, error) {
+// readBaseline is the baseline the sealed state names, checked against
+// its digest.
+func (f *sessionFile) readBaseline(st *sessionState) (*guard, error) {
 	baselines.Lock()
-	g := baselines.m[digest]
+	g := baselines.m[st.Baseline]
 	baselines.Unlock()
 	if g != nil {
 		return g, nil
 	}
-	data, err := readPrivate(f.base, 2*maxGuarded+(16<<20))
+	path := f.baselinePath(st.BaselineSlot)
+	data, err := readPrivate(path, 2*maxGuarded+(16<<20))
 	if err != nil {
-		return nil, refuse(Unavailable, "reading the session's baseline %s: %v", f.base, err)
+		return nil, refuse(Unavailable, "reading the session's baseline %s: %v", path, err)
 	}
 	sum := sha256.Sum256(data)
 	g = &guard{}
-	if hex.EncodeToString(sum[:]) != digest || json.Unmarshal(data, g) != nil || g.Workspace != f.ws {
-		return nil, refuse(Denied, "the session's baseline %s is not the one its sealed state names: something other than rein changed it. Remove it and %s once no rein runs in %s", f.base, f.state, f.ws)
+	if hex.EncodeToString(sum[:]) != st.Baseline || json.Unmarshal(data, g) != nil || g.Workspace != f.ws {
+		return nil, refuse(Denied, "the session's baseline %s is not the one its sealed state names: something other than rein changed it. Remove %s.* once no rein runs in %s", path, f.base, f.ws)
 	}
 	baselines.Lock()
 	clear(baselines.m)
-	baselines.m[digest] = g
+	baselines.m[st.Baseline] = g
 	baselines.Unlock()
 	return g, nil
 }
@@ -270,27 +326,21 @@ func readPrivate(path string, limit int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, limit))
 }
 
-// writeWhole writes data to path through a new file renamed over it: a
-// process killed mid-write leaves the old state, never half of the new.
-func writeWhole(path string, data []byte) error {
-	var b [6]byte
-	rand.Read(b[:])
-	tmp := fmt.Sprintf("%s.%d-%s", path, os.Getpid(), hex.EncodeToString(b[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow|syscall.O_CLOEXEC, 0o600)
+// writeInPlace makes the file at path (a plain file of rein's, made the
+// first time) hold data.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	if _, err := f.WriteAt(data, 0); err != nil {
+		return err
 	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return f.Truncate(int64(len(data)))
 }
 
 // selfStart is this process's start time (procStart).
@@ -331,11 +381,27 @@ func (r sessionRun) live() bool {
 	return ok && start == r.Start
 }
 
-// reap drops the runs whose process died: what they left is put back by
-// their guardian, or by the sweep of the next session to begin.
+// reap drops the runs whose process died (what they left is put back by
+// their guardian, or by the sweep of the next session to begin), and
+// those of this process that are no longer in it: a state read from the
+// older slot, after a write a kill cut short, may still list them.
 func (st *sessionState) reap() {
-	st.Runs = slices.DeleteFunc(st.Runs, func(r sessionRun) bool { return !r.live() })
+	self := os.Getpid()
+	ours.Lock()
+	defer ours.Unlock()
+	st.Runs = slices.DeleteFunc(st.Runs, func(r sessionRun) bool {
+		if r.PID == self && r.Start == selfStart() {
+			return !ours.m[r.ID]
+		}
+		return !r.live()
+	})
 }
+
+// ours are the ids of this process's runs in a session.
+var ours = struct {
+	sync.Mutex
+	m map[string]bool
+}{m: map[string]bool{}}
 
 // addChanges records changes found in the session.
 func (st *sessionState) addChanges(changes []string) {
@@ -381,7 +447,7 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 		st.reap()
 	}
 	if st == nil || len(st.Runs) == 0 {
-		if st, g, err = beginSession(f, whole); err != nil {
+		if st, g, err = beginSession(f, st, whole); err != nil {
 			return nil, err
 		}
 	} else {
@@ -392,7 +458,7 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 		if whole != st.Whole {
 			return nil, refuse(Unavailable, "runs on the %s rung hold the workspace's session, and runs on the bwrap and the landlock rungs never share one (a landlock command can change the protected files, which a bwrap run binds): run this one when they have ended", map[bool]string{true: "landlock or none", false: "bwrap"}[st.Whole])
 		}
-		if g, err = f.readBaseline(st.Baseline); err != nil {
+		if g, err = f.readBaseline(st); err != nil {
 			return nil, err
 		}
 		if time.Since(st.BaselineAt) >= rebaselineEvery || st.BaselineAt.After(time.Now()) {
@@ -411,8 +477,14 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 	}
 	s := &session{ws: ws, id: newRunID(), whole: whole, baseline: g, protected: existing(ws, st.Protected), mark: st.ChangedFrom + len(st.Changed), others: len(st.Runs) > 0}
 	st.Runs = append(st.Runs, sessionRun{ID: s.id, PID: os.Getpid(), Start: selfStart()})
+	ours.Lock()
+	ours.m[s.id] = true
+	ours.Unlock()
 	if err := f.write(st); err != nil {
-		return nil, refuse(Unavailable, "writing the workspace's session %s: %v", f.state, err)
+		ours.Lock()
+		delete(ours.m, s.id)
+		ours.Unlock()
+		return nil, refuse(Unavailable, "writing the workspace's session %s: %v", f.base, err)
 	}
 	return s, nil
 }
@@ -420,24 +492,12 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 // beginSession puts back what runs of a rein that died left behind, makes
 // .git/hooks where a repository has none and .rein where the workspace
 // has none, and takes the baseline and the protected paths of a new
-// session. The caller holds the lock.
-func beginSession(f *sessionFile, whole bool) (*sessionState, *guard, error) {
+// session after prev (nil for none). The caller holds the lock.
+func beginSession(f *sessionFile, prev *sessionState, whole bool) (*sessionState, *guard, error) {
 	ws := f.ws
 	// Before the baseline is taken, or the baseline would hold their
 	// plants.
 	sweep()
-	// What a rein killed while it wrote the session's files left.
-	for _, p := range []string{f.state, f.base} {
-		tmps, _ := filepath.Glob(p + ".*-*")
-		for _, tmp := range tmps {
-			var pid int
-			if _, err := fmt.Sscanf(strings.TrimPrefix(tmp, p+"."), "%d-", &pid); err == nil && pid > 0 {
-				if _, live := procStart(pid); !live {
-					os.Remove(tmp)
-				}
-			}
-		}
-	}
 	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
 		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
@@ -457,9 +517,13 @@ func beginSession(f *sessionFile, whole bool) (*sessionState, *guard, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	now := time.Now()
-	st := &sessionState{Version: sessionVersion, Workspace: ws, Whole: whole, Began: now, BaselineAt: now, Protected: existing(ws, protectedPaths(ws))}
-	if st.Baseline, err = f.writeBaseline(g); err != nil {
+	st := &sessionState{Version: sessionVersion, Workspace: ws, Whole: whole, Began: time.Now(), Protected: existing(ws, protectedPaths(ws))}
+	if prev != nil {
+		// The new baseline goes to the slot the old state does not name,
+		// and the new state after the old one.
+		st.Seq, st.Baseline, st.BaselineSlot = prev.Seq, prev.Baseline, prev.BaselineSlot
+	}
+	if err := f.writeBaseline(st, g); err != nil {
 		return nil, nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
 	}
 	return st, g, nil
@@ -496,10 +560,9 @@ func rebaseline(f *sessionFile, st *sessionState, old *guard) (*guard, error) {
 		changed[i] = fmt.Sprintf("%s (changed while the session's runs went on, by one of them (rein pid %s) or on the host; %s)", rel, strings.Join(pids, ", "), keptNote)
 	}
 	st.addChanges(changed)
-	if st.Baseline, err = f.writeBaseline(g); err != nil {
+	if err := f.writeBaseline(st, g); err != nil {
 		return nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
 	}
-	st.BaselineAt = time.Now()
 	return g, nil
 }
 
@@ -531,7 +594,7 @@ func (s *session) restore() []string {
 	st, err := f.read()
 	g := s.baseline
 	if err == nil && st != nil {
-		if b, err := f.readBaseline(st.Baseline); err == nil {
+		if b, err := f.readBaseline(st); err == nil {
 			g = b
 		}
 	}
@@ -539,12 +602,15 @@ func (s *session) restore() []string {
 	if err != nil || st == nil {
 		return dedupe(fixed)
 	}
+	runs := len(st.Runs)
 	st.reap()
 	st.addChanges(fixed)
 	s.mu.Lock()
 	s.others = s.others || slices.ContainsFunc(st.Runs, func(r sessionRun) bool { return r.ID != s.id })
 	s.mu.Unlock()
-	f.write(st)
+	if len(fixed) > 0 || len(st.Runs) != runs {
+		f.write(st)
+	}
 	return dedupe(st.since(s.mark))
 }
 
@@ -565,6 +631,11 @@ func (s *session) leave() {
 	}
 	s.left = true
 	s.mu.Unlock()
+	defer func() {
+		ours.Lock()
+		delete(ours.m, s.id)
+		ours.Unlock()
+	}()
 	f, err := openSessionFile(s.ws)
 	if err != nil {
 		return
@@ -580,10 +651,8 @@ func (s *session) leave() {
 	}
 	st.Runs = slices.DeleteFunc(st.Runs, func(r sessionRun) bool { return r.ID == s.id })
 	st.reap()
-	if len(st.Runs) == 0 {
-		f.remove()
-		return
-	}
+	// The last run out ends the session: its state stays, with no run,
+	// for the next to begin after.
 	f.write(st)
 }
 
