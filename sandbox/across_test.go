@@ -34,7 +34,7 @@ func sessionHelper() {
 	switch os.Getenv("REIN_TEST_SESSION_DIE") {
 	case "":
 	case "joined":
-		if _, err := joinSession(context.Background(), ws, whole); err != nil {
+		if _, err := joinSession(context.Background(), ws, whole, true); err != nil {
 			os.Exit(3)
 		}
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -46,7 +46,7 @@ func sessionHelper() {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	case "restored":
 		// Dies after putting back, before leaving.
-		s, err := joinSession(context.Background(), ws, whole)
+		s, err := joinSession(context.Background(), ws, whole, true)
 		if err != nil {
 			os.Exit(3)
 		}
@@ -313,7 +313,7 @@ func TestSessionForged(t *testing.T) {
 	if err := other.write(forged); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := joinSession(context.Background(), ws, false); err == nil || !strings.Contains(err.Error(), "does not carry the seal") {
+	if _, err := joinSession(context.Background(), ws, false, true); err == nil || !strings.Contains(err.Error(), "does not carry the seal") {
 		t.Fatalf("a state sealed with another key: %v", err)
 	}
 	// Sealed for another workspace.
@@ -323,7 +323,7 @@ func TestSessionForged(t *testing.T) {
 	if err := f2.write(forged); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := joinSession(context.Background(), ws, false); err == nil || !strings.Contains(err.Error(), "does not carry the seal") {
+	if _, err := joinSession(context.Background(), ws, false, true); err == nil || !strings.Contains(err.Error(), "does not carry the seal") {
 		t.Fatalf("a state sealed for another workspace: %v", err)
 	}
 	// Sealed, naming a baseline that is not the one on disk.
@@ -332,7 +332,7 @@ func TestSessionForged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.writeBaseline(forged, g); err != nil {
+	if err := f.writeBaseline(forged, &baseline{Guard: g}); err != nil {
 		t.Fatal(err)
 	}
 	forged.Seq = 10
@@ -343,7 +343,7 @@ func TestSessionForged(t *testing.T) {
 	clear(baselines.m)
 	baselines.Unlock()
 	os.WriteFile(f.baselinePath(forged.BaselineSlot), []byte(`{"workspace":"`+ws+`","entries":{}}`), 0o600)
-	if _, err := joinSession(context.Background(), ws, false); err == nil || !strings.Contains(err.Error(), "not the one its sealed state names") {
+	if _, err := joinSession(context.Background(), ws, false, true); err == nil || !strings.Contains(err.Error(), "not the one its sealed state names") {
 		t.Fatalf("a baseline changed under a sealed state: %v", err)
 	}
 }
@@ -355,7 +355,7 @@ func TestSessionRebaseline(t *testing.T) {
 	ws := workspaceDir(t)
 	os.MkdirAll(filepath.Join(ws, ".vscode"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte("{}\n"), 0o644)
-	long, err := joinSession(context.Background(), ws, false)
+	long, err := joinSession(context.Background(), ws, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +371,7 @@ func TestSessionRebaseline(t *testing.T) {
 	unlock()
 	// The user's edit on the host, while the long run goes on.
 	os.WriteFile(filepath.Join(ws, ".vscode", "settings.json"), []byte("{\"editor.tabSize\": 2}\n"), 0o644)
-	next, err := joinSession(context.Background(), ws, false)
+	next, err := joinSession(context.Background(), ws, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +432,7 @@ func BenchmarkSessionJoin(b *testing.B) {
 	})
 	b.Run("begin", func(b *testing.B) {
 		for b.Loop() {
-			s, err := joinSession(ctx, ws, false)
+			s, err := joinSession(ctx, ws, false, true)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -440,17 +440,103 @@ func BenchmarkSessionJoin(b *testing.B) {
 		}
 	})
 	b.Run("join", func(b *testing.B) {
-		other, err := joinSession(ctx, ws, false)
+		other, err := joinSession(ctx, ws, false, true)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer other.leave()
 		for b.Loop() {
-			s, err := joinSession(ctx, ws, false)
+			s, err := joinSession(ctx, ws, false, true)
 			if err != nil {
 				b.Fatal(err)
 			}
 			s.leave()
 		}
 	})
+}
+
+// A run that starts while another process's command has planted an
+// agent's configuration below the top takes no plant for the original:
+// the repository metadata it puts back is the session's, taken before
+// any command ran, so the plant, removed by its own command, is not made
+// again by the other run's end.
+func TestSessionAcrossNoPlantInBaseline(t *testing.T) {
+	for _, rung := range rungs {
+		t.Run(string(rung), func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+			plant := filepath.Join(ws, "sub", ".claude", "settings.json")
+			a := startOther(t, ws, rung, `sh -c 'mkdir -p sub/.claude && echo evil > sub/.claude/settings.json; touch planted; while [ ! -e go ]; do sleep 0.02; done; rm -rf sub/.claude; touch removed; while [ ! -e release ]; do sleep 0.02; done'`)
+			waitFile(t, filepath.Join(ws, "planted"))
+			done := make(chan *Result, 1)
+			go func() {
+				l, _ := shell.Parse(`sh -c 'touch b-started; while [ ! -e b-release ]; do sleep 0.02; done'`)
+				res, _ := Run(context.Background(), l, Profile{Workspace: ws, Rung: rung}, nil, nil)
+				done <- res
+			}()
+			waitFile(t, filepath.Join(ws, "b-started"))
+			os.WriteFile(filepath.Join(ws, "go"), nil, 0o644)
+			waitFile(t, filepath.Join(ws, "removed"))
+			os.WriteFile(filepath.Join(ws, "b-release"), nil, 0o644)
+			b := <-done
+			if fileExists(plant) {
+				data, _ := os.ReadFile(plant)
+				t.Fatalf("the other run's end made the plant again: %q (%s %q)", data, b.Status, b.Reason)
+			}
+			os.WriteFile(filepath.Join(ws, "release"), nil, 0o644)
+			a.wait(t)
+			if fileExists(plant) {
+				t.Fatal("the plant is there after both runs")
+			}
+		})
+	}
+}
+
+// A run that plants and then outlives its timeout still names what was
+// put back.
+func TestSessionPlantThenTimeout(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, `sh -c 'mkdir -p .claude && echo evil > .claude/settings.json; sleep 30'`, Profile{Rung: rung, Timeout: time.Second})
+		if res.Status != Timeout || !slices.Contains(res.PutBack, ".claude") || !strings.Contains(res.Reason, "rein put them back: ") {
+			t.Fatalf("%s %q %v", res.Status, res.Reason, res.PutBack)
+		}
+		if fileExists(filepath.Join(ws, ".claude")) {
+			t.Fatal("the plant is still there")
+		}
+	})
+}
+
+// What a killed rein's guardian puts back is reported by the runs that
+// were going on beside it.
+func TestSessionAcrossGuardianReports(t *testing.T) {
+	for _, rung := range rungs {
+		t.Run(string(rung), func(t *testing.T) {
+			requireRung(t, rung)
+			ws := workspaceDir(t)
+			done := make(chan *Result, 1)
+			go func() {
+				l, _ := shell.Parse(`sh -c 'touch a-started; while [ ! -e a-release ]; do sleep 0.02; done'`)
+				res, _ := Run(context.Background(), l, Profile{Workspace: ws, Rung: rung}, nil, nil)
+				done <- res
+			}()
+			waitFile(t, filepath.Join(ws, "a-started"))
+			b := startOther(t, ws, rung, `sh -c 'mkdir -p .claude && echo evil > .claude/settings.json; touch planted; sleep 60'`)
+			waitFile(t, filepath.Join(ws, "planted"))
+			b.cmd.Process.Kill()
+			b.cmd.Wait()
+			for deadline := time.Now().Add(20 * time.Second); fileExists(filepath.Join(ws, ".claude")) && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if fileExists(filepath.Join(ws, ".claude")) {
+				t.Fatal("the killed rein's guardian did not put the plant back")
+			}
+			os.WriteFile(filepath.Join(ws, "a-release"), nil, 0o644)
+			a := <-done
+			if a.Status != Failed || !slices.Contains(a.PutBack, ".claude") {
+				t.Fatalf("the run going on does not report what the guardian put back: %s %q %v", a.Status, a.Reason, a.PutBack)
+			}
+		})
+	}
 }

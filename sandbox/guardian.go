@@ -87,6 +87,9 @@ func guardianMain(pidArg, runs string) int {
 		fmt.Fprintln(os.Stderr, "rein guardian: rein starts it")
 		return 2
 	}
+	// rein's state directory is the one its runs are in, whatever rein
+	// chose it by (sandbox.SetCacheDir does not reach this process).
+	SetCacheDir(filepath.Dir(runs))
 	io.Copy(io.Discard, os.Stdin)
 	// The pipe ends as rein's descriptors close: it is dead (a zombie
 	// until its parent reaps it) at once or very soon.
@@ -128,7 +131,10 @@ func sweepPID(runs string, pid int) {
 		if ws := savedWorkspace(d); ws != "" {
 			unlock, err := lockWorkspaceIn(context.Background(), filepath.Join(filepath.Dir(runs), "locks"), ws)
 			if err == nil {
-				if _, err := os.Lstat(d); err == nil {
+				// To the session's baseline, which may be newer than the
+				// one the run saved, and recorded there for the runs
+				// going on beside it to report.
+				if _, err := os.Lstat(d); err == nil && !putBackForDead(ws) {
 					restoreSaved(filepath.Join(d, "guard.json"))
 					repoMetaSaved(filepath.Join(d, "repos.json"))
 				}

@@ -133,7 +133,7 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		if err := ensureGuardian(); err != nil {
 			return nil, err
 		}
-		if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap); err != nil {
+		if r.session, err = joinSession(ctx, p.Workspace, rung != RungBwrap, !p.ReadOnly); err != nil {
 			return nil, err
 		}
 		r.unlock = r.session.leave
@@ -216,9 +216,11 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		}
 	}
 	if !p.ReadOnly && r.session != nil {
+		// The session's, for every run alike: a run that starts while
+		// another's command has planted takes no plant for the original.
 		// Kept on disk too: if rein is killed mid-run, the next run's
 		// sweep puts the protected files back from it.
-		r.guard = r.session.baseline
+		r.guard, r.repos = r.session.baseline.Guard, r.session.baseline.Repos
 		if err := r.guard.save(filepath.Join(r.scratch, "guard.json")); err != nil {
 			return nil, refuse(Unavailable, "saving the protected files: %v", err)
 		}
@@ -651,7 +653,7 @@ func (r *run) finish(waitErr error, waited bool) {
 	}
 	var planted []string
 	if r.guard != nil {
-		planted = append(r.session.restore(), r.repos.putBack()...)
+		planted = r.session.restore()
 	}
 	if haveReport {
 		res.Stages, res.ExitCode = rep.Plan.Stages, rep.Plan.ExitCode
@@ -701,26 +703,8 @@ func (r *run) finish(waitErr error, waited bool) {
 			res.Reason = fmt.Sprintf("the sandbox's init ended (%v) without a report and printed nothing: %v", waitErr, ErrNoInit)
 		}
 	case len(planted) > 0:
-		res.Status, res.PutBack = Failed, planted
-		var back, kept []string
-		for _, p := range planted {
-			if strings.HasSuffix(p, keptNote+")") {
-				kept = append(kept, p)
-			} else {
-				back = append(back, p)
-			}
-		}
-		var said []string
-		if len(back) > 0 {
-			said = append(said, "rein put them back: "+strings.Join(back, ", "))
-		}
-		if len(kept) > 0 {
-			said = append(said, "rein kept, since they may be the host's: "+strings.Join(kept, ", "))
-		}
-		res.Reason = "protected files were changed while the command ran, which the host would obey; " + strings.Join(said, "; ")
-		if r.session.shared() {
-			res.Reason += " (other runs shared the workspace meanwhile, so the change may be theirs)"
-		}
+		res.Status = Failed
+		res.Reason = r.plantedReason(planted)
 	case res.ExitCode == 0:
 		res.Status = OK
 	default:
@@ -729,6 +713,15 @@ func (r *run) finish(waitErr error, waited bool) {
 			if st.Status == runplan.Unavailable {
 				res.Status, res.Reason = Unavailable, fmt.Sprintf("%s: %s", st.Argv[0], st.Error)
 			}
+		}
+	}
+	// What was put back is named whatever ended the run (a timeout, a
+	// cancel, an init killed before it reported): a command that plants
+	// and then outlives its timeout must not hide its plant.
+	if len(planted) > 0 {
+		res.PutBack = planted
+		if res.Status != Failed || !strings.HasPrefix(res.Reason, "protected files were changed") {
+			res.Reason += "; " + r.plantedReason(planted)
 		}
 	}
 	// A limit that ended a process is named even when the line went on
@@ -750,6 +743,31 @@ func (r *run) finish(waitErr error, waited bool) {
 	res.Warm = r.warm
 	r.mu.Unlock()
 	r.res = res
+}
+
+// plantedReason says what of the protected files was put back (or kept
+// as the session's new baseline) after the run.
+func (r *run) plantedReason(planted []string) string {
+	var back, kept []string
+	for _, p := range planted {
+		if strings.HasSuffix(p, keptNote+")") {
+			kept = append(kept, p)
+		} else {
+			back = append(back, p)
+		}
+	}
+	var said []string
+	if len(back) > 0 {
+		said = append(said, "rein put them back: "+strings.Join(back, ", "))
+	}
+	if len(kept) > 0 {
+		said = append(said, "rein kept, since they may be the host's: "+strings.Join(kept, ", "))
+	}
+	reason := "protected files were changed while the command ran, which the host would obey; " + strings.Join(said, "; ")
+	if r.session.shared() {
+		reason += " (other runs shared the workspace meanwhile, so the change may be theirs)"
+	}
+	return reason
 }
 
 // cleanup removes what the run made on the host and releases the

@@ -51,9 +51,10 @@ type session struct {
 	// protected are the protected paths this run binds: those of the
 	// session that existed when it joined.
 	protected []string
-	// baseline is the protected files as the session had them when this
-	// run joined.
-	baseline *guard
+	// baseline is the protected files (and, for a run that may write,
+	// the repository metadata below the workspace) as the session had
+	// them when this run joined.
+	baseline *baseline
 	// mark is where this run starts in the session's list of changes.
 	mark int
 	// others says that other runs were in the session while this one was.
@@ -75,8 +76,8 @@ type sessionState struct {
 	// baseline's slot BaselineSlot.
 	Baseline     string       `json:"baseline"`
 	BaselineSlot int          `json:"baseline_slot"`
-	Protected []string     `json:"protected"`
-	Runs      []sessionRun `json:"runs"`
+	Protected    []string     `json:"protected"`
+	Runs         []sessionRun `json:"runs"`
 	// Changed are the changes found in the session, the oldest dropped
 	// past maxChanged; ChangedFrom is the index of the first kept.
 	Changed     []string `json:"changed,omitempty"`
@@ -180,8 +181,10 @@ func openSessionFile(ws string) (*sessionFile, error) {
 	return &sessionFile{ws: ws, base: base, key: key, slot: -1}, nil
 }
 
-func (f *sessionFile) statePath(slot int) string    { return fmt.Sprintf("%s.session.%d", f.base, slot) }
-func (f *sessionFile) baselinePath(slot int) string { return fmt.Sprintf("%s.baseline.%d", f.base, slot) }
+func (f *sessionFile) statePath(slot int) string { return fmt.Sprintf("%s.session.%d", f.base, slot) }
+func (f *sessionFile) baselinePath(slot int) string {
+	return fmt.Sprintf("%s.baseline.%d", f.base, slot)
+}
 
 // read is the session's newest sealed state, or nil when there is none.
 // A slot that does not carry the seal is passed over (a write that a
@@ -254,17 +257,32 @@ func (f *sessionFile) write(st *sessionState) error {
 	return nil
 }
 
+// baseline is what a session keeps of the workspace to put back after
+// every run: the protected files (the guard), and the repository
+// metadata and agents' configuration below the top (taken when the first
+// run that may write joins), one for all the session's runs, so that no
+// run takes another's plant for the original.
+type baseline struct {
+	Guard *guard    `json:"guard"`
+	Repos *repoMeta `json:"repos,omitempty"`
+}
+
+// restore puts both back and names what it put back.
+func (b *baseline) restore() []string {
+	return append(b.Guard.restore(), b.Repos.putBack()...)
+}
+
 // baselines is this process's memo of the baselines it read or took, by
 // digest: a baseline is read from disk only when another process took it.
 var baselines = struct {
 	sync.Mutex
-	m map[string]*guard
-}{m: map[string]*guard{}}
+	m map[string]*baseline
+}{m: map[string]*baseline{}}
 
 // writeBaseline stores g as the session's baseline in the slot st does
 // not name, and names it in st (which the caller writes next: until then,
 // st's old baseline is whole).
-func (f *sessionFile) writeBaseline(st *sessionState, g *guard) error {
+func (f *sessionFile) writeBaseline(st *sessionState, g *baseline) error {
 	data, err := json.Marshal(g)
 	if err != nil {
 		return err
@@ -288,7 +306,7 @@ func (f *sessionFile) writeBaseline(st *sessionState, g *guard) error {
 
 // readBaseline is the baseline the sealed state names, checked against
 // its digest.
-func (f *sessionFile) readBaseline(st *sessionState) (*guard, error) {
+func (f *sessionFile) readBaseline(st *sessionState) (*baseline, error) {
 	baselines.Lock()
 	g := baselines.m[st.Baseline]
 	baselines.Unlock()
@@ -301,8 +319,8 @@ func (f *sessionFile) readBaseline(st *sessionState) (*guard, error) {
 		return nil, refuse(Unavailable, "reading the session's baseline %s: %v", path, err)
 	}
 	sum := sha256.Sum256(data)
-	g = &guard{}
-	if hex.EncodeToString(sum[:]) != st.Baseline || json.Unmarshal(data, g) != nil || g.Workspace != f.ws {
+	g = &baseline{}
+	if hex.EncodeToString(sum[:]) != st.Baseline || json.Unmarshal(data, g) != nil || g.Guard == nil || g.Guard.Workspace != f.ws || g.Repos != nil && g.Repos.Workspace != f.ws {
 		return nil, refuse(Denied, "the session's baseline %s is not the one its sealed state names: something other than rein changed it. Remove %s.* once no rein runs in %s", path, f.base, f.ws)
 	}
 	baselines.Lock()
@@ -428,7 +446,11 @@ func (st *sessionState) since(mark int) []string {
 // of any process is in it: the lock is held for that only. whole is
 // whether the run's rung guards the whole protected set (it cannot bind
 // it read-only); runs that do and runs that do not never share a session.
-func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
+//
+// A run that may write needs the repository metadata in the baseline: the
+// first such run to join takes it, when the session's runs so far could
+// not write.
+func joinSession(ctx context.Context, ws string, whole, writes bool) (*session, error) {
 	f, err := openSessionFile(ws)
 	if err != nil {
 		return nil, err
@@ -442,12 +464,12 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	var g *guard
+	var g *baseline
 	if st != nil {
 		st.reap()
 	}
 	if st == nil || len(st.Runs) == 0 {
-		if st, g, err = beginSession(f, st, whole); err != nil {
+		if st, g, err = beginSession(f, st, whole, writes); err != nil {
 			return nil, err
 		}
 	} else {
@@ -464,6 +486,18 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 		if time.Since(st.BaselineAt) >= rebaselineEvery || st.BaselineAt.After(time.Now()) {
 			if g, err = rebaseline(f, st, g); err != nil {
 				return nil, err
+			}
+		}
+		if writes && g.Repos == nil {
+			// The session's runs so far could not write: the workspace is
+			// as it was when the session began.
+			repos, err := scanRepos(ws, true, nil, nil, nil)
+			if err != nil {
+				return nil, err
+			}
+			g = &baseline{Guard: g.Guard, Repos: repos}
+			if err := f.writeBaseline(st, g); err != nil {
+				return nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
 			}
 		}
 		// A protected path that appeared in the session is bound from now
@@ -493,11 +527,15 @@ func joinSession(ctx context.Context, ws string, whole bool) (*session, error) {
 // .git/hooks where a repository has none and .rein where the workspace
 // has none, and takes the baseline and the protected paths of a new
 // session after prev (nil for none). The caller holds the lock.
-func beginSession(f *sessionFile, prev *sessionState, whole bool) (*sessionState, *guard, error) {
+func beginSession(f *sessionFile, prev *sessionState, whole, writes bool) (*sessionState, *baseline, error) {
 	ws := f.ws
 	// Before the baseline is taken, or the baseline would hold their
-	// plants.
-	sweep()
+	// plants; to the last session's baseline, where there is one.
+	var last *baseline
+	if prev != nil {
+		last, _ = f.readBaseline(prev)
+	}
+	sweep(ws, last)
 	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
 		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
@@ -513,9 +551,15 @@ func beginSession(f *sessionFile, prev *sessionState, whole bool) (*sessionState
 	// On the bwrap rung the protected paths are bind mounts and only git's
 	// redirections and the agents' configuration need guarding; on the
 	// others the whole protected set is kept and put back.
-	g, err := newGuard(ws, whole)
+	guard, err := newGuard(ws, whole)
 	if err != nil {
 		return nil, nil, err
+	}
+	g := &baseline{Guard: guard}
+	if writes {
+		if g.Repos, err = scanRepos(ws, true, nil, nil, nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	st := &sessionState{Version: sessionVersion, Workspace: ws, Whole: whole, Began: time.Now(), Protected: existing(ws, protectedPaths(ws))}
 	if prev != nil {
@@ -533,20 +577,36 @@ func beginSession(f *sessionFile, prev *sessionState, whole bool) (*sessionState
 // old one was changed while the session's runs went on, by one of them
 // or on the host. It is not put back (the host's own edits stay) but
 // recorded, so that every run that was going on reports it.
-func rebaseline(f *sessionFile, st *sessionState, old *guard) (*guard, error) {
-	g, err := newGuard(f.ws, st.Whole)
+func rebaseline(f *sessionFile, st *sessionState, old *baseline) (*baseline, error) {
+	guard, err := newGuard(f.ws, st.Whole)
 	if err != nil {
 		return nil, err
 	}
+	g := &baseline{Guard: guard}
 	var changed []string
-	for rel, e := range g.Entries {
-		if was, ok := old.Entries[rel]; !ok || !same(was, e) {
+	for rel, e := range guard.Entries {
+		if was, ok := old.Guard.Entries[rel]; !ok || !same(was, e) {
 			changed = append(changed, rel)
 		}
 	}
-	for rel := range old.Entries {
-		if _, ok := g.Entries[rel]; !ok {
+	for rel := range old.Guard.Entries {
+		if _, ok := guard.Entries[rel]; !ok {
 			changed = append(changed, rel)
+		}
+	}
+	if old.Repos != nil {
+		if g.Repos, err = scanRepos(f.ws, true, nil, nil, nil); err != nil {
+			return nil, err
+		}
+		for rel, e := range g.Repos.Files {
+			if was, ok := old.Repos.Files[rel]; !ok || !sameMeta(was, e) {
+				changed = append(changed, rel)
+			}
+		}
+		for rel := range old.Repos.Files {
+			if _, ok := g.Repos.Files[rel]; !ok {
+				changed = append(changed, rel)
+			}
 		}
 	}
 	slices.Sort(changed)
@@ -590,6 +650,7 @@ func (s *session) restore() []string {
 		// Without the session's state, the baseline this run joined with.
 		return dedupe(s.baseline.restore())
 	}
+	// Under the lock: two runs' ends never put back at once.
 	defer unlock()
 	st, err := f.read()
 	g := s.baseline
@@ -654,6 +715,33 @@ func (s *session) leave() {
 	// The last run out ends the session: its state stays, with no run,
 	// for the next to begin after.
 	f.write(st)
+}
+
+// putBackForDead puts the protected files and the repository metadata of
+// workspace ws back to its session's baseline after a run whose rein
+// died, and records what it put back, for the session's runs that were
+// going on to report: the guardian's put-back, with the lock held. False
+// when there is no session state or baseline to do it from.
+func putBackForDead(ws string) bool {
+	f, err := openSessionFile(ws)
+	if err != nil {
+		return false
+	}
+	st, err := f.read()
+	if err != nil || st == nil {
+		return false
+	}
+	b, err := f.readBaseline(st)
+	if err != nil {
+		return false
+	}
+	fixed := b.restore()
+	st.reap()
+	if len(fixed) > 0 {
+		st.addChanges(fixed)
+		f.write(st)
+	}
+	return true
 }
 
 // sessionRuns is the number of live runs in the workspace's session, for

@@ -590,7 +590,11 @@ func lockWorkspaceIn(ctx context.Context, dir, ws string) (func(), error) {
 // dead rein's scratch directory is found, and otherwise at most once every
 // sweepEvery: a rein that died leaves its scratch directory behind, since
 // only its teardown removes it.
-func sweep() {
+//
+// The runs of workspace ws (whose lock the caller holds) are put back to
+// b, its session's baseline, when there is one: it may be newer than the
+// one they saved when they joined.
+func sweep(ws string, b *baseline) {
 	runs, err := stateDir("runs")
 	if err != nil {
 		return
@@ -613,8 +617,12 @@ func sweep() {
 	}
 	// After the cgroups: what was still running there cannot plant again.
 	for _, d := range dead {
-		restoreSaved(filepath.Join(d, "guard.json"))
-		repoMetaSaved(filepath.Join(d, "repos.json"))
+		if b != nil && savedWorkspace(d) == ws {
+			b.restore()
+		} else {
+			restoreSaved(filepath.Join(d, "guard.json"))
+			repoMetaSaved(filepath.Join(d, "repos.json"))
+		}
 		// The cgroups' processes are dead: directories the command made
 		// unreadable in its HOME or /tmp are opened up.
 		removeTree(d)

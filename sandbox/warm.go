@@ -411,7 +411,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 	if err := ensureGuardian(); err != nil {
 		return err
 	}
-	sess, err := joinSession(ctx, p.Workspace, r.rung != RungBwrap)
+	sess, err := joinSession(ctx, p.Workspace, r.rung != RungBwrap, !p.ReadOnly)
 	if err != nil {
 		return err
 	}
@@ -438,7 +438,7 @@ func (r *run) take(ctx context.Context, line *shell.Line, p Profile, stdout, std
 		return fmt.Errorf("/etc's private files changed")
 	}
 	if !p.ReadOnly {
-		r.guard = sess.baseline
+		r.guard, r.repos = sess.baseline.Guard, sess.baseline.Repos
 		err := writeSaved(r.saved[0], r.guard)
 		r.saved[0] = nil
 		if err != nil {
