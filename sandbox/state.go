@@ -606,7 +606,8 @@ func sweep(ws string, b *baseline) {
 		if _, err := fmt.Sscanf(strings.TrimPrefix(filepath.Base(d), "rein-run-"), "%d-", &pid); err != nil || pid <= 0 {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		// A zombie is dead too, as the session's reaping takes it.
+		if !alive(pid) {
 			dead = append(dead, d)
 		}
 	}
