@@ -96,7 +96,13 @@ func (r *run) scanStart() error {
 	switch {
 	case r.preflight:
 	case !r.p.ReadOnly:
-		if r.repos, err = scanRepos(r.p.Workspace, true, nil, nil, h.visit); err == nil {
+		// The listing the session's baseline was taken from (in this
+		// process) is reused where a directory has not changed since.
+		var prev tree
+		if r.session != nil && r.session.baseline != nil && r.session.baseline.Repos != nil {
+			prev = r.session.baseline.Repos.listed
+		}
+		if r.repos, err = scanRepos(r.p.Workspace, true, prev, nil, h.visit); err == nil {
 			listed = r.repos.listed
 		}
 	case h.hidden != nil:
