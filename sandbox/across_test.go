@@ -540,3 +540,35 @@ func TestSessionAcrossGuardianReports(t *testing.T) {
 		})
 	}
 }
+
+// A session begun by runs that could not write has no repository
+// metadata in its baseline; the first run that may write takes it, and
+// its end puts back what changed below the top.
+func TestSessionReposTakenByFirstWriter(t *testing.T) {
+	ws := workspaceDir(t)
+	settings := filepath.Join(ws, "sub", ".vscode", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	os.WriteFile(settings, []byte("{}\n"), 0o644)
+	ctx := context.Background()
+	ro, err := joinSession(ctx, ws, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.leave()
+	if ro.baseline.Repos != nil {
+		t.Fatal("a read-only run's session took the repository metadata")
+	}
+	w, err := joinSession(ctx, ws, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.leave()
+	if w.baseline.Repos == nil {
+		t.Fatal("the first run that may write did not take the repository metadata")
+	}
+	os.WriteFile(settings, []byte(`{"task.allowAutomaticTasks":"on"}`), 0o644)
+	got := w.restore()
+	if data, _ := os.ReadFile(settings); string(data) != "{}\n" || !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "sub/.vscode/settings.json") }) {
+		t.Fatalf("after the writer's end: %q, reported %q", data, got)
+	}
+}

@@ -496,9 +496,11 @@ func joinSession(ctx context.Context, ws string, whole, writes bool) (*session, 
 				return nil, err
 			}
 			g = &baseline{Guard: g.Guard, Repos: repos}
+			at := st.BaselineAt // the guard is not taken again
 			if err := f.writeBaseline(st, g); err != nil {
 				return nil, refuse(Unavailable, "writing the session's baseline %s: %v", f.base, err)
 			}
+			st.BaselineAt = at
 		}
 		// A protected path that appeared in the session is bound from now
 		// on, by descriptor and without following a link: a link planted
