@@ -129,7 +129,7 @@ func sweepPID(runs string, pid int) {
 		// that starts a session there now takes its baseline after the
 		// put-back, never in the middle of it.
 		if ws := savedWorkspace(d); ws != "" {
-			unlock, err := lockWorkspaceIn(context.Background(), filepath.Join(filepath.Dir(runs), "locks"), ws)
+			unlock, err := lockWorkspaceIn(context.Background(), filepath.Join(filepath.Dir(runs), "locks"), ws, 0)
 			if err == nil {
 				// To the session's baseline, which may be newer than the
 				// one the run saved, and recorded there for the runs

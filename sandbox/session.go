@@ -725,6 +725,19 @@ func (s *session) leave() {
 // going on to report: the guardian's put-back, with the lock held. False
 // when there is no session state or baseline to do it from.
 func putBackForDead(ws string) bool {
+	// Nothing is made here: a workspace with no session state has nothing
+	// newer than what the run saved.
+	base := filepath.Join(CacheDir(), "sessions", workspaceKey(ws))
+	if !fileExistsAt(base+".session.0") && !fileExistsAt(base+".session.1") {
+		return false
+	}
+	key := os.Getenv("REIN_TRACE_KEY")
+	if key == "" {
+		key = filepath.Join(CacheDir(), "keys", "trace.key")
+	}
+	if !fileExistsAt(key) {
+		return false
+	}
 	f, err := openSessionFile(ws)
 	if err != nil {
 		return false
@@ -744,6 +757,11 @@ func putBackForDead(ws string) bool {
 		f.write(st)
 	}
 	return true
+}
+
+func fileExistsAt(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // sessionRuns is the number of live runs in the workspace's session, for

@@ -550,12 +550,14 @@ func lockWorkspace(ctx context.Context, ws string) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	return lockWorkspaceIn(ctx, dir, ws)
+	return lockWorkspaceIn(ctx, dir, ws, os.O_CREATE)
 }
 
-// lockWorkspaceIn is lockWorkspace with the locks' directory named.
-func lockWorkspaceIn(ctx context.Context, dir, ws string) (func(), error) {
-	f, err := os.OpenFile(filepath.Join(dir, workspaceKey(ws)+".lock"), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+// lockWorkspaceIn is lockWorkspace with the locks' directory named; with
+// create 0, a lock that is not there is not made (the guardian's: a
+// workspace whose lock is gone has no session left to guard).
+func lockWorkspaceIn(ctx context.Context, dir, ws string, create int) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, workspaceKey(ws)+".lock"), os.O_RDWR|create|noFollow, 0o600)
 	if err != nil {
 		return nil, refuse(Unavailable, "opening the workspace lock: %v", err)
 	}
