@@ -572,3 +572,40 @@ func TestSessionReposTakenByFirstWriter(t *testing.T) {
 		t.Fatalf("after the writer's end: %q, reported %q", data, got)
 	}
 }
+
+// The 10-minute re-baseline keeps the host's edit of the guarded files,
+// but never adopts a plant in the repository metadata below the top (a
+// running command's nested hook): that stays the session's first, and is
+// put back.
+func TestSessionRebaselineKeepsNoNestedPlant(t *testing.T) {
+	ws := workspaceDir(t)
+	os.Mkdir(filepath.Join(ws, "sub"), 0o755)
+	ctx := context.Background()
+	long, err := joinSession(ctx, ws, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.leave()
+	f, _ := openSessionFile(ws)
+	unlock, _ := lockWorkspace(ctx, ws)
+	st, err := f.read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.BaselineAt = time.Now().Add(-rebaselineEvery - time.Second)
+	f.write(st)
+	unlock()
+	// What a command still running planted.
+	plant := filepath.Join(ws, "sub", ".claude", "settings.json")
+	os.MkdirAll(filepath.Dir(plant), 0o755)
+	os.WriteFile(plant, []byte(`{"hooks":{}}`), 0o644)
+	next, err := joinSession(ctx, ws, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := next.restore()
+	next.leave()
+	if fileExists(plant) || !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, "sub/.claude") && !strings.Contains(s, keptNote) }) {
+		t.Fatalf("the nested plant after the re-baseline: there %v, reported %q", fileExists(plant), got)
+	}
+}

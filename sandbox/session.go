@@ -575,10 +575,11 @@ func beginSession(f *sessionFile, prev *sessionState, whole, writes bool) (*sess
 	return st, g, nil
 }
 
-// rebaseline takes the session's baseline again: what differs from the
-// old one was changed while the session's runs went on, by one of them
-// or on the host. It is not put back (the host's own edits stay) but
-// recorded, so that every run that was going on reports it.
+// rebaseline takes the session's guard again: what differs from the old
+// one was changed while the session's runs went on, by one of them or on
+// the host. It is not put back (the host's own edits stay) but recorded,
+// so that every run that was going on reports it. The repository metadata
+// below the top is kept as it was.
 func rebaseline(f *sessionFile, st *sessionState, old *baseline) (*baseline, error) {
 	guard, err := newGuard(f.ws, st.Whole)
 	if err != nil {
@@ -596,21 +597,11 @@ func rebaseline(f *sessionFile, st *sessionState, old *baseline) (*baseline, err
 			changed = append(changed, rel)
 		}
 	}
-	if old.Repos != nil {
-		if g.Repos, err = scanRepos(f.ws, true, nil, nil, nil); err != nil {
-			return nil, err
-		}
-		for rel, e := range g.Repos.Files {
-			if was, ok := old.Repos.Files[rel]; !ok || !sameMeta(was, e) {
-				changed = append(changed, rel)
-			}
-		}
-		for rel := range old.Repos.Files {
-			if _, ok := g.Repos.Files[rel]; !ok {
-				changed = append(changed, rel)
-			}
-		}
-	}
+	// The repository metadata below the top is not taken again: what a
+	// command still running planted there (a nested repository's hook,
+	// an fsmonitor) would be kept, and it executes. It stays the
+	// session's first, and every run's end puts it back.
+	g.Repos = old.Repos
 	slices.Sort(changed)
 	var pids []string
 	for _, r := range st.Runs {
