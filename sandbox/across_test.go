@@ -609,3 +609,27 @@ func TestSessionRebaselineKeepsNoNestedPlant(t *testing.T) {
 		t.Fatalf("the nested plant after the re-baseline: there %v, reported %q", fileExists(plant), got)
 	}
 }
+
+// A nested repository that appeared while a run went on (a plant, or a
+// repository the user made on the host beside a session's runs) leaves
+// the workspace whole: moved into rein's state directory, where nothing
+// runs it, never deleted with the commits it may hold.
+func TestNestedRepoKeptAside(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		res := runLine(t, ws, `sh -c 'mkdir -p lib/.git && printf "[core]\n\tfsmonitor = touch m\n" > lib/.git/config && echo mine > lib/.git/work'`, Profile{Rung: rung})
+		const say = "lib/.git (made by the command; lib/.git/config sets core.fsmonitor): removed, kept in "
+		i := strings.Index(res.Reason, say)
+		if res.Status != Failed || i < 0 || fileExists(filepath.Join(ws, "lib", ".git")) {
+			t.Fatalf("%s %q", res.Status, res.Reason)
+		}
+		kept := strings.FieldsFunc(res.Reason[i+len(say):], func(r rune) bool { return r == ',' || r == ' ' })[0]
+		if !strings.HasPrefix(kept, CacheDir()+"/quarantine/") {
+			t.Fatalf("kept in %q, not in rein's state directory", kept)
+		}
+		if data, err := os.ReadFile(filepath.Join(kept, "work")); err != nil || string(data) != "mine\n" {
+			t.Fatalf("what was kept: %q %v", data, err)
+		}
+		os.RemoveAll(kept)
+	})
+}

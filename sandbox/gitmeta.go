@@ -15,6 +15,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxMetaFile bounds what is read of one file of repository metadata; a
@@ -555,7 +558,12 @@ func (m *repoMeta) putBack() []string {
 	}
 	slices.Sort(units)
 	for _, u := range units {
-		if root.RemoveAll(u) == nil {
+		// Moved out of the workspace rather than deleted where it can be:
+		// while runs side by side share a session, it may be the user's
+		// own (a repository made on the host, with commits of its own).
+		if aside, err := quarantine(root, m.Workspace, u); err == nil {
+			fixed = append(fixed, u+" (made by the command; "+bad[u]+"): removed, kept in "+aside)
+		} else if root.RemoveAll(u) == nil {
 			fixed = append(fixed, u+" (made by the command; "+bad[u]+"): removed")
 		} else {
 			fixed = append(fixed, u+" (made by the command; "+bad[u]+"): could not be removed")
@@ -593,6 +601,33 @@ func (m *repoMeta) putBack() []string {
 		break
 	}
 	return fixed
+}
+
+// quarantine moves the workspace's entry rel (never what a link there
+// leads to) into rein's state directory, out of every sandbox's and git's
+// reach, and says where: renamed from its parent, opened beneath the
+// workspace, so that nothing is copied and nothing is lost. It fails
+// across filesystems.
+func quarantine(root *os.Root, ws, rel string) (string, error) {
+	dir, err := stateDir("quarantine")
+	if err != nil {
+		return "", err
+	}
+	parent, err := root.Open(filepath.Dir(rel))
+	if err != nil {
+		return "", err
+	}
+	defer parent.Close()
+	to, err := os.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer to.Close()
+	name := fmt.Sprintf("%s-%d-%s", workspaceKey(ws), time.Now().UnixNano(), strings.ReplaceAll(rel, "/", "_"))
+	if err := unix.Renameat(int(parent.Fd()), filepath.Base(rel), int(to.Fd()), name); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
 }
 
 // existed reports whether the unit u was there.
