@@ -211,6 +211,15 @@ func FuzzFromArgv(f *testing.F) {
 			}
 			return
 		}
+		if strings.HasPrefix(argv[0], "%") {
+			// A program whose name bash reads as a job, quoted or not: only
+			// exec runs it, and its printed line is refused, naming why.
+			var r *Refusal
+			if !errors.As(err, &r) || r.Construct != ShellBuiltin {
+				t.Fatalf("FromArgv(%q) prints as %q, which must be refused as a job, got %v", argv, printed, err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("FromArgv(%q) prints as %q, which is refused: %v", argv, printed, err)
 		}
