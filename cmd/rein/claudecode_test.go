@@ -483,16 +483,17 @@ func TestClaudeCodeSideBySide(t *testing.T) {
 				more: []ccReply{{tool: "Bash", input: map[string]any{"command": "sleep 3", "description": "b"}}}}
 		},
 		ccTool("Bash", map[string]any{"command": "./server.sh", "description": "serve", "run_in_background": true}),
-		ccTool("Bash", map[string]any{"command": "./client.sh", "description": "ask the server"}),
+		func(string) ccReply {
+			// The model asks once the server is up, as a model that
+			// read its log would: a busy machine starts it late.
+			waitFor(filepath.Join(ws, "server.up"), 10*time.Second)
+			return ccReply{tool: "Bash", input: map[string]any{"command": "./client.sh", "description": "ask the server"}}
+		},
 		ccTool("Bash", map[string]any{"command": "./watch.sh", "description": "watch", "run_in_background": true}),
 		func(last string) ccReply {
 			// Stopped as the model stops a background command: by its id.
 			id, _, _ := strings.Cut(strings.TrimPrefix(last[strings.Index(last, "ID: "):], "ID: "), ".")
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if _, err := os.Stat(filepath.Join(ws, "beat")); err == nil {
-					break
-				}
-			}
+			waitFor(filepath.Join(ws, "beat"), 10*time.Second)
 			return ccReply{tool: "TaskStop", input: map[string]any{"task_id": id}}
 		},
 	)
@@ -544,6 +545,15 @@ func TestClaudeCodeSideBySide(t *testing.T) {
 	}
 	if left := testenv.ProcessesWith(marker); len(left) > 0 {
 		t.Errorf("the watcher outlived TaskStop: %v", left)
+	}
+}
+
+// waitFor waits until path exists, for at most d.
+func waitFor(path string, d time.Duration) {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
 	}
 }
 
