@@ -157,6 +157,19 @@ func Parse(data []byte) (*Input, error) {
 // Decide decides one call with p, whose workspace is the project Claude
 // Code runs in.
 func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
+	return decide(p, ws, in, false)
+}
+
+// DecideConfined is Decide for a hook whose allowed Bash commands run
+// through rein shell, confined, as the plan decided here: rein expands a
+// Bash command's globs itself (Claude Code's own shell, which would
+// expand them again when it runs the command unconfined, never sees
+// them).
+func DecideConfined(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
+	return decide(p, ws, in, true)
+}
+
+func decide(p *policy.Policy, ws *workspace.Workspace, in *Input, confined bool) Decision {
 	field := func(names ...string) (string, bool) {
 		var m map[string]any
 		if json.Unmarshal(in.ToolInput, &m) != nil {
@@ -175,7 +188,7 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		if !ok {
 			return Denied("Bash without a command string")
 		}
-		return decideBash(p, in, cmd)
+		return decideBash(p, in, cmd, confined)
 	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
 		name := "file_path"
 		if in.ToolName == "NotebookEdit" {
@@ -254,7 +267,7 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 		switch cmd, ok := v.(string); {
 		case ok:
 			// Every command field, each decided: the stricter answer wins.
-			d = stricter(decideBash(p, in, cmd), d)
+			d = stricter(decideBash(p, in, cmd, confined), d)
 		case present && v != nil:
 			d = stricter(Decision{Answer: Ask, Reason: fmt.Sprintf("%s's %s is not a command line rein can decide (%T)", in.ToolName, k, v)}, d)
 		}
@@ -263,17 +276,23 @@ func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
 }
 
 // decideBash decides a command line a tool runs in Claude Code's shell.
-func decideBash(p *policy.Policy, in *Input, cmd string) Decision {
+func decideBash(p *policy.Policy, in *Input, cmd string, confined bool) Decision {
 	if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
 		return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
-	}
-	line, err := shell.Parser{Home: p.Home}.Plan(cmd)
-	if err != nil {
-		return Denied("bash would not run it either: " + err.Error())
 	}
 	dir := in.Cwd
 	if dir == "" || !filepath.IsAbs(dir) {
 		dir = p.Workspace
+	}
+	parser := shell.Parser{Home: p.Home}
+	if confined {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			parser = p.LineParser(r)
+		}
+	}
+	line, err := parser.Plan(cmd)
+	if err != nil {
+		return Denied("bash would not run it either: " + err.Error())
 	}
 	if why := checkBash(cmd, line, dir, p.Home); why != "" {
 		return Denied(why)

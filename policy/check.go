@@ -218,6 +218,12 @@ func execStrings(argv []string) []string {
 // checkCommand decides one command stage from every directory it could
 // start in.
 func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
+	if in, ok := withEnvUnwrapped(st); ok {
+		// env NAME=value cmd is cmd run with those variables.
+		sv := p.checkCommand(in, cwds)
+		sv.Argv = st.Argv
+		return sv
+	}
 	argv := st.Argv
 	sv := StageVerdict{Argv: argv}
 	exposedCmds := exposedRuns(argv)
@@ -391,6 +397,18 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 
 	allowRule := p.rules[ActExec][Allow].matchString(allowForms...)
 	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
+	if name, why := p.stageEnv(st.Env); name != "" {
+		// A variable that can change what the program runs or reads
+		// makes no program read-only, and no allow rule lifts it.
+		sv.Class = max(sv.Class, Unknown)
+		if sv.Decision != Deny {
+			sv.Decision, sv.Rule = Ask, nil
+			if p.Mode == ModeSafe {
+				sv.Decision = Deny
+			}
+			sv.Reason = why + ": asked unless [env] set in the org or user policy names " + name
+		}
+	}
 	sv.stricterPaths()
 	return sv
 }

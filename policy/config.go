@@ -58,6 +58,7 @@ type fileConfig struct {
 	Env struct {
 		Pass    []string `toml:"pass"`
 		Secrets []string `toml:"secrets"`
+		Set     []string `toml:"set"`
 	} `toml:"env"`
 	Run      runConfig        `toml:"run"`
 	Provider []providerConfig `toml:"provider"`
@@ -234,11 +235,15 @@ type Policy struct {
 	// trace ([limits] session_trace); 0 is the launcher's default.
 	SessionTrace int64
 	// Run and Providers are the agent's settings ([run], [[provider]]).
-	Run              RunSettings
-	Providers        []ProviderSetting
-	NetPresets       []string
-	EnvPass          []string
-	EnvSecrets       []string
+	Run        RunSettings
+	Providers  []ProviderSetting
+	NetPresets []string
+	EnvPass    []string
+	EnvSecrets []string
+	// EnvSet names the variables, beyond rein's table of harmless ones, a
+	// line may set before a command without a question ([env] set of the
+	// org and user files; a name, or a pattern with *).
+	EnvSet           []string
 	RepeatedRefusals int
 
 	// Rules are every applied rule, strongest layer first.
@@ -748,6 +753,16 @@ func (a *applier) apply(c *fileConfig) error {
 	}
 	if err := a.run(c); err != nil {
 		return err
+	}
+	for i, n := range c.Env.Set {
+		key := fmt.Sprintf("env.set[%d]", i)
+		if a.layer == LayerProject {
+			return a.fail(key, fmt.Errorf("a project file may not name variables a line sets unasked: they can change what a program runs; put them in the user's policy file"))
+		}
+		if !validEnvName(strings.ReplaceAll(n, "*", "X")) {
+			return a.fail(key, fmt.Errorf("%q is not a variable's name (letters, digits and _, with * for any run of them)", n))
+		}
+		p.EnvSet = append(p.EnvSet, n)
 	}
 	if !a.narrowOnly {
 		p.EnvPass = append(p.EnvPass, c.Env.Pass...)

@@ -171,7 +171,8 @@ func TestExposed(t *testing.T) {
 		{l("bash", "-c"), [][]string{l("bash", "-c")}},
 		// Opaque code: the commands rein can read in it, each up to its
 		// first word that expands.
-		{l("bash", "-c", "echo $HOME; rm x"), [][]string{l("bash", "-c", "echo $HOME; rm x"), l("echo"), l("rm", "x")}},
+		{l("bash", "-c", "echo $HOME; rm x"), [][]string{l("bash", "-c", "echo $HOME; rm x"), l("echo", "~"), l("rm", "x")}},
+		{l("bash", "-c", "echo $FOO; rm x"), [][]string{l("bash", "-c", "echo $FOO; rm x"), l("echo"), l("rm", "x")}},
 		{l("bash", "-c", "for f in *.go; do git push $f; done"), [][]string{l("bash", "-c", "for f in *.go; do git push $f; done"), l("git", "push")}},
 		{l("bash", "-c", "cat > .env <<EOF\n$X\nEOF"), [][]string{l("bash", "-c", "cat > .env <<EOF\n$X\nEOF"), l("cat")}},
 		{l("bash", "-c", "rm (x"), [][]string{l("bash", "-c", "rm (x")}},

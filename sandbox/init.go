@@ -647,6 +647,10 @@ func homeAt(line *shell.Line, home string) {
 				}
 			}
 			st.Dir = at(st.Dir)
+			for i, e := range st.Env {
+				n, v, _ := strings.Cut(e, "=")
+				st.Env[i] = n + "=" + at(v)
+			}
 			for i := range st.Redirects {
 				st.Redirects[i].Path = at(st.Redirects[i].Path)
 			}

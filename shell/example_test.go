@@ -45,7 +45,7 @@ func ExampleRefusal() {
 		fmt.Println(r.Construct, "at byte", r.Offset)
 	}
 
-	_, err = shell.Parse("FOO=1 make")
+	_, err = shell.Parse("FOO=1")
 	if errors.As(err, &r) {
 		fmt.Println(r.Construct, "at byte", r.Offset)
 	}

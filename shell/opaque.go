@@ -208,6 +208,7 @@ func Differs(a, b *Line) string {
 	}
 	type stage struct {
 		Kind      StageKind
+		Env       []string
 		Argv      []string
 		Program   string
 		Programs  map[string]string
@@ -218,7 +219,7 @@ func Differs(a, b *Line) string {
 		for _, p := range l.Pipelines {
 			var ps []stage
 			for _, s := range p.Stages {
-				ps = append(ps, stage{s.Kind, s.Argv, s.Program, s.Programs, s.Dir, s.Redirects})
+				ps = append(ps, stage{s.Kind, s.Env, s.Argv, s.Program, s.Programs, s.Dir, s.Redirects})
 			}
 			out = append(out, ps)
 		}

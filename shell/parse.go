@@ -3,13 +3,18 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/pattern"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -28,6 +33,33 @@ type Parser struct {
 	// Home is what ~ and ~/x at the start of an unquoted word expand to: the
 	// HOME the stages will see when they run. An empty Home refuses ~.
 	Home string
+
+	// Dir is the absolute directory the line starts in, as the stages
+	// will see it: a relative glob is expanded from there (and from where
+	// the line's cds lead), and $PWD is it until the first cd. Empty
+	// leaves relative globs and $PWD opaque.
+	Dir string
+
+	// Files, when set, lists directories as the stages will see them,
+	// and an unquoted glob in a command's arguments is expanded by rein
+	// into the words it matches, with bash's rules, when the line is
+	// planned: the plan holds the words, so the argv decided is the argv
+	// that runs. Without Files a glob is opaque.
+	Files Files
+
+	// Vars are the variables whose values rein fills in where the line
+	// reads them ($NAME, ${NAME}): fixed values of the sandbox the line
+	// will run in. HOME is Home and PWD is Dir unless Vars sets them; a
+	// variable Vars lacks is opaque.
+	Vars map[string]string
+}
+
+// Files lists directories as the stages of a line will see them. dir is
+// absolute; an error that is not fs.ErrNotExist or ENOTDIR (a directory
+// outside what the stages may see, say) makes the glob that read it
+// opaque, its text the reason.
+type Files interface {
+	ReadDir(dir string) ([]fs.DirEntry, error)
 }
 
 // Parse parses line with the process's $HOME for ~. Callers that run the
@@ -52,7 +84,7 @@ func (p Parser) Parse(line string) (*Line, error) {
 	if err != nil {
 		return nil, parseErrorRefusal(line, err)
 	}
-	b := builder{home: p.Home, line: line}
+	b := builder{home: p.Home, line: line, p: p, cwd: p.Dir}
 	b.check(f)
 	if len(f.Stmts) == 0 && b.first == nil {
 		if len(b.notes) > 0 {
@@ -258,7 +290,41 @@ type builder struct {
 	// hereString says a here-string's word is read, whose ~ after a :
 	// bash expands by rules of its own.
 	hereString bool
+
+	// p is the parser, for Files and Vars.
+	p Parser
+	// cwd is where the stage being built runs, as far as it is known:
+	// Parser.Dir moved by the line's cds ("" when not known).
+	cwd string
+	// afterCd and afterCommand say a cd stage, or a command stage, came
+	// before the stage being built: $PWD then no longer is Dir, and a
+	// glob may match what an earlier command made or removed.
+	afterCd, afterCommand bool
+	// globs says how the word being built treats an unquoted glob
+	// character: refused (opaque), expanded, or literal (an assignment's
+	// value, which bash does not expand).
+	globs globMode
+	// pat is the word being built as a glob pattern: its quoted and
+	// escaped bytes escaped, its unquoted glob characters as they are.
+	pat strings.Builder
+	// globbed says the word being built holds an unquoted glob character.
+	globbed bool
+	// globWords counts the words globs made in the line.
+	globWords int
 }
+
+// globMode is what an unquoted glob character does in a word.
+type globMode int
+
+const (
+	globRefuse globMode = iota
+	globExpand
+	globLiteral
+)
+
+// maxGlobWords bounds the words globs may make in one line; past it the
+// line is opaque.
+const maxGlobWords = 10_000
 
 // maxBraceWords bounds the words brace expansion may make in one line;
 // past it the line is opaque rather than a plan of thousands of words.
@@ -298,10 +364,19 @@ func (b *builder) check(f *syntax.File) {
 				b.add(refuse(Background, off(n.Semicolon), ""))
 			}
 		case *syntax.CallExpr:
-			if len(n.Assigns) > 0 {
-				b.add(refuse(Assignment, off(n.Assigns[0].Pos()), ""))
-				return false
+			for _, a := range n.Assigns {
+				switch {
+				case len(n.Args) == 0:
+					b.add(refuse(Assignment, off(a.Pos()), "an assignment with no command sets a shell variable for the rest of the line"))
+					return false
+				case a.Append || a.Naked || a.Index != nil || a.Array != nil:
+					b.add(refuse(Assignment, off(a.Pos()), "only NAME=value is read before a command"))
+					return false
+				}
 			}
+		case *syntax.Assign:
+			// NAME=value before a command: its value is checked as a
+			// word is.
 		case *syntax.BinaryCmd:
 			if n.Op == syntax.PipeAll {
 				b.add(refuse(UnsupportedRedirect, off(n.OpPos), "|& pipes stderr too: write 2>&1 | instead"))
@@ -354,7 +429,9 @@ func (b *builder) check(f *syntax.File) {
 			b.add(refuse(CommandSubstitution, off(n.Pos()), ""))
 			return false
 		case *syntax.ParamExp:
-			b.add(refuse(ParameterExpansion, off(n.Pos()), ""))
+			if _, ok := b.fixedVar(n); !ok {
+				b.add(refuse(ParameterExpansion, off(n.Pos()), ""))
+			}
 			return false
 		case *syntax.ArithmExp, *syntax.ArithmCmd:
 			b.add(refuse(Arithmetic, off(n.Pos()), ""))
@@ -599,10 +676,21 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 	if begin := min(s.Offset, pos[0]); begin <= end && end <= len(b.line) {
 		s.Source = b.line[begin:end]
 	}
+	if c, ok := st.Cmd.(*syntax.CallExpr); ok {
+		b.globs = globLiteral
+		for _, a := range c.Assigns {
+			s.Env = append(s.Env, a.Name.Value+"="+b.assignValue(a))
+		}
+		b.globs = globRefuse
+	}
 	s.Argv = make([]string, 0, len(words))
-	for _, w := range words {
+	for i, w := range words {
+		if i > 0 {
+			b.globs = globExpand
+		}
 		s.Argv = b.appendWords(s.Argv, w)
 	}
+	b.globs = globRefuse
 	for _, r := range st.Redirs {
 		s.Redirects = append(s.Redirects, b.redirect(r))
 	}
@@ -611,6 +699,26 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		b.add(refuse(Syntax, at, "the words expand to nothing: name a program to run"))
 		return s
 	}
+	if len(s.Env) > 0 && (s.Argv[0] == "cd" || shellBuiltins[s.Argv[0]]) {
+		b.add(refuse(Assignment, s.Offset, fmt.Sprintf("an assignment before %q, which is no program", s.Argv[0])))
+	}
+	defer func() {
+		if s.Kind == Cd {
+			b.afterCd = true
+			switch {
+			case s.Dir == "" || b.cwd == "":
+				b.cwd = ""
+			case strings.HasPrefix(s.Dir, "/"):
+				b.cwd = s.Dir
+			default:
+				// As rein's runner moves: the kernel resolves the
+				// joined path.
+				b.cwd = b.cwd + "/" + s.Dir
+			}
+		} else {
+			b.afterCommand = true
+		}
+	}()
 	switch name := s.Argv[0]; {
 	case name == "":
 		b.add(refuse(Syntax, at, "the program name is empty"))
@@ -639,6 +747,9 @@ func (b *builder) timeWords(c *syntax.TimeClause) []*syntax.Word {
 	if !ok {
 		b.add(refuse(Syntax, off(c.Stmt.Pos()), "time takes one simple command here"))
 		return words
+	}
+	if len(call.Assigns) > 0 {
+		b.add(refuse(Assignment, off(call.Assigns[0].Pos()), "an assignment after time"))
 	}
 	return append(words, call.Args...)
 }
@@ -710,7 +821,7 @@ func (b *builder) appendWords(out []string, w *syntax.Word) []string {
 		return out
 	}
 	if !split {
-		return append(out, b.word(w))
+		return b.globWord(out, b.word(w), at)
 	}
 	if r := checkBraces(w, at); r != nil {
 		b.add(r)
@@ -728,7 +839,7 @@ func (b *builder) appendWords(out []string, w *syntax.Word) []string {
 		v := b.word(x)
 		b.noAssign = false
 		if v != "" || hasQuotes(x) {
-			out = append(out, v)
+			out = b.globWord(out, v, at)
 		}
 	}
 	return out
@@ -1013,23 +1124,103 @@ func expansionOf(p syntax.WordPart) Construct {
 // one that must be one.
 func (b *builder) word(w *syntax.Word) string {
 	var sb strings.Builder
+	b.pat.Reset()
+	b.globbed = false
 	assign := assignmentLike(w) && !b.noAssign
-	glob := bracketGlob(w)
+	glob := bracketGlob(w) && b.globs != globLiteral
+	if glob && b.globs == globExpand && (hasQuotes(w) || hasEscape(w)) {
+		// Inside [...] a quoted or escaped byte is literal to bash
+		// where the same byte unquoted is an operator ([!a] and ["!"a]).
+		b.add(refuse(Glob, off(w.Pos()), "a bracket expression in a word that also holds quotes or escapes"))
+	}
 	for i, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
 			b.unquoted(&sb, p, i == 0, i == len(w.Parts)-1, assign, glob, nextByte(w.Parts, i))
 		case *syntax.SglQuoted:
-			sb.WriteString(p.Value)
+			b.lit(&sb, p.Value)
 		case *syntax.DblQuoted:
 			for j, dp := range p.Parts {
-				if l, ok := dp.(*syntax.Lit); ok {
-					b.doubleQuoted(&sb, l, nextByte(p.Parts, j))
+				switch dp := dp.(type) {
+				case *syntax.Lit:
+					b.doubleQuoted(&sb, dp, nextByte(p.Parts, j))
+				case *syntax.ParamExp:
+					if v, ok := b.fixedVar(dp); ok {
+						b.lit(&sb, v)
+					}
 				}
+			}
+		case *syntax.ParamExp:
+			v, ok := b.fixedVar(p)
+			switch {
+			case !ok:
+			case v == "" || strings.ContainsAny(v, " \t\n*?["):
+				// Unquoted, bash splits the value into words and globs
+				// them; rein fills in only a value that stays one word.
+				b.add(refuse(ParameterExpansion, off(p.Pos()), fmt.Sprintf("unquoted $%s, whose value bash would split or glob: quote it", p.Param.Value)))
+			default:
+				b.lit(&sb, v)
 			}
 		}
 	}
 	return sb.String()
+}
+
+// lit writes bytes that stand for themselves: to the word, and escaped to
+// its glob pattern.
+func (b *builder) lit(sb *strings.Builder, v string) {
+	sb.WriteString(v)
+	for i := 0; i < len(v); i++ {
+		if strings.IndexByte(`*?[]\`, v[i]) >= 0 {
+			b.pat.WriteByte('\\')
+		}
+		b.pat.WriteByte(v[i])
+	}
+}
+
+// litByte is lit for one byte.
+func (b *builder) litByte(sb *strings.Builder, c byte) {
+	sb.WriteByte(c)
+	if strings.IndexByte(`*?[]\`, c) >= 0 {
+		b.pat.WriteByte('\\')
+	}
+	b.pat.WriteByte(c)
+}
+
+// fixedVar returns the value of $NAME or ${NAME} when rein fills it in:
+// HOME (Parser.Home), PWD (Parser.Dir, until a cd) and what
+// Parser.Vars sets. Anything else, and any other form of expansion, is
+// not filled in.
+func (b *builder) fixedVar(pe *syntax.ParamExp) (string, bool) {
+	if pe.Param == nil || pe.Flags != nil || pe.Excl || pe.Length || pe.Width || pe.IsSet ||
+		pe.NestedParam != nil || pe.Index != nil || len(pe.Modifiers) > 0 || pe.Slice != nil ||
+		pe.Repl != nil || pe.Names != 0 || pe.Exp != nil {
+		return "", false
+	}
+	name := pe.Param.Value
+	if v, ok := b.p.Vars[name]; ok {
+		if name == "PWD" && b.afterCd {
+			return "", false
+		}
+		return v, true
+	}
+	switch {
+	case name == "HOME" && b.p.Home != "":
+		return b.p.Home, true
+	case name == "PWD" && b.p.Dir != "" && !b.afterCd:
+		return b.p.Dir, true
+	}
+	return "", false
+}
+
+// hasEscape reports whether an unquoted literal of w holds a backslash.
+func hasEscape(w *syntax.Word) bool {
+	for _, p := range w.Parts {
+		if l, ok := p.(*syntax.Lit); ok && strings.IndexByte(l.Value, '\\') >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // single is word for a place that takes one word (a redirect's target, a
@@ -1140,25 +1331,37 @@ func (b *builder) unquoted(sb *strings.Builder, l *syntax.Lit, wordStart, lastPa
 		case c == '\\':
 			if j+1 < len(v) {
 				j++
-				sb.WriteByte(v[j])
+				b.litByte(sb, v[j])
 			} else {
-				sb.WriteByte(c)
+				b.litByte(sb, c)
 			}
 		case c == '$':
 			b.dollar(v, j, after, base, "")
-			sb.WriteByte(c)
+			b.litByte(sb, c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, ""))
+		case (c == '*' || c == '?' || (glob && (c == '[' || c == ']'))) && b.globs == globLiteral:
+			b.litByte(sb, c)
 		case c == '*' || c == '?' || (glob && (c == '[' || c == ']')):
-			b.add(refuse(Glob, base+j, fmt.Sprintf("unquoted %q", c)))
+			if b.globs != globExpand || b.p.Files == nil {
+				b.add(refuse(Glob, base+j, fmt.Sprintf("unquoted %q", c)))
+			}
+			sb.WriteByte(c)
+			b.pat.WriteByte(c)
+			b.globbed = true
 		case c == '#' && wordStart && j == 0:
 			b.add(refuse(Comment, base+j, ""))
 		case c == '\n' || c == '\r':
 			b.add(refuse(Newline, base+j, ""))
 		case c < 0x20 || c == 0x7f:
 			b.add(refuse(ControlCharacter, base+j, fmt.Sprintf("byte 0x%02x", c)))
-		default:
+		case glob:
+			// Inside a bracket expression the other bytes (! ^ -) are
+			// the pattern's own.
 			sb.WriteByte(c)
+			b.pat.WriteByte(c)
+		default:
+			b.litByte(sb, c)
 		}
 	}
 }
@@ -1183,7 +1386,7 @@ func (b *builder) tilde(sb *strings.Builder, s string, at int, lastPart, assign 
 			b.add(refuse(TildeUser, at, "HOME is not known here"))
 			return 1
 		}
-		sb.WriteString(b.home)
+		b.lit(sb, b.home)
 		return 1
 	}
 	n := 1
@@ -1205,19 +1408,189 @@ func (b *builder) doubleQuoted(sb *strings.Builder, l *syntax.Lit, after byte) {
 		switch {
 		case c == '\\' && j+1 < len(v) && strings.IndexByte("\"\\`$", v[j+1]) >= 0:
 			j++
-			sb.WriteByte(v[j])
+			b.litByte(sb, v[j])
 		case c == '\\' && j+1 < len(v) && v[j+1] == '\n':
 			j++
 		case c == '$':
 			b.dollar(v, j, after, base, "inside double quotes")
-			sb.WriteByte(c)
+			b.litByte(sb, c)
 		case (c == 0x01 || c == 0x7f) && j > 0 && v[j-1] == '\\':
 			b.add(refuse(ControlCharacter, base+j, fmt.Sprintf("byte 0x%02x after a backslash inside double quotes, which bash doubles", c)))
-			sb.WriteByte(c)
+			b.litByte(sb, c)
 		case c == '`':
 			b.add(refuse(CommandSubstitution, base+j, "inside double quotes"))
 		default:
-			sb.WriteByte(c)
+			b.litByte(sb, c)
 		}
 	}
+}
+
+// assignValue is the value of NAME=value before a command, as bash makes
+// it: quote removal, ~ expanded at its start and after each :, and no
+// brace expansion, globbing or splitting. It is read as the word
+// NAME=value is, from where NAME starts, so that offsets hold.
+func (b *builder) assignValue(a *syntax.Assign) string {
+	lead := a.Name.Value + "="
+	parts := []syntax.WordPart{&syntax.Lit{ValuePos: a.Name.ValuePos, Value: lead}}
+	if a.Value != nil {
+		parts = append(parts, a.Value.Parts...)
+		if l, ok := a.Value.Parts[0].(*syntax.Lit); ok {
+			parts = append([]syntax.WordPart{&syntax.Lit{ValuePos: a.Name.ValuePos, Value: lead + l.Value}}, a.Value.Parts[1:]...)
+		}
+	}
+	return strings.TrimPrefix(b.word(&syntax.Word{Parts: parts}), lead)
+}
+
+// globWord appends the word v to out, or, when it holds an unquoted glob
+// character, the paths its pattern matches as bash would (sorted by
+// bytes, dot files only for a pattern that starts with a dot), or v
+// itself when nothing matches.
+func (b *builder) globWord(out []string, v string, at int) []string {
+	if !b.globbed || b.globs != globExpand || b.p.Files == nil {
+		return append(out, v)
+	}
+	b.globbed = false
+	pat := b.pat.String()
+	switch {
+	case b.afterCommand:
+		b.add(refuse(Glob, at, "a glob after another command of the line, which may change what it matches: run it in a line of its own"))
+		return append(out, v)
+	case !strings.HasPrefix(pat, "/") && b.cwd == "":
+		b.add(refuse(Glob, at, "a relative glob where the working directory is not known"))
+		return append(out, v)
+	}
+	matches, err := globPaths(b.p.Files, b.cwd, pat)
+	if err != nil {
+		b.add(refuse(Glob, at, err.Error()))
+		return append(out, v)
+	}
+	if len(matches) == 0 {
+		return append(out, v)
+	}
+	b.globWords += len(matches)
+	if b.globWords > maxGlobWords {
+		b.add(refuse(Glob, at, fmt.Sprintf("globs make more than %d words in the line", maxGlobWords)))
+		return append(out, v)
+	}
+	return append(out, matches...)
+}
+
+// globPaths expands pat, a bash pattern whose literal bytes are escaped,
+// from dir: each component with a glob character is matched against the
+// names ReadDir lists, the others taken as they are and checked to
+// exist.
+func globPaths(files Files, dir, pat string) ([]string, error) {
+	parts := strings.Split(pat, "/")
+	cur := []string{""}
+	if parts[0] == "" {
+		cur, parts = []string{"/"}, parts[1:]
+	}
+	at := func(p string) string {
+		switch {
+		case strings.HasPrefix(p, "/"):
+			return p
+		case p == "":
+			return dir
+		}
+		return dir + "/" + p
+	}
+	join := func(p, name string) string {
+		if p == "" || strings.HasSuffix(p, "/") {
+			return p + name
+		}
+		return p + "/" + name
+	}
+	readDir := func(p string) ([]fs.DirEntry, bool, error) {
+		ents, err := files.ReadDir(at(p))
+		switch {
+		case err == nil:
+			return ents, true, nil
+		case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	for i, part := range parts {
+		last := i == len(parts)-1
+		var next []string
+		switch {
+		case part == "" && last:
+			// A trailing / keeps only directories.
+			for _, p := range cur {
+				if _, ok, err := readDir(p); err != nil {
+					return nil, err
+				} else if ok {
+					next = append(next, p+"/")
+				}
+			}
+		case !pattern.HasMeta(part, 0):
+			name := unescapeGlob(part)
+			for _, p := range cur {
+				if name == "" || name == "." || name == ".." || !last {
+					next = append(next, join(p, name))
+					continue
+				}
+				ents, _, err := readDir(p)
+				if err != nil {
+					return nil, err
+				}
+				for _, e := range ents {
+					if e.Name() == name {
+						next = append(next, join(p, name))
+						break
+					}
+				}
+			}
+		default:
+			expr, err := pattern.Regexp(part, pattern.Filenames|pattern.EntireString)
+			if err != nil {
+				return nil, fmt.Errorf("the pattern %q: %v", part, err)
+			}
+			re, err := regexp.Compile(expr)
+			if err != nil {
+				return nil, fmt.Errorf("the pattern %q: %v", part, err)
+			}
+			dots := strings.HasPrefix(part, ".") || strings.HasPrefix(part, `\.`)
+			for _, p := range cur {
+				ents, _, err := readDir(p)
+				if err != nil {
+					return nil, err
+				}
+				for _, e := range ents {
+					n := e.Name()
+					if (n[0] == '.' && !dots) || !re.MatchString(n) {
+						continue
+					}
+					if !last && !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+						continue
+					}
+					next = append(next, join(p, n))
+				}
+			}
+		}
+		cur = next
+		if len(cur) == 0 {
+			return nil, nil
+		}
+		if len(cur) > maxGlobWords {
+			return nil, fmt.Errorf("the pattern matches more than %d paths", maxGlobWords)
+		}
+	}
+	sort.Strings(cur)
+	return cur, nil
+}
+
+// unescapeGlob removes the backslashes lit put before glob characters.
+func unescapeGlob(p string) string {
+	if !strings.Contains(p, `\`) {
+		return p
+	}
+	var sb strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			i++
+		}
+		sb.WriteByte(p[i])
+	}
+	return sb.String()
 }

@@ -87,6 +87,15 @@ type Stage struct {
 	//	grep -n 'a b' "c\"d"  =>  ["grep", "-n", "a b", `c"d`]
 	Argv []string
 
+	// Env is the environment the line's assignments before the program
+	// add to the stage's own (NAME=value, in the order written, after
+	// quote removal and the tilde expansion bash makes in an assignment):
+	// the program runs with them, and the policy decides it knowing them
+	// (Command only).
+	//
+	//	CI=1 NO_COLOR=1 npm test  =>  ["CI=1", "NO_COLOR=1"]
+	Env []string `json:",omitempty"`
+
 	// Program, when set, is the absolute path of the program Argv[0]
 	// names without a slash, as the sandbox's PATH finds it: set by a
 	// resolver (sandbox.ResolvePrograms) before the policy decides the

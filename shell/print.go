@@ -53,6 +53,10 @@ func (s *Stage) print(sb *strings.Builder, bodies []string) []string {
 		}
 		return bodies
 	}
+	for _, e := range s.Env {
+		name, value, _ := strings.Cut(e, "=")
+		sb.WriteString(name + "=" + quoteValue(value) + " ")
+	}
 	for i, a := range s.Argv {
 		switch {
 		case i > 0:
@@ -110,4 +114,13 @@ func unsafeRune(r rune) bool {
 		return false
 	}
 	return !strings.ContainsRune("_-./,:+@%", r)
+}
+
+// quoteValue is Quote for an assignment's value, where an empty value
+// needs no quotes.
+func quoteValue(v string) string {
+	if v == "" {
+		return ""
+	}
+	return Quote(v)
 }

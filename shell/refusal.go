@@ -49,7 +49,7 @@ func (r *Refusal) Error() string {
 // hints holds the advice attached to each construct's refusal.
 var hints = map[Construct]string{
 	CommandSubstitution: "rein cannot know a command substitution's output before it runs: run the inner command first, then use its output",
-	ParameterExpansion:  "rein cannot know a variable's value before it runs: write the value itself, or single-quote a literal $",
+	ParameterExpansion:  "rein fills in only $HOME and $PWD ($NAME or ${NAME}, one word unquoted), and knows no other variable's value before it runs: write the value itself, or single-quote a literal $",
 	Arithmetic:          "rein does not compute arithmetic: compute the value first and write it literally",
 	ProcessSubstitution: "rein does not see into process substitution: write the inner command's output to a file first, then name the file",
 	Subshell:            "rein does not see into subshells: run the commands directly, joined with ; && or ||",
@@ -58,8 +58,8 @@ var hints = map[Construct]string{
 	Background:          "rein does not run part of a line in the background with &: use shell_start for long-running work, or join commands with ;",
 	UnsupportedRedirect: "rein reads only the redirects >, >>, <, 2>, 2>>, 2>&1 and here-documents",
 	CompoundCommand:     "rein does not see into shell control flow (if, for, while, case, functions, !, [[ ]]): run one command per stage, joined with ; && or ||",
-	Glob:                "rein does not know which files a glob matches before it runs: name the paths (find them with find or list_dir), or quote the character",
-	Assignment:          "rein does not read environment assignments on the line: pass environment through the API; as an argument (make CC=gcc) it is fine",
+	Glob:                "rein expands a glob itself only in a command's arguments, over the workspace, before any other command of the line: name the paths (find them with find or list_dir), or quote the character",
+	Assignment:          "rein reads NAME=value only right before a program (CI=1 npm test), where the policy decides the variable; as an argument (make CC=gcc) it is fine",
 	TildeUser:           "rein expands only ~ and ~/path: write the directory's path",
 	Comment:             "a comment runs nothing: a line that is only a comment is not a plan, and a backslash at a comment's end is not trusted",
 	Newline:             "rein reads no carriage return outside quotes: end lines with a newline alone",

@@ -24,9 +24,12 @@ var refusalCases = []struct {
 	{"cmd > $(x)", CommandSubstitution, 6},
 
 	// parameter expansion
-	{"cmd $HOME", ParameterExpansion, 4},
-	{`cmd "$HOME"`, ParameterExpansion, 5},
-	{`cmd "x$HOME"`, ParameterExpansion, 6},
+	{"cmd $FOO", ParameterExpansion, 4},
+	{`cmd "$FOO"`, ParameterExpansion, 5},
+	{`cmd "x$FOO"`, ParameterExpansion, 6},
+	{"cmd ${HOME:-x}", ParameterExpansion, 4},
+	{"cmd ${#HOME}", ParameterExpansion, 4},
+	{"cmd $HOME$FOO", ParameterExpansion, 9},
 	{"cmd ${x}", ParameterExpansion, 4},
 	{`cmd "${x}"`, ParameterExpansion, 5},
 	{"cmd $'a'", ParameterExpansion, 4},
@@ -37,7 +40,7 @@ var refusalCases = []struct {
 	{`cmd "a$@"`, ParameterExpansion, 6},
 	{"cmd a=$x", ParameterExpansion, 6},
 	{"cmd > $f", ParameterExpansion, 6},
-	{"cd $HOME", ParameterExpansion, 3},
+	{"cd $FOO", ParameterExpansion, 3},
 
 	// arithmetic
 	{"$((1))", Arithmetic, 0},
@@ -139,11 +142,13 @@ var refusalCases = []struct {
 	{"cmd > *.txt", Glob, 6},
 
 	// assignments in command position
-	{"FOO=1 cmd", Assignment, 0},
 	{"FOO=1", Assignment, 0},
-	{"cmd; A=b c", Assignment, 5},
+	{"cmd; A=b", Assignment, 5},
 	{"A+=x cmd", Assignment, 0},
-	{"cmd | X= y", Assignment, 6},
+	{"A=1 export B", Assignment, 0},
+	{"A=1 cd /tmp", Assignment, 0},
+	{"time A=1 ls", Assignment, 5},
+	{"cmd | X=$(id) y", CommandSubstitution, 8},
 
 	// ~user and friends
 	{"cmd ~root", TildeUser, 4},

@@ -121,7 +121,7 @@ func Builtin() (*Registry, error) {
 		}))
 	add(Define("shell", "Run a command line in the sandbox, after the policy allows every stage. rein reads pipes, redirects, && || ; newlines, cd, comments, quoted here-documents and brace expansion itself and runs each program directly; a line with anything else ($VAR, $(...), globs, loops, &) runs as opaque bash code, which is always asked first: prefer plain lines.", false, nil,
 		func(ctx context.Context, c *Call, a ShellArgs) *Result {
-			line, res := parseLine(a.Line)
+			line, res := c.parseLine(a.Line)
 			if res != nil {
 				return res
 			}
@@ -192,9 +192,20 @@ func WithDecided(ctx context.Context, plan *shell.Line) context.Context {
 // parseLine parses a line with rein's grammar into its plan: exact, or,
 // for a line outside the grammar, opaque shell code (bash -c LINE), which
 // the policy asks about and the sandbox confines. Only a line bash would
-// reject too is refused, naming the construct.
-func parseLine(text string) (*shell.Line, *Result) {
-	line, err := shell.Parser{Home: bwrap.SandboxHome}.Plan(text)
+// reject too is refused, naming the construct. Its globs are expanded
+// against the workspace from the directory the call starts in.
+func (c *Call) parseLine(text string) (*shell.Line, *Result) {
+	cfg := c.Router.cfg
+	dir := cfg.Profile.Dir
+	if dir == "" {
+		dir = cfg.Policy.Workspace
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	p := cfg.Policy.LineParser(dir)
+	p.Home = bwrap.SandboxHome
+	line, err := p.Plan(text)
 	if err != nil {
 		var ref *shell.Refusal
 		if errors.As(err, &ref) {

@@ -37,7 +37,7 @@ func TestGateGrant(t *testing.T) {
 		{"touch made", "touch other", Denied, "asks"},
 		{"touch made", "touch  made", Denied, "asks"},
 		{"touch denied", "touch denied", Denied, "deny rule"},
-		{"touch $HOME/x", "touch $HOME/x", Denied, "opaque"},
+		{"touch $FOO/x", "touch $FOO/x", Denied, "opaque"},
 	} {
 		c := ctx
 		if tc.grant != "" {

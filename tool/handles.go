@@ -188,7 +188,7 @@ func handleSpecs() []*Spec {
 func (c *Call) start(a StartArgs) *Result {
 	r := c.Router
 	t := r.handles
-	line, res := parseLine(a.Line)
+	line, res := c.parseLine(a.Line)
 	if res != nil {
 		return res
 	}

@@ -128,7 +128,7 @@ func TestLifeOfACall(t *testing.T) {
 		{"write_file", obj{"path": "new.txt", "content": "x"}, OK, "+x"},
 		{"shell", obj{"line": "rm -rf src"}, Denied, `"rm *"`},
 		// Outside the grammar: opaque code, asked (this approver denies).
-		{"shell", obj{"line": "ls *.go"}, Denied, "deny-all approver (opaque shell code (glob at byte 3"},
+		{"shell", obj{"line": "ls *.go && ls *.md"}, Denied, "deny-all approver (opaque shell code (glob at byte 14"},
 		{"shell", obj{"line": "ls 'unterminated"}, Denied, "refused by the grammar"},
 		{"shell", obj{"line": "cat src/main.go"}, OK, "package main"},
 		{"shell", obj{"line": "sh -c 'exit 3'"}, Denied, "deny-all approver"},

@@ -177,7 +177,11 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 		d, done = pre(in)
 	}
 	if !done {
-		d = hook.Decide(p, w, in)
+		if confine {
+			d = hook.DecideConfined(p, w, in)
+		} else {
+			d = hook.Decide(p, w, in)
+		}
 	}
 	if home := p.Home; d.Answer == hook.Allow && (p.Workspace == "/" || home == p.Workspace || strings.HasPrefix(home, p.Workspace+"/")) {
 		// The whole home directory as a workspace would make every dot
@@ -257,7 +261,13 @@ func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string
 	// The plan the sandbox will run, as this process parsed it: rein
 	// shell runs that plan, and refuses if the line parses there to any
 	// other (another HOME, other files, another rein).
-	if plan, err := (shell.Parser{Home: bwrap.SandboxHome}).Plan(line); err == nil {
+	physical := dir
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		physical = r
+	}
+	parser := p.LineParser(physical)
+	parser.Home = bwrap.SandboxHome
+	if plan, err := parser.Plan(line); err == nil {
 		if data, err := json.Marshal(plan); err == nil {
 			words = append(words, "--plan", string(data))
 		}

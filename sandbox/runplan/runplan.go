@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -240,7 +241,7 @@ func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline, base int) []S
 			fmt.Fprintf(r.o.Stderr, "rein: %s: %v\n", st.Argv[0], err)
 			continue
 		}
-		cmd := &exec.Cmd{Path: prog, Args: st.Argv, Env: r.o.Env, Dir: r.cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+		cmd := &exec.Cmd{Path: prog, Args: st.Argv, Env: withStageEnv(r.o.Env, st.Env), Dir: r.cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 		if r.o.SysProcAttr != nil {
 			cmd.SysProcAttr = r.o.SysProcAttr()
 		}
@@ -462,4 +463,20 @@ func lookPathList(env []string) []string {
 		}
 	}
 	return nil
+}
+
+// withStageEnv is env with a stage's own assignments (NAME=value cmd)
+// after it, each replacing the variable of its name.
+func withStageEnv(env, stage []string) []string {
+	if len(stage) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env)+len(stage))
+	for _, e := range env {
+		n, _, _ := strings.Cut(e, "=")
+		if !slices.ContainsFunc(stage, func(s string) bool { return strings.HasPrefix(s, n+"=") }) {
+			out = append(out, e)
+		}
+	}
+	return append(out, stage...)
 }
