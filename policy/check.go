@@ -266,6 +266,13 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 	}
 	sv.Class = facts.Class
 	classReason := facts.Reason
+	if m := facts.PythonModule; m != "" {
+		for _, cwd := range cwds {
+			if shadow := pythonShadow(cwd, m); shadow != "" && sv.Class < Unknown {
+				sv.Class, classReason = Unknown, fmt.Sprintf("python -m %s imports %s, the workspace's code, first", m, shadow)
+			}
+		}
+	}
 	if stdinArgs(argv) && sv.Class < Unknown {
 		// xargs takes the program's arguments from its input, so the
 		// paths it reads are not on the line.
@@ -998,4 +1005,22 @@ func (p *Policy) decideSandboxHome(pv PathVerdict, abs string) PathVerdict {
 	}
 	pv.Decision, pv.Reason = Allow, "in the sandbox's private HOME"
 	return pv
+}
+
+// pythonShadow returns the entry of dir that python -m module would import
+// in the module's place (Python puts the working directory first on its
+// path): module.py, a package directory, a compiled module, any
+// module.SUFFIX. "" when there is none.
+func pythonShadow(dir, module string) string {
+	top, _, _ := strings.Cut(module, ".")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return filepath.Join(dir, top) + " (the directory cannot be listed)"
+	}
+	for _, e := range ents {
+		if n := e.Name(); n == top || strings.HasPrefix(n, top+".") {
+			return filepath.Join(dir, n)
+		}
+	}
+	return ""
 }

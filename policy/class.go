@@ -56,6 +56,10 @@ type stageFacts struct {
 	// standard input (python3 with no script, sh -s): a here-document
 	// there is program text, decided like -c's.
 	ProgramFromStdin bool
+	// PythonModule is the module python -m runs when the stage is decided
+	// as that module's program (python -m pytest as pytest): a file or
+	// package of that name where the stage runs would be imported first.
+	PythonModule string
 }
 
 // MarshalText writes the class name.

@@ -65,10 +65,59 @@ var phpInterp = interpreter{
 	info:    []string{"v", "version", "h", "help", "i", "ini", "rf", "rc", "re", "rz", "ri"},
 }
 
+// pythonModules are the modules python -m runs that are decided as the
+// program of the same name: the test runners and tools whose entry point
+// the module is. A module the working directory shadows (a pytest.py or
+// pytest/ there, which Python imports first) is the workspace's code.
+var pythonModules = map[string]string{
+	"pytest": "pytest", "unittest": "pytest", "pip": "pip", "pip3": "pip",
+	"mypy": "mypy", "ruff": "ruff", "black": "black", "flake8": "flake8", "pylint": "pylint",
+	"isort": "isort", "coverage": "coverage", "tox": "tox", "nox": "nox",
+}
+
+// pythonModuleOptions are the python options that may stand before -m
+// MODULE without changing which code runs: output, bytecode, warnings,
+// optimisation and isolation switches.
+var pythonModuleOptions = setOf("u", "B", "q", "s", "E", "I", "P", "O", "OO", "W", "b", "bb", "v")
+
+// pythonModule is the program python -m MODULE ARGS... is decided as, with
+// its arguments, or nil.
+func pythonModule(ws argWords) []string {
+	mods := ws.values("m")
+	if len(mods) != 1 {
+		return nil
+	}
+	prog, ok := pythonModules[mods[0]]
+	if !ok {
+		return nil
+	}
+	for _, w := range ws {
+		if w.opt != "" && w.opt != "m" && !pythonModuleOptions[w.opt] {
+			return nil
+		}
+	}
+	if mods[0] == "unittest" {
+		// python -m unittest runs the workspace's tests, as pytest
+		// does; its arguments are test names, not pytest's options.
+		return []string{prog}
+	}
+	return append([]string{prog}, ws.operands()...)
+}
+
 func refineInterpreter(in *interpreter) func(*classCall) {
 	return func(c *classCall) {
 		ws := in.args.scan(c.args)
 		ops := ws.operands()
+		if in == &pythonInterp {
+			if argv := pythonModule(ws); argv != nil {
+				// python -m pytest is pytest, unless the working
+				// directory shadows the module (checkCommand looks).
+				c.set(ReadOnly, "")
+				c.absorb([]innerRun{{argv: argv}})
+				c.f.PythonModule = ws.values("m")[0]
+				return
+			}
+		}
 		code := ws.values(in.code...)
 		c.inline(code...)
 		switch {

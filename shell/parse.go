@@ -398,15 +398,17 @@ func (b *builder) check(f *syntax.File) {
 			}
 		case *syntax.Redirect:
 			b.add(checkRedirect(n))
-			if n.Hdoc != nil {
-				if _, ok := b.heredocBody(n); !ok {
-					b.add(heredocTorn(n))
-				}
+			if (n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc) && n.Word != nil {
 				if end := off(n.Word.End()); end < len(b.line) && strings.IndexByte(" \t\n;&|<>()", b.line[end]) < 0 {
 					// bash reads the delimiter up to a blank or an
 					// operator ('EOF'# is EOF#); the tokeniser stops at
-					// the # and reads a comment.
+					// the # and reads a comment. An empty body too.
 					b.add(malformed(refuse(Heredoc, off(n.Word.Pos()), "a here-document delimiter the tokeniser ends before bash does: put a blank after it")))
+				}
+			}
+			if n.Hdoc != nil {
+				if _, ok := b.heredocBody(n); !ok {
+					b.add(heredocTorn(n))
 				}
 				// The body is data, checked when the stage is built;
 				// its newlines are not separators.
@@ -685,7 +687,7 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 	}
 	s.Argv = make([]string, 0, len(words))
 	for i, w := range words {
-		if i > 0 {
+		if i > 0 && words[0].Lit() != "cd" {
 			b.globs = globExpand
 		}
 		s.Argv = b.appendWords(s.Argv, w)
@@ -1147,6 +1149,8 @@ func (b *builder) word(w *syntax.Word) string {
 				case *syntax.ParamExp:
 					if v, ok := b.fixedVar(dp); ok {
 						b.lit(&sb, v)
+					} else {
+						b.add(refuse(ParameterExpansion, off(dp.Pos()), ""))
 					}
 				}
 			}
@@ -1154,6 +1158,7 @@ func (b *builder) word(w *syntax.Word) string {
 			v, ok := b.fixedVar(p)
 			switch {
 			case !ok:
+				b.add(refuse(ParameterExpansion, off(p.Pos()), ""))
 			case v == "" || strings.ContainsAny(v, " \t\n*?["):
 				// Unquoted, bash splits the value into words and globs
 				// them; rein fills in only a value that stays one word.
@@ -1542,11 +1547,14 @@ func globPaths(files Files, dir, pat string) ([]string, error) {
 				}
 			}
 		default:
-			expr, err := pattern.Regexp(part, pattern.Filenames|pattern.EntireString)
+			expr, err := pattern.Regexp(bytesAsRunes(part), pattern.Filenames|pattern.EntireString)
 			if err != nil {
 				return nil, fmt.Errorf("the pattern %q: %v", part, err)
 			}
 			re, err := regexp.Compile(expr)
+			// bash in the C locale matches bytes: ? is one byte, not
+			// one character. Names and pattern are matched as Latin-1,
+			// each byte one rune.
 			if err != nil {
 				return nil, fmt.Errorf("the pattern %q: %v", part, err)
 			}
@@ -1558,7 +1566,7 @@ func globPaths(files Files, dir, pat string) ([]string, error) {
 				}
 				for _, e := range ents {
 					n := e.Name()
-					if (n[0] == '.' && !dots) || !re.MatchString(n) {
+					if (n[0] == '.' && !dots) || !re.MatchString(bytesAsRunes(n)) {
 						continue
 					}
 					if !last && !e.IsDir() && e.Type()&fs.ModeSymlink == 0 {
@@ -1593,4 +1601,24 @@ func unescapeGlob(p string) string {
 		sb.WriteByte(p[i])
 	}
 	return sb.String()
+}
+
+// bytesAsRunes maps each byte of s to the rune of the same value, so that
+// a regular expression matches bytes, as bash does in the C locale.
+func bytesAsRunes(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	r := make([]rune, len(s))
+	for i := 0; i < len(s); i++ {
+		r[i] = rune(s[i])
+	}
+	return string(r)
 }

@@ -1,0 +1,192 @@
+package shell
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// osFiles lists directories of the host, for tests.
+type osFiles struct{}
+
+func (osFiles) ReadDir(dir string) ([]os.DirEntry, error) { return os.ReadDir(dir) }
+
+// expandTree makes a directory of awkward names for globs to match.
+func expandTree(t testing.TB) string {
+	dir := realDir(t, t.TempDir())
+	for _, f := range []string{"a.py", "b.py", "B.py", ".hidden.py", "-rf", "c d.txt", "x[1].txt", "é.py", "sub/x/y.py", "sub/z.py", "sub/.dot/w.py", "q?.md", "star*.md"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("sub", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBashExpansions runs lines with globs, assignments before a program
+// and fixed variables under real bash (LC_ALL=C) and checks that the
+// plan's argv and environment are what bash gives the program.
+func TestBashExpansions(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := expandTree(t)
+	home := filepath.Join(dir, "sub")
+	// show prints its argv, then the variables named SHOW_*, A and B.
+	bin := realDir(t, t.TempDir())
+	show := "#!" + bash + "\nprintf '%s\\0' \"$@\"; printf 'ENV\\0'; env -0 | grep -zE '^(A|B|LC_ALL|CI|TZ|SHOW_[A-Z]*)=' || true\n"
+	if err := os.WriteFile(filepath.Join(bin, "show"), []byte(show), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lines := []string{
+		`show *.py`, `show *`, `show .*`, `show */`, `show sub/*/*.py`, `show */*.py`, `show s*/*`,
+		`show "a"*`, `show 'b'.p?`, `show [ab].py`, `show [!a].py`, `show [^a].py`, `show [[:upper:]]*`,
+		`show x\[1\].txt x[1]*`, `show *.zz`, `show "*".py`, `show \*.md`, `show q\?.md q?.md`,
+		`show c*`, `show link/*`, `show link/*/`, `show ./*.py`, `show sub/.*`, `show {a,b}*.py`, `show *{.py,.md}`,
+		`show é*`, `show ?.py`, `show -- *`,
+		`A=1 show`, `A=1 B='x y' show`, `A=~/x:~/y show`, `A= show`, `A="$HOME" show`, `A=* show *.py`,
+		`A='a b' B=c\ d show $HOME`, `CI=true LC_ALL=C TZ=UTC show`, `SHOW_X=1 SHOW_X=2 show`,
+		`show $HOME "$HOME" ${HOME} "${HOME}/x" x$HOME $PWD "$PWD"`, `cd sub && show *`, `cd sub && show *.py ../*.py`,
+	}
+	p := Parser{Home: home, Dir: dir, Files: osFiles{}}
+	for _, line := range lines {
+		t.Run(line, func(t *testing.T) {
+			l, err := p.Parse(line)
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", line)
+			cmd.Dir = dir
+			cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":/usr/bin:/bin", "LC_ALL=C"}
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, os.Stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			f := strings.Split(strings.TrimSuffix(out.String(), "\x00"), "\x00")
+			k := slices.Index(f, "ENV")
+			gotArgv, gotEnv := f[:k], f[k+1:]
+			st := l.Stages()[len(l.Stages())-1]
+			if want := st.Argv[1:]; !slices.Equal(gotArgv, want) && !(len(gotArgv) == 1 && gotArgv[0] == "" && len(want) == 0) {
+				t.Errorf("argv: bash %q, rein %q", gotArgv, want)
+			}
+			// The environment bash gave: each of the plan's assignments,
+			// the last of a name winning, and LC_ALL=C from the world.
+			want := map[string]string{"LC_ALL": "C"}
+			for _, e := range st.Env {
+				n, v, _ := strings.Cut(e, "=")
+				want[n] = v
+			}
+			got := map[string]string{}
+			for _, e := range gotEnv {
+				if e == "" {
+					continue
+				}
+				n, v, _ := strings.Cut(e, "=")
+				got[n] = v
+			}
+			if !mapsEqual(got, want) {
+				t.Errorf("env: bash %q, rein %q", got, want)
+			}
+			// What rein plans prints back to the same plan.
+			l2, err := Parser{Home: home, Dir: dir}.Parse(l.String())
+			if err != nil || !samePlan(l, l2) {
+				t.Errorf("printed %q: %v %s", l.String(), err, dumpPlan(l2))
+			}
+		})
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestExpansionsOpaque: what rein does not expand stays opaque, naming
+// why.
+func TestExpansionsOpaque(t *testing.T) {
+	dir := expandTree(t)
+	p := Parser{Home: "/h", Dir: dir, Files: osFiles{}}
+	for line, want := range map[string]string{
+		"ls a.py && ls *.py": "after another command",
+		"*.py":               "glob",
+		"ls > *.txt":         "glob",
+		"cd *":               "glob",
+		`ls ["!"a].py`:       "bracket expression",
+		"ls $FOO":            "parameter-expansion",
+		"ls $X*":             "parameter-expansion",
+		"cd sub && ls $PWD":  "parameter-expansion",
+		"A=1":                "assignment",
+		"A=1 cd sub":         "assignment",
+		"ls ${HOME:-x}":      "parameter-expansion",
+		"echo $HOME$$":       "parameter-expansion",
+		"ls $?":              "parameter-expansion",
+		"A+=1 ls":            "assignment",
+		"time A=1 ls":        "assignment",
+	} {
+		l, err := p.Plan(line)
+		if err != nil || l.Opaque == nil {
+			t.Errorf("%q: %v, want opaque (%s); plan %s", line, err, want, dumpPlan(l))
+			continue
+		}
+		if !strings.Contains(l.Opaque.Error(), want) {
+			t.Errorf("%q: opaque for %q, want %q", line, l.Opaque.Error(), want)
+		}
+	}
+	// Without Files, a glob is opaque as ever; an unquoted value with a
+	// blank would be split by bash.
+	if l, _ := (Parser{Home: "/h", Dir: dir}).Plan("ls *.py"); l.Opaque == nil || l.Opaque.Construct != Glob {
+		t.Errorf("a glob without Files: %s", dumpPlan(l))
+	}
+	if l, _ := (Parser{Home: "/h j", Dir: dir}).Plan("ls $HOME"); l.Opaque == nil {
+		t.Errorf("an unquoted HOME with a blank: %s", dumpPlan(l))
+	}
+}
+
+// TestGlobAttack: a file named -rf in the workspace is matched by rm *,
+// and the plan says so: the argv decided is the argv that runs.
+func TestGlobAttack(t *testing.T) {
+	dir := expandTree(t)
+	l, err := Parser{Home: "/h", Dir: dir, Files: osFiles{}}.Parse("rm *")
+	if err != nil {
+		t.Fatal(err)
+	}
+	argv := l.Stages()[0].Argv
+	if len(argv) < 2 || argv[1] != "-rf" {
+		t.Fatalf("rm * plans %q, want -rf first, as bash gives it", argv)
+	}
+}
+
+// TestGlobLimit: past 10,000 words a line's globs are opaque.
+func TestGlobLimit(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	for i := range 5001 {
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%05d", i)), nil, 0o644)
+	}
+	p := Parser{Home: "/h", Dir: dir, Files: osFiles{}}
+	if l, err := p.Plan("ls f*"); err != nil || l.Opaque != nil || len(l.Stages()[0].Argv) != 5002 {
+		t.Fatalf("5001 matches: %v", err)
+	}
+	if l, err := p.Plan("ls f* f*"); err != nil || l.Opaque == nil || l.Opaque.Construct != Glob {
+		t.Fatalf("10,002 matches: %v %v", err, l.Opaque)
+	}
+}
