@@ -136,3 +136,48 @@ func BenchmarkLstat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecideGlob decides lines from text (parse, glob expansion over
+// the workspace, the policy's check): a glob over a directory of 1,000
+// entries, the same line naming one file, and, for the ratio, the bare
+// mechanism a glob costs at least, one os.ReadDir of that directory.
+func BenchmarkDecideGlob(b *testing.B) {
+	f := newFixture(b)
+	dir := filepath.Join(f.ws, "src")
+	for i := range 1000 {
+		ext := ".txt"
+		if i%10 == 0 {
+			ext = ".go"
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%04d%s", i, ext)), nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p := f.load(ModeAuto)
+	lp := p.LineParser(f.ws)
+	for _, c := range []struct{ name, line string }{
+		{"glob-1000", "grep -n TODO src/*.go"},
+		{"no-glob", "grep -n TODO src/f0000.go"},
+		{"env-no-glob", "CI=1 NO_COLOR=1 grep -n TODO src/f0000.go"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := lp.Plan(c.line)
+				if err != nil || l.Opaque != nil {
+					b.Fatal(err, l.Opaque)
+				}
+				if v := p.CheckIn(l, f.ws); v.Decision != Allow {
+					b.Fatal(v.Reason)
+				}
+			}
+		})
+	}
+	b.Run("bare-readdir-1000", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := os.ReadDir(dir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -120,7 +120,11 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 			} else {
 				// ~ is the HOME of the sandbox rein shell runs the line
 				// in, as the policy decides it.
-				line, err = shell.Parser{Home: p.SandboxHome}.Plan(args[0])
+				// Its globs are expanded over the workspace, as rein
+				// shell expands them.
+				lp := p.LineParser(p.Workspace)
+				lp.Home = p.SandboxHome
+				line, err = lp.Plan(args[0])
 			}
 			out := cmd.OutOrStdout()
 			var ref *shell.Refusal
