@@ -524,6 +524,14 @@ func (p *Policy) chainOutside(st *shell.Stage, cwds []string) (local bool, which
 	_, _, chain, _ := stripBenignChain(st.Argv)
 	for i, level := range chain {
 		name := level[0]
+		if st.Venv != "" && !strings.Contains(name, "/") {
+			// The activated venv's bin comes first on the stage's PATH:
+			// a name found there is the workspace's program, whatever
+			// the resolver said.
+			if p := filepath.Join(st.Venv, "bin", name); fileExists(p) {
+				return true, name, p, append([]string{p}, level[1:]...)
+			}
+		}
 		switch {
 		case strings.Contains(name, "/"):
 			if local, where := p.localProgram(name, cwds); local {
@@ -552,6 +560,12 @@ func (p *Policy) chainOutside(st *shell.Stage, cwds []string) (local bool, which
 		}
 	}
 	return false, "", "", nil
+}
+
+// fileExists reports whether anything (a link too) is at p.
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // resolvedSystemDirs are where a program found on the sandbox's PATH must

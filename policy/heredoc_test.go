@@ -57,9 +57,9 @@ func TestOpaqueLines(t *testing.T) {
 	}{
 		{"ls *.py", ModeAuto, Ask, "opaque shell code (glob at byte 3"},
 		{"ls *.py", ModeSafe, Deny, "opaque shell code"},
-		{"for b in a b; do git push origin $b; done", ModeAuto, Deny, `"git push*"`},
+		{"for b in a b; do git push origin $b; done > log", ModeAuto, Deny, `"git push*"`},
 		{"X=1 rm -rf / $Y", ModeAuto, Deny, "hard deny"},
-		{"for f in {a,b}; do git push origin {x,y} $f; done", ModeAuto, Deny, `"git push*"`},
+		{"for f in {a,b}; do git push origin {x,y} $f; done > log", ModeAuto, Deny, `"git push*"`},
 		{"echo $X; rm -rf {/,x}", ModeAuto, Deny, "hard deny"},
 		{"cat <<EOF > ~/.bashrc\n$PATH\nEOF", ModeAuto, Deny, "protected"},
 		{"cd $(git rev-parse --show-toplevel) && make", ModeAuto, Ask, "opaque shell code (command-substitution"},

@@ -233,6 +233,10 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 					if _, done := st.Programs[w]; done || strings.Contains(w, "/") || w == "" || w[0] == '-' {
 						continue
 					}
+					if p := venvProgram(st.Venv, w); p != "" {
+						st.Programs[w] = p
+						continue
+					}
 					prog, shadow, _ := s.lookShadow(w)
 					st.Programs[w] = prog
 					if shadow != "" {
@@ -243,6 +247,10 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 				}
 			}
 			if st.Program != "" || strings.Contains(st.Argv[0], "/") {
+				continue
+			}
+			if p := venvProgram(st.Venv, st.Argv[0]); p != "" {
+				st.Program = p
 				continue
 			}
 			prog, err := s.look(st.Argv[0])
@@ -257,6 +265,20 @@ func ResolvePrograms(line *shell.Line, p Profile) map[int]error {
 		}
 	}
 	return missing
+}
+
+// venvProgram is the program name names in the bin of venv, a workspace
+// virtual environment the line activated, which is first on the stage's
+// PATH; "" when there is none (or no venv).
+func venvProgram(venv, name string) string {
+	if venv == "" || name == "" || strings.Contains(name, "/") {
+		return ""
+	}
+	p := venv + "/bin/" + name
+	if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return p
+	}
+	return ""
 }
 
 // resolved is a copy of line with every stage's program resolved, and the

@@ -359,6 +359,9 @@ type bashWorld struct {
 	bash, bin  string
 	root, logs string
 	home, work string
+	// background is the number of records to wait for after bash ends:
+	// a line ended by & leaves its command running.
+	background int
 }
 
 func newBashWorld(t *testing.T, bash, bin string) *bashWorld {
@@ -418,6 +421,11 @@ func (w *bashWorld) run(line string, setup bashSetup) (*bashOutcome, error) {
 	}
 	out.stdout = sortedLines(stdout.String())
 	out.stderr = sortedLines(stderr.String())
+	for deadline := time.Now().Add(5 * time.Second); w.background > 0 && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if entries, err := os.ReadDir(w.logs); err == nil && len(entries) >= w.background {
+			break
+		}
+	}
 
 	type stamped struct {
 		at  string
@@ -537,6 +545,9 @@ func crossCheck(t *testing.T, w *bashWorld, line string, l *Line) {
 	if err != nil {
 		t.Fatalf("line %q: plan %s: %v", line, dumpPlan(l), err)
 	}
+	if l.Background {
+		w.background = len(pr.want.records)
+	}
 	got, err := w.run(line, pr.setup)
 	if err != nil {
 		t.Fatalf("line %q: %v", line, err)
@@ -586,6 +597,9 @@ func FuzzBashAgrees(f *testing.F) {
 		pr, err := predict(l, w.root, w.home, w.work)
 		if err != nil {
 			return // a program with no stand-in, or a file outside the tree
+		}
+		if l.Background {
+			w.background = len(pr.want.records)
 		}
 		got, err := w.run(line, pr.setup)
 		switch {
@@ -710,6 +724,12 @@ func dumpPlan(l *Line) string {
 					fmt.Fprintf(&sb, "argv%q", s.Argv)
 				}
 			case Command:
+				if len(s.Env) > 0 {
+					fmt.Fprintf(&sb, "env%q", s.Env)
+				}
+				if s.Venv != "" {
+					fmt.Fprintf(&sb, "venv(%q)", s.Venv)
+				}
 				fmt.Fprintf(&sb, "%q", s.Argv)
 				if s.Dir != "" {
 					fmt.Fprintf(&sb, "dir(%q)", s.Dir)
@@ -727,6 +747,9 @@ func dumpPlan(l *Line) string {
 	}
 	if len(l.Connectors) != max(len(l.Pipelines)-1, 0) {
 		fmt.Fprintf(&sb, " <%d connectors>", len(l.Connectors))
+	}
+	if l.Background {
+		sb.WriteString(" &")
 	}
 	return sb.String()
 }

@@ -209,6 +209,7 @@ func Differs(a, b *Line) string {
 	type stage struct {
 		Kind      StageKind
 		Env       []string
+		Venv      string
 		Argv      []string
 		Program   string
 		Programs  map[string]string
@@ -219,7 +220,7 @@ func Differs(a, b *Line) string {
 		for _, p := range l.Pipelines {
 			var ps []stage
 			for _, s := range p.Stages {
-				ps = append(ps, stage{s.Kind, s.Env, s.Argv, s.Program, s.Programs, s.Dir, s.Redirects})
+				ps = append(ps, stage{s.Kind, s.Env, s.Venv, s.Argv, s.Program, s.Programs, s.Dir, s.Redirects})
 			}
 			out = append(out, ps)
 		}
@@ -231,10 +232,11 @@ func Differs(a, b *Line) string {
 			construct = l.Opaque.Construct
 		}
 		data, _ := json.Marshal(struct {
-			P [][]stage
-			C []Connector
-			O Construct
-		}{flat(l), l.Connectors, construct})
+			P  [][]stage
+			C  []Connector
+			O  Construct
+			BG bool
+		}{flat(l), l.Connectors, construct, l.Background})
 		return string(data)
 	}
 	if x, y := enc(a), enc(b); x != y {

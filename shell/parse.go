@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -97,11 +98,21 @@ func (p Parser) Parse(line string) (*Line, error) {
 		return nil, b.first
 	}
 	plan := &Line{Notes: b.notes}
+	if n := len(f.Stmts); n > 0 && f.Stmts[n-1].Background {
+		plan.Background, plan.BackgroundAt = true, off(f.Stmts[n-1].Semicolon)
+	}
 	for i, st := range f.Stmts {
-		if i > 0 {
+		if fc, ok := st.Cmd.(*syntax.ForClause); ok {
+			b.unroll(plan, fc)
+			continue
+		}
+		if i > 0 && len(plan.Pipelines) > 0 {
 			plan.Connectors = append(plan.Connectors, Seq)
 		}
 		b.list(plan, st, 0)
+	}
+	if b.first == nil {
+		b.activations(plan)
 	}
 	if b.first != nil {
 		return nil, b.first
@@ -311,6 +322,10 @@ type builder struct {
 	globbed bool
 	// globWords counts the words globs made in the line.
 	globWords int
+	// loopVars are the values of the for loops' variables while their
+	// bodies are built, and iterations counts the iterations unrolled.
+	loopVars   map[string]string
+	iterations int
 }
 
 // globMode is what an unquoted glob character does in a word.
@@ -358,8 +373,10 @@ func (b *builder) check(f *syntax.File) {
 			switch {
 			case n.Negated:
 				b.add(refuse(CompoundCommand, off(n.Position), "! negates a status"))
+			case n.Background && b.backgroundOK(f, n):
+				// One command ended by & at the end of the line.
 			case n.Background:
-				b.add(refuse(Background, off(n.Semicolon), ""))
+				b.add(refuse(Background, off(n.Semicolon), "only one command ended by & at the end of the line runs in the background"))
 			case n.Coprocess, n.Disown:
 				b.add(refuse(Background, off(n.Semicolon), ""))
 			}
@@ -431,7 +448,10 @@ func (b *builder) check(f *syntax.File) {
 			b.add(refuse(CommandSubstitution, off(n.Pos()), ""))
 			return false
 		case *syntax.ParamExp:
-			if _, ok := b.fixedVar(n); !ok {
+			// $NAME and ${NAME}: whether rein knows the value is
+			// settled where the word is built (a loop's variable
+			// only inside its body).
+			if !simpleParam(n) {
 				b.add(refuse(ParameterExpansion, off(n.Pos()), ""))
 			}
 			return false
@@ -453,7 +473,15 @@ func (b *builder) check(f *syntax.File) {
 		case *syntax.BraceExp:
 			b.add(refuse(BraceGroup, off(n.Pos()), ""))
 			return false
-		case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause,
+		case *syntax.ForClause:
+			if why := forRefusal(f, n); why != "" {
+				b.add(refuse(CompoundCommand, off(n.Pos()), why))
+				return false
+			}
+			// Unrolled: its words and its body are checked as the
+			// line's own.
+		case *syntax.WordIter:
+		case *syntax.IfClause, *syntax.WhileClause,
 			*syntax.CaseClause, *syntax.FuncDecl, *syntax.TestClause,
 			*syntax.CoprocClause, *syntax.TestDecl:
 			b.add(refuse(CompoundCommand, off(n.Pos()), ""))
@@ -728,8 +756,15 @@ func (b *builder) stage(st *syntax.Stmt) *Stage {
 		b.cd(s, pos)
 	case strings.HasPrefix(name, "%"):
 		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q names a job to bash, not a program", name)))
+	case (name == "source" || name == ".") && b.activation(s):
+		// A workspace venv's activation: what it sets is applied to the
+		// stages after it (activations).
 	case shellBuiltins[name]:
 		b.add(refuse(ShellBuiltin, at, fmt.Sprintf("%q", name)))
+	case name == "deactivate":
+		b.add(refuse(ShellBuiltin, at, "deactivate is the function a venv's activation defines in a shell"))
+	case loopWords[name]:
+		b.add(refuse(CompoundCommand, at, fmt.Sprintf("%q acts on a loop or a function, which rein unrolls or does not run", name)))
 	case reservedWords[name] || name == "{" || name == "}":
 		b.add(refuse(CompoundCommand, at, fmt.Sprintf("%q", name)))
 	}
@@ -1197,12 +1232,13 @@ func (b *builder) litByte(sb *strings.Builder, c byte) {
 // Parser.Vars sets. Anything else, and any other form of expansion, is
 // not filled in.
 func (b *builder) fixedVar(pe *syntax.ParamExp) (string, bool) {
-	if pe.Param == nil || pe.Flags != nil || pe.Excl || pe.Length || pe.Width || pe.IsSet ||
-		pe.NestedParam != nil || pe.Index != nil || len(pe.Modifiers) > 0 || pe.Slice != nil ||
-		pe.Repl != nil || pe.Names != 0 || pe.Exp != nil {
+	if !simpleParam(pe) {
 		return "", false
 	}
 	name := pe.Param.Value
+	if v, ok := b.loopVars[name]; ok {
+		return v, true
+	}
 	if v, ok := b.p.Vars[name]; ok {
 		if name == "PWD" && b.afterCd {
 			return "", false
@@ -1621,4 +1657,192 @@ func bytesAsRunes(s string) string {
 		r[i] = rune(s[i])
 	}
 	return string(r)
+}
+
+// backgroundOK reports whether st, a statement ended by &, is what rein
+// runs in the background: the line's only statement, one simple command
+// (a list or a pipeline before & stays opaque: which part would run in the
+// background is bash's to say).
+func (b *builder) backgroundOK(f *syntax.File, st *syntax.Stmt) bool {
+	if len(f.Stmts) != 1 || f.Stmts[0] != st || st.Coprocess || st.Disown || st.Negated {
+		return false
+	}
+	_, ok := st.Cmd.(*syntax.CallExpr)
+	return ok
+}
+
+// loopWords act on the loop or function they are in: a program of that
+// name is not what bash runs.
+var loopWords = map[string]bool{"break": true, "continue": true, "return": true}
+
+// maxIterations bounds the iterations of the for loops rein unrolls in
+// one line.
+const maxIterations = 64
+
+// forRefusal says why a for loop is not unrolled, or "" when it is: a
+// for NAME in WORDS loop standing as a statement of its own (not inside
+// a list, a pipeline or another loop), with no redirect, not in the
+// background.
+func forRefusal(f *syntax.File, fc *syntax.ForClause) string {
+	wi, ok := fc.Loop.(*syntax.WordIter)
+	switch {
+	case fc.Select:
+		return "select"
+	case !ok:
+		return "an arithmetic for loop"
+	case !wi.InPos.IsValid():
+		return "a for loop over the positional parameters"
+	}
+	for _, st := range f.Stmts {
+		if st.Cmd == syntax.Command(fc) {
+			if len(st.Redirs) > 0 || st.Background || st.Negated || st.Coprocess || st.Disown {
+				return "a for loop with a redirect, & or !"
+			}
+			return ""
+		}
+	}
+	return "a for loop inside a list, a pipeline or another loop"
+}
+
+// unroll appends a for loop's iterations to plan: its words expanded (as
+// a command's arguments are), then for each, the body with the variable
+// set to it, all joined by ;.
+func (b *builder) unroll(plan *Line, fc *syntax.ForClause) {
+	wi := fc.Loop.(*syntax.WordIter)
+	var words []string
+	b.globs = globExpand
+	for _, w := range wi.Items {
+		words = b.appendWords(words, w)
+	}
+	b.globs = globRefuse
+	at := off(fc.Pos())
+	b.iterations += len(words)
+	switch {
+	case len(words) == 0:
+		b.add(refuse(CompoundCommand, at, "a for loop over no words runs nothing"))
+		return
+	case b.iterations > maxIterations:
+		b.add(refuse(CompoundCommand, at, fmt.Sprintf("for loops of more than %d iterations in a line", maxIterations)))
+		return
+	}
+	name := wi.Name.Value
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = Quote(w)
+	}
+	plan.Notes = append(plan.Notes, fmt.Sprintf("the for loop at byte %d is unrolled: its body runs for %s = %s", at, name, shortText(strings.Join(quoted, " "))))
+	if b.loopVars == nil {
+		b.loopVars = map[string]string{}
+	}
+	for _, v := range words {
+		b.loopVars[name] = v
+		for _, st := range fc.Do {
+			if len(plan.Pipelines) > 0 {
+				plan.Connectors = append(plan.Connectors, Seq)
+			}
+			b.list(plan, st, 0)
+		}
+	}
+	// After the loop bash keeps the variable at its last value, which
+	// rein does not model: a later use is opaque.
+	delete(b.loopVars, name)
+}
+
+// simpleParam reports whether pe is $NAME or ${NAME} of a variable's
+// name: no operator, no special parameter.
+func simpleParam(pe *syntax.ParamExp) bool {
+	return pe.Param != nil && pe.Flags == nil && !pe.Excl && !pe.Length && !pe.Width && !pe.IsSet &&
+		pe.NestedParam == nil && pe.Index == nil && len(pe.Modifiers) == 0 && pe.Slice == nil &&
+		pe.Repl == nil && pe.Names == 0 && pe.Exp == nil && syntax.ValidName(pe.Param.Value)
+}
+
+// activation makes s, a source or . stage, the activation of a workspace
+// virtual environment and reports true, when it is one: the script
+// .venv/bin/activate or venv/bin/activate, relative to the directory the
+// line is in or by an absolute path, with no .. in it, which exists (as
+// Files shows it), sourced with no other argument, redirect or
+// assignment.
+func (b *builder) activation(s *Stage) bool {
+	if b.p.Files == nil || len(s.Argv) != 2 || len(s.Redirects) > 0 || len(s.Env) > 0 {
+		return false
+	}
+	script := s.Argv[1]
+	root, ok := strings.CutSuffix(script, "/bin/activate")
+	if !ok || slices.Contains(strings.Split(script, "/"), "..") {
+		return false
+	}
+	if base := path.Base(root); base != ".venv" && base != "venv" {
+		return false
+	}
+	if !path.IsAbs(root) {
+		if b.cwd == "" {
+			return false
+		}
+		root = path.Join(b.cwd, root)
+	}
+	ents, err := b.p.Files.ReadDir(root + "/bin")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if e.Name() == "activate" && e.Type().IsRegular() {
+			s.Kind, s.Dir, s.Argv = activate, root, nil
+			return true
+		}
+	}
+	return false
+}
+
+// activations takes the venv activations out of plan and gives their
+// venv to every command stage after them. An activation must stand as a
+// pipeline of its own, joined to what is before and after it with ; or
+// && (it always succeeds, so the pipelines around it are joined with &&
+// only when both joins were &&), and have a stage after it.
+func (b *builder) activations(plan *Line) {
+	venv := ""
+	var pipes []*Pipeline
+	var conns []Connector
+	var joined *Connector // the join an activation left for the next pipeline
+	for i, pl := range plan.Pipelines {
+		in := Seq
+		if i > 0 {
+			in = plan.Connectors[i-1]
+		}
+		if joined != nil {
+			in = *joined
+		}
+		if len(pl.Stages) == 1 && pl.Stages[0].Kind == activate {
+			act := pl.Stages[0]
+			out := Seq
+			if i < len(plan.Connectors) {
+				out = plan.Connectors[i]
+			}
+			if in == Or || out == Or || i == len(plan.Pipelines)-1 {
+				b.add(refuse(ShellBuiltin, act.Offset, "a venv's activation joined with ||, or with nothing after it"))
+				return
+			}
+			c := Seq
+			if in == And && out == And {
+				c = And
+			}
+			joined, venv = &c, act.Dir
+			plan.Notes = append(plan.Notes, fmt.Sprintf("the virtual environment %s is activated for the stages after byte %d: programs are looked up in its bin first", act.Dir, act.Offset))
+			continue
+		}
+		for _, st := range pl.Stages {
+			switch {
+			case st.Kind == activate:
+				b.add(refuse(ShellBuiltin, st.Offset, "a venv's activation inside a pipeline has no effect"))
+				return
+			case st.Kind == Command && venv != "":
+				st.Venv = venv
+			}
+		}
+		if len(pipes) > 0 {
+			conns = append(conns, in)
+		}
+		pipes = append(pipes, pl)
+		joined = nil
+	}
+	plan.Pipelines, plan.Connectors = pipes, conns
 }

@@ -28,6 +28,16 @@ type Line struct {
 	//	cat > f <<EOF ⏎ $HOME ⏎ EOF  =>  bash -c 'cat > f <<EOF ⏎ $HOME ⏎ EOF'
 	Opaque *Refusal `json:",omitempty"`
 
+	// Background says the line is one command ended by &: it starts in
+	// the background and the line's caller gets a handle to poll (the
+	// shell tool), or hands it to the agent's own background runner
+	// (Claude Code's run_in_background). BackgroundAt is the byte offset
+	// of the &.
+	//
+	//	npm run dev &  =>  Background, BackgroundAt 12
+	Background   bool `json:",omitempty"`
+	BackgroundAt int  `json:",omitempty"`
+
 	// Notes say what in the line runs nothing: each comment, by where it
 	// starts.
 	//
@@ -75,6 +85,10 @@ const (
 	Command StageKind = iota
 	// Cd changes the working directory for the rest of the line: cd src
 	Cd
+
+	// activate is a workspace virtual environment's activation while the
+	// plan is built; it never stays in a plan.
+	activate StageKind = 100
 )
 
 // Stage is one element of a pipeline.
@@ -116,6 +130,16 @@ type Stage struct {
 	//
 	//	timeout 5 ls  =>  {"timeout": "/usr/bin/timeout", "5": "", "ls": "/usr/bin/ls"}
 	Programs map[string]string `json:",omitempty"`
+
+	// Venv is the workspace virtual environment an earlier stage of the
+	// line activated (source .venv/bin/activate), as an absolute path: a
+	// program is looked up in its bin first, which is put first on PATH,
+	// and VIRTUAL_ENV names it, as the activation script does (Command
+	// only). A program found there is the workspace's, never the system
+	// program of the same name.
+	//
+	//	source .venv/bin/activate && pytest  =>  pytest with Venv "/w/.venv"
+	Venv string `json:",omitempty"`
 
 	// Dir is the target of a cd stage after quote removal and tilde
 	// expansion; empty means a bare cd, which goes to HOME (Cd only).

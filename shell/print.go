@@ -8,9 +8,19 @@ import "strings"
 func (l *Line) String() string {
 	var sb strings.Builder
 	var bodies []string
+	venv := ""
 	for i, p := range l.Pipelines {
 		if i > 0 {
 			sb.WriteString(" " + l.Connectors[i-1].String() + " ")
+		}
+		for _, s := range p.Stages {
+			if s.Kind == Command && s.Venv != venv {
+				// The activation that gave the stages after it their
+				// venv, by its absolute path.
+				venv = s.Venv
+				sb.WriteString(". " + Quote(venv+"/bin/activate") + " && ")
+				break
+			}
 		}
 		for j, s := range p.Stages {
 			if j > 0 {
@@ -18,6 +28,9 @@ func (l *Line) String() string {
 			}
 			bodies = s.print(&sb, bodies)
 		}
+	}
+	if l.Background {
+		sb.WriteString(" &")
 	}
 	writeBodies(&sb, bodies)
 	return sb.String()

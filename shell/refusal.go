@@ -49,13 +49,13 @@ func (r *Refusal) Error() string {
 // hints holds the advice attached to each construct's refusal.
 var hints = map[Construct]string{
 	CommandSubstitution: "rein cannot know a command substitution's output before it runs: run the inner command first, then use its output",
-	ParameterExpansion:  "rein fills in only $HOME and $PWD ($NAME or ${NAME}, one word unquoted), and knows no other variable's value before it runs: write the value itself, or single-quote a literal $",
+	ParameterExpansion:  "rein fills in only $HOME, $PWD and a for loop's variable in its body ($NAME or ${NAME}, one word unquoted), and knows no other variable's value before it runs: write the value itself, or single-quote a literal $",
 	Arithmetic:          "rein does not compute arithmetic: compute the value first and write it literally",
 	ProcessSubstitution: "rein does not see into process substitution: write the inner command's output to a file first, then name the file",
 	Subshell:            "rein does not see into subshells: run the commands directly, joined with ; && or ||",
 	BraceGroup:          "rein does not see into brace groups { ...; }, or brace expansion past 1000 words: run the commands directly, or quote the braces",
 	Heredoc:             "rein reads a here-document or here-string only on standard input, with a literal delimiter",
-	Background:          "rein does not run part of a line in the background with &: use shell_start for long-running work, or join commands with ;",
+	Background:          "rein runs only a whole line of one command ended by & in the background: put the command in a line of its own (shell_start starts any line in the background), or join commands with ;",
 	UnsupportedRedirect: "rein reads only the redirects >, >>, <, 2>, 2>>, 2>&1 and here-documents",
 	CompoundCommand:     "rein does not see into shell control flow (if, for, while, case, functions, !, [[ ]]): run one command per stage, joined with ; && or ||",
 	Glob:                "rein expands a glob itself only in a command's arguments, over the workspace, before any other command of the line: name the paths (find them with find or list_dir), or quote the character",

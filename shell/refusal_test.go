@@ -86,9 +86,9 @@ var refusalCases = []struct {
 	{"cat <<-EOF\n\t$HOME\n\tEOF", ParameterExpansion, 12},
 
 	// background
-	{"a &", Background, 2},
 	{"a & b", Background, 2},
-	{"cmd a&", Background, 5},
+	{"a; b &", Background, 5},
+	{"a | b &", Background, 6},
 	{"a && b &", Background, 7},
 
 	// unsupported redirects
@@ -114,7 +114,10 @@ var refusalCases = []struct {
 
 	// compound commands and reserved words in command position
 	{"if true; then x; fi", CompoundCommand, 0},
-	{"for x in a b; do y; done", CompoundCommand, 0},
+	{"x && for x in a b; do y; done", CompoundCommand, 5},
+	{"for x in a b; do y; done > f", CompoundCommand, 0},
+	{"for x in a b; do for y in c; do z; done; done", CompoundCommand, 17},
+	{"for x in a b; do continue; done", CompoundCommand, 17},
 	{"while a; do b; done", CompoundCommand, 0},
 	{"until a; do b; done", CompoundCommand, 0},
 	{"case x in a) b;; esac", CompoundCommand, 0},

@@ -133,6 +133,11 @@ func Builtin() (*Registry, error) {
 				}
 				line = decided
 			}
+			if line.Background {
+				// One command ended by &: it starts as a handle, which
+				// the caller polls as shell_start's.
+				return c.startLine(line, StartArgs{Line: a.Line, Timeout: a.Timeout})
+			}
 			if granted, ok := ctx.Value(gateGrantKey{}).(string); ok && granted == a.Line && line.Opaque == nil {
 				ctx = context.WithValue(ctx, grantedKey{}, true)
 			}

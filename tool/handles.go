@@ -12,6 +12,7 @@ import (
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
 )
 
@@ -186,18 +187,25 @@ func handleSpecs() []*Spec {
 }
 
 func (c *Call) start(a StartArgs) *Result {
-	r := c.Router
-	t := r.handles
 	line, res := c.parseLine(a.Line)
 	if res != nil {
 		return res
 	}
+	return c.startLine(line, a)
+}
+
+// startLine starts the plan of a.Line, decided here, as a handle: what
+// shell_start does, and what the shell tool does with a line of one
+// command ended by &.
+func (c *Call) startLine(line *shell.Line, a StartArgs) *Result {
+	r := c.Router
+	t := r.handles
 	timeout, bad := c.timeout(a.Timeout)
 	if bad != nil {
 		return bad
 	}
 	p := r.cfg.Policy
-	res = &Result{}
+	res := &Result{}
 	log := &egressLog{}
 	prof := c.profile(timeout, log)
 	sandbox.ResolvePrograms(line, prof)

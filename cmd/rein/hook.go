@@ -202,6 +202,14 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 			dir = p.Workspace
 		}
 		d = hook.Confine(in, d, func(line string, asked bool, input map[string]any) string {
+			if fg, ok := foreground(p, line, dir); ok {
+				// One command ended by &: Claude Code runs it in the
+				// background (a task the model reads and stops by its
+				// id), and rein shell runs the command in the
+				// foreground of that task.
+				line = fg
+				input["run_in_background"] = true
+			}
 			return confinedLine(exe, sf, p, line, dir, asked, confinedTimeout(input))
 		})
 		for _, v := range d.UpdatedInput {
@@ -233,6 +241,27 @@ func confinedTimeout(input map[string]any) time.Duration {
 	return min(time.Duration(ms)*time.Millisecond, sandbox.MaxTimeout)
 }
 
+// foreground is line without the & that ends it, when its plan is one
+// command run in the background.
+func foreground(p *policy.Policy, line, dir string) (string, bool) {
+	plan, err := confinedParser(p, dir).Plan(line)
+	if err != nil || !plan.Background || plan.BackgroundAt >= len(line) || line[plan.BackgroundAt] != '&' {
+		return "", false
+	}
+	return line[:plan.BackgroundAt] + " " + line[plan.BackgroundAt+1:], true
+}
+
+// confinedParser is the parser of the plan a confined line runs as, from
+// dir: the sandbox's HOME, globs over the workspace.
+func confinedParser(p *policy.Policy, dir string) shell.Parser {
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	parser := p.LineParser(dir)
+	parser.Home = bwrap.SandboxHome
+	return parser
+}
+
 // confinedLine is the command Claude Code's shell runs in place of line:
 // rein shell, with the same policy files and mode the hook decided with,
 // runs line in rein's sandbox from the directory it was decided from. A line the hook
@@ -261,13 +290,7 @@ func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string
 	// The plan the sandbox will run, as this process parsed it: rein
 	// shell runs that plan, and refuses if the line parses there to any
 	// other (another HOME, other files, another rein).
-	physical := dir
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		physical = r
-	}
-	parser := p.LineParser(physical)
-	parser.Home = bwrap.SandboxHome
-	if plan, err := parser.Plan(line); err == nil {
+	if plan, err := confinedParser(p, dir).Plan(line); err == nil {
 		if data, err := json.Marshal(plan); err == nil {
 			words = append(words, "--plan", string(data))
 		}

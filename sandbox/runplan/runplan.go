@@ -241,7 +241,7 @@ func (r *runner) pipeline(ctx context.Context, pl *shell.Pipeline, base int) []S
 			fmt.Fprintf(r.o.Stderr, "rein: %s: %v\n", st.Argv[0], err)
 			continue
 		}
-		cmd := &exec.Cmd{Path: prog, Args: st.Argv, Env: withStageEnv(r.o.Env, st.Env), Dir: r.cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
+		cmd := &exec.Cmd{Path: prog, Args: st.Argv, Env: stageEnv(r.o.Env, st), Dir: r.cwd, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 		if r.o.SysProcAttr != nil {
 			cmd.SysProcAttr = r.o.SysProcAttr()
 		}
@@ -409,6 +409,12 @@ func (r *runner) program(st *shell.Stage) (string, error) {
 		}
 		return st.Program, executable(st.Program)
 	}
+	if st.Venv != "" && !strings.Contains(st.Argv[0], "/") {
+		// The venv's bin is first on the stage's PATH.
+		if p := st.Venv + "/bin/" + st.Argv[0]; executable(p) == nil {
+			return p, nil
+		}
+	}
 	return r.lookup(st.Argv[0])
 }
 
@@ -463,6 +469,31 @@ func lookPathList(env []string) []string {
 		}
 	}
 	return nil
+}
+
+// stageEnv is env as a stage runs with it: its venv's variables as the
+// activation script sets them (VIRTUAL_ENV, the venv's bin first on PATH,
+// no PYTHONHOME), then its own assignments.
+func stageEnv(env []string, st *shell.Stage) []string {
+	if st.Venv != "" {
+		var out []string
+		path := ""
+		for _, e := range env {
+			switch n, v, _ := strings.Cut(e, "="); n {
+			case "PATH":
+				path = v
+			case "PYTHONHOME", "VIRTUAL_ENV":
+			default:
+				out = append(out, e)
+			}
+		}
+		bin := st.Venv + "/bin"
+		if path != "" {
+			bin += ":" + path
+		}
+		env = append(out, "VIRTUAL_ENV="+st.Venv, "PATH="+bin)
+	}
+	return withStageEnv(env, st.Env)
 }
 
 // withStageEnv is env with a stage's own assignments (NAME=value cmd)
