@@ -62,9 +62,10 @@ type corpusTally struct {
 func (c *corpusTally) pct(n int) float64 { return 100 * float64(n) / float64(max(c.lines, 1)) }
 
 // TestAgentLinesCorpus runs every line of the corpus through the grammar
-// and through the Claude Code hook (as a PreToolUse Bash input, in ask
+// (as the shell tool parses it: globs over the workspace) and through the
+// Claude Code hook that confines Bash (as a PreToolUse Bash input, in ask
 // mode, from an empty project) and holds rein to what real agents write:
-// under 5% of the lines are not seen as an exact plan (opaque or
+// at most 2% of the lines are not seen as an exact plan (opaque or
 // refused), and the hook denies under 0.5% of them for their syntax (a
 // line bash would reject too).
 func TestAgentLinesCorpus(t *testing.T) {
@@ -99,7 +100,7 @@ func TestAgentLinesCorpus(t *testing.T) {
 		for _, c := range []*corpusTally{all, a} {
 			c.lines++
 		}
-		plan, err := shell.Parser{Home: home}.Plan(l.Line)
+		plan, err := p.LineParser(ws).Plan(l.Line)
 		var r *shell.Refusal
 		switch {
 		case errors.As(err, &r):
@@ -120,7 +121,7 @@ func TestAgentLinesCorpus(t *testing.T) {
 			}
 		}
 		input, _ := json.Marshal(map[string]string{"command": l.Line})
-		d := Decide(p, w, &Input{ToolName: "Bash", Cwd: ws, ToolInput: input})
+		d := DecideConfined(p, w, &Input{ToolName: "Bash", Cwd: ws, ToolInput: input})
 		if d.Answer != Deny {
 			continue
 		}
@@ -175,8 +176,8 @@ func TestAgentLinesCorpus(t *testing.T) {
 	}
 	t.Logf("the hook's denials, by reason:\n%s", strings.Join(rs, "\n"))
 
-	if got := all.pct(all.opaque + all.malformed); got >= 5 {
-		t.Errorf("%.1f%% of the corpus is not seen as a plan, want under 5%%", got)
+	if got := all.pct(all.opaque + all.malformed); got > 2 {
+		t.Errorf("%.1f%% of the corpus is not seen as a plan, want at most 2%%", got)
 	}
 	if got := all.pct(all.hookGrammarDeny); got >= 0.5 {
 		t.Errorf("the hook denies %.2f%% of the corpus for its syntax, want under 0.5%%", got)

@@ -209,6 +209,10 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 			dir := filepath.Clean(raw)
 			if inside(dir) {
 				pr.setup.dirs = append(pr.setup.dirs, raw)
+			} else if fi, err := os.Stat(raw); err != nil || !fi.IsDir() {
+				// rein fails the whole line on a cd it cannot make; bash
+				// goes on: the tree cannot make this directory.
+				return nil, fmt.Errorf("cd to %q, outside the tree and missing", raw)
 			}
 			cwd, status = dir, 0
 			continue
@@ -593,6 +597,13 @@ func FuzzBashAgrees(f *testing.F) {
 		l, err := Parser{Home: w.home}.Parse(line)
 		if err != nil {
 			return
+		}
+		for _, st := range l.Stages() {
+			for _, r := range st.Redirects {
+				if slices.ContainsFunc(strings.Split(r.Path, "/"), func(c string) bool { return len(c) > 255 }) {
+					return // a name no file system takes: bash and rein both fail to open it
+				}
+			}
 		}
 		pr, err := predict(l, w.root, w.home, w.work)
 		if err != nil {

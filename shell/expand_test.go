@@ -16,6 +16,20 @@ type osFiles struct{}
 
 func (osFiles) ReadDir(dir string) ([]os.DirEntry, error) { return os.ReadDir(dir) }
 
+// treeFiles lists directories under root only, as a workspace's view does.
+type treeFiles struct{ root string }
+
+func (f treeFiles) ReadDir(dir string) ([]os.DirEntry, error) {
+	r, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r != f.root && !strings.HasPrefix(r, f.root+"/") {
+		return nil, fmt.Errorf("%s is outside the tree", dir)
+	}
+	return os.ReadDir(r)
+}
+
 // expandTree makes a directory of awkward names for globs to match.
 func expandTree(t testing.TB) string {
 	dir := realDir(t, t.TempDir())
@@ -34,79 +48,120 @@ func expandTree(t testing.TB) string {
 	return dir
 }
 
-// TestBashExpansions runs lines with globs, assignments before a program
-// and fixed variables under real bash (LC_ALL=C) and checks that the
-// plan's argv and environment are what bash gives the program.
-func TestBashExpansions(t *testing.T) {
+// showWorld is a tree of awkward names and a stand-in program, show, that
+// prints its argv and the variables A, B, CI, TZ, LC_ALL and SHOW_*.
+type showWorld struct {
+	bash, bin, dir, home string
+}
+
+func newShowWorld(t testing.TB) *showWorld {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("no bash")
 	}
-	dir := expandTree(t)
-	home := filepath.Join(dir, "sub")
-	// show prints its argv, then the variables named SHOW_*, A and B.
-	bin := realDir(t, t.TempDir())
-	show := "#!" + bash + "\nprintf '%s\\0' \"$@\"; printf 'ENV\\0'; env -0 | grep -zE '^(A|B|LC_ALL|CI|TZ|SHOW_[A-Z]*)=' || true\n"
-	if err := os.WriteFile(filepath.Join(bin, "show"), []byte(show), 0o755); err != nil {
+	w := &showWorld{bash: bash, dir: expandTree(t), bin: realDir(t, t.TempDir())}
+	w.home = filepath.Join(w.dir, "sub")
+	show := "#!" + bash + "\nprintf '%s\\0' \"$@\"; printf 'ENV\\0'; { env -0 | grep -zE '^(A|B|LC_ALL|CI|TZ|SHOW_[A-Z]*)=' || true; }; printf 'END\\0'\n"
+	if err := os.WriteFile(filepath.Join(w.bin, "show"), []byte(show), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	lines := []string{
-		`show *.py`, `show *`, `show .*`, `show */`, `show sub/*/*.py`, `show */*.py`, `show s*/*`,
-		`show "a"*`, `show 'b'.p?`, `show [ab].py`, `show [!a].py`, `show [^a].py`, `show [[:upper:]]*`,
-		`show x\[1\].txt x[1]*`, `show *.zz`, `show "*".py`, `show \*.md`, `show q\?.md q?.md`,
-		`show c*`, `show link/*`, `show link/*/`, `show ./*.py`, `show sub/.*`, `show {a,b}*.py`, `show *{.py,.md}`,
-		`show é*`, `show ?.py`, `show -- *`,
-		`A=1 show`, `A=1 B='x y' show`, `A=~/x:~/y show`, `A= show`, `A="$HOME" show`, `A=* show *.py`,
-		`A='a b' B=c\ d show $HOME`, `CI=true LC_ALL=C TZ=UTC show`, `SHOW_X=1 SHOW_X=2 show`,
-		`show $HOME "$HOME" ${HOME} "${HOME}/x" x$HOME $PWD "$PWD"`, `cd sub && show *`, `cd sub && show *.py ../*.py`,
+	return w
+}
+
+// run runs line under bash (LC_ALL=C) and returns what the last show got.
+func (w *showWorld) run(t testing.TB, line string) (argv []string, env map[string]string) {
+	cmd := exec.Command(w.bash, "--norc", "--noprofile", "-c", line)
+	cmd.Dir = w.dir
+	cmd.Env = []string{"HOME=" + w.home, "PATH=" + w.bin + ":/usr/bin:/bin", "LC_ALL=C"}
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bash %q: %v", line, err)
 	}
-	p := Parser{Home: home, Dir: dir, Files: osFiles{}}
-	for _, line := range lines {
-		t.Run(line, func(t *testing.T) {
-			l, err := p.Parse(line)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			cmd := exec.Command(bash, "--norc", "--noprofile", "-c", line)
-			cmd.Dir = dir
-			cmd.Env = []string{"HOME=" + home, "PATH=" + bin + ":/usr/bin:/bin", "LC_ALL=C"}
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, os.Stderr
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("bash: %v", err)
-			}
-			f := strings.Split(strings.TrimSuffix(out.String(), "\x00"), "\x00")
-			k := slices.Index(f, "ENV")
-			gotArgv, gotEnv := f[:k], f[k+1:]
-			st := l.Stages()[len(l.Stages())-1]
-			if want := st.Argv[1:]; !slices.Equal(gotArgv, want) && !(len(gotArgv) == 1 && gotArgv[0] == "" && len(want) == 0) {
-				t.Errorf("argv: bash %q, rein %q", gotArgv, want)
-			}
-			// The environment bash gave: each of the plan's assignments,
-			// the last of a name winning, and LC_ALL=C from the world.
-			want := map[string]string{"LC_ALL": "C"}
-			for _, e := range st.Env {
-				n, v, _ := strings.Cut(e, "=")
-				want[n] = v
-			}
-			got := map[string]string{}
-			for _, e := range gotEnv {
-				if e == "" {
-					continue
-				}
-				n, v, _ := strings.Cut(e, "=")
-				got[n] = v
-			}
-			if !mapsEqual(got, want) {
-				t.Errorf("env: bash %q, rein %q", got, want)
-			}
-			// What rein plans prints back to the same plan.
-			l2, err := Parser{Home: home, Dir: dir}.Parse(l.String())
-			if err != nil || !samePlan(l, l2) {
-				t.Errorf("printed %q: %v %s", l.String(), err, dumpPlan(l2))
-			}
-		})
+	// The last show's record: its argv, ENV, its variables, END.
+	recs := strings.Split(strings.TrimSuffix(out.String(), "END\x00"), "END\x00")
+	f := strings.Split(strings.TrimSuffix(recs[len(recs)-1], "\x00"), "\x00")
+	k := slices.Index(f, "ENV")
+	env = map[string]string{}
+	for _, e := range f[k+1:] {
+		if n, v, ok := strings.Cut(e, "="); ok {
+			env[n] = v
+		}
 	}
+	return f[:k], env
+}
+
+// check compares the plan of line, made with the world's files, with
+// what bash gave show; it reports false when the plan is not exact.
+func (w *showWorld) check(t *testing.T, line string) bool {
+	p := Parser{Home: w.home, Dir: w.dir, Files: treeFiles{w.dir}}
+	l, err := p.Parse(line)
+	if err != nil {
+		return false
+	}
+	st := l.Stages()[len(l.Stages())-1]
+	gotArgv, gotEnv := w.run(t, line)
+	want := st.Argv[1:]
+	if !slices.Equal(gotArgv, want) && !(len(gotArgv) == 1 && gotArgv[0] == "" && len(want) == 0) {
+		t.Errorf("%q argv: bash %q, rein %q", line, gotArgv, want)
+	}
+	wantEnv := map[string]string{"LC_ALL": "C"}
+	for _, e := range st.Env {
+		n, v, _ := strings.Cut(e, "=")
+		wantEnv[n] = v
+	}
+	if !mapsEqual(gotEnv, wantEnv) {
+		t.Errorf("%q env: bash %q, rein %q", line, gotEnv, wantEnv)
+	}
+	// What rein plans prints back to the same plan.
+	l2, err := Parser{Home: w.home, Dir: w.dir}.Parse(l.String())
+	if err != nil || !samePlan(l, l2) {
+		t.Errorf("%q printed %q: %v %s", line, l.String(), err, dumpPlan(l2))
+	}
+	return true
+}
+
+// TestBashExpansions runs lines with globs, assignments before a program
+// and fixed variables under real bash (LC_ALL=C) and checks that the
+// plan's argv and environment are what bash gives the program.
+func TestBashExpansions(t *testing.T) {
+	w := newShowWorld(t)
+	for _, line := range expansionLines {
+		if !w.check(t, line) && !outsideLines[line] {
+			t.Errorf("%q: not an exact plan", line)
+		}
+	}
+}
+
+// outsideLines are expansionLines whose glob reads outside the tree or
+// holds //: opaque.
+var outsideLines = map[string]bool{`show ../*`: true, `show /*`: true, `show *//`: true}
+
+var expansionLines = []string{
+	`show *.py`, `show *`, `show .*`, `show */`, `show sub/*/*.py`, `show */*.py`, `show s*/*`,
+	`show "a"*`, `show 'b'.p?`, `show [ab].py`, `show [!a].py`, `show [^a].py`, `show [[:upper:]]*`,
+	`show x\[1\].txt x[1]*`, `show *.zz`, `show "*".py`, `show \*.md`, `show q\?.md q?.md`,
+	`show c*`, `show link/*`, `show link/*/`, `show ./*.py`, `show sub/.*`, `show {a,b}*.py`, `show *{.py,.md}`,
+	`show é*`, `show ?.py`, `show -- *`, `show ../*`, `show /*`, `show *//`,
+	`A=1 show`, `A=1 B='x y' show`, `A=~/x:~/y show`, `A= show`, `A="$HOME" show`, `A=* show *.py`,
+	`A='a b' B=c\ d show $HOME`, `CI=true LC_ALL=C TZ=UTC show`, `SHOW_X=1 SHOW_X=2 show`,
+	`show $HOME "$HOME" ${HOME} "${HOME}/x" x$HOME $PWD "$PWD"`, `cd sub && show *`, `cd sub && show *.py ../*.py`,
+	`for f in a.py 'c d.txt'; do show "$f" x"$f"; done`, `for f in *.py; do show "$f"; done`,
+}
+
+// FuzzGlobAgrees: a line of show and fuzzed words, planned with the
+// world's files, gives show exactly the argv and variables bash does.
+func FuzzGlobAgrees(f *testing.F) {
+	for _, l := range expansionLines {
+		f.Add(strings.TrimPrefix(l, "show "))
+	}
+	w := newShowWorld(f)
+	f.Fuzz(func(t *testing.T, words string) {
+		if strings.ContainsAny(words, "\n;&|<>()`$") {
+			return // one show, no redirect: the world's files stay as they are
+		}
+		w.check(t, "show "+words)
+	})
 }
 
 func mapsEqual(a, b map[string]string) bool {

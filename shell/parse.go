@@ -1521,6 +1521,11 @@ func (b *builder) globWord(out []string, v string, at int) []string {
 // names ReadDir lists, the others taken as they are and checked to
 // exist.
 func globPaths(files Files, dir, pat string) ([]string, error) {
+	if strings.Contains(pat, "//") {
+		// bash folds some runs of slashes in what it matches and keeps
+		// others; rein does not guess which.
+		return nil, fmt.Errorf("a glob pattern with // in it")
+	}
 	parts := strings.Split(pat, "/")
 	cur := []string{""}
 	if parts[0] == "" {

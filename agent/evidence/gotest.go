@@ -89,6 +89,11 @@ func GoTestLine(p shell.Parser, line string) (string, bool) {
 		return "", false
 	}
 	st := l.Pipelines[0].Stages[0]
+	// Variables set before go (GOFLAGS=-run=X), a venv, or a line run
+	// in the background would change what the gate's tests are.
+	if l.Background || len(st.Env) > 0 || st.Venv != "" {
+		return "", false
+	}
 	if st.Kind != shell.Command || len(st.Argv) < 2 || !isGo(st.Argv[0]) || st.Argv[1] != "test" {
 		return "", false
 	}

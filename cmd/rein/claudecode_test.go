@@ -548,6 +548,53 @@ func TestClaudeCodeSideBySide(t *testing.T) {
 	}
 }
 
+// TestClaudeCodeGlobAndBackground: with rein's hook confining Bash, a
+// glob is expanded by rein over the workspace and decided as the files it
+// names, and a command ended by & runs as Claude Code's own background
+// task, confined, beside the calls after it.
+func TestClaudeCodeGlobAndBackground(t *testing.T) {
+	requireBwrap(t)
+	claudeBin(t)
+	home, ws := docFixture(t)
+	for _, n := range []string{"one.txt", "two.txt"} {
+		os.WriteFile(filepath.Join(ws, n), []byte(n+"\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(ws, "server.sh"), []byte("#!/bin/sh\ntouch server.up\ni=0\nwhile [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done\nrm -f server.up\n"), 0o755)
+	os.WriteFile(filepath.Join(ws, "client.sh"), []byte("#!/bin/sh\nif [ -e server.up ]; then echo 'server is up'; else echo 'no server'; fi\ntouch stop\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./server.sh\", \"./client.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	installHook(t, ws)
+	s := newCCServer(t,
+		ccTool("Bash", map[string]any{"command": "cat *.txt", "description": "read them"}),
+		ccTool("Bash", map[string]any{"command": "./server.sh &", "description": "serve"}),
+		func(string) ccReply {
+			waitFor(filepath.Join(ws, "server.up"), 10*time.Second)
+			return ccReply{tool: "Bash", input: map[string]any{"command": "./client.sh", "description": "ask the server"}}
+		},
+	)
+	res := runClaude(t, s, ws, home, "--permission-mode", "default")
+	seen := s.seen()
+	if len(seen) != 3 {
+		t.Fatalf("the model saw %d tool results: %q (%v)", len(seen), seen, res["result"])
+	}
+	if !strings.Contains(seen[0], "one.txt\ntwo.txt") {
+		t.Errorf("cat *.txt: %q", seen[0])
+	}
+	if !strings.Contains(strings.ToLower(seen[1]), "background") {
+		t.Errorf("./server.sh &: %q, want Claude Code's background task", seen[1])
+	}
+	if !strings.Contains(seen[2], "server is up") {
+		t.Errorf("the call after the background command: %q", seen[2])
+	}
+	// The glob's words are what the trace says ran: rein's plan.
+	code, out, stderr := rein(t, "trace", "runs", "--json", "--workspace", ws)
+	if code != 0 || !strings.Contains(out, "cli") {
+		t.Fatalf("trace runs: %d %s %s", code, out, stderr)
+	}
+}
+
 // waitFor waits until path exists, for at most d.
 func waitFor(path string, d time.Duration) {
 	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

@@ -106,13 +106,18 @@ func TestShellAndExec(t *testing.T) {
 	if code, _, errOut := rein(t, "shell", "--approve", "all", "--deny", "cat *", "cat out.txt"); code != exitDeny || !strings.Contains(errOut, `"cat *"`) {
 		t.Fatalf("deny rule: exit %d: %s", code, errOut)
 	}
-	// A glob is opaque shell code: asked, and with no one to answer, not
-	// run; approved, bash runs it in the sandbox. A line bash would reject
-	// is refused by the grammar.
-	if code, _, errOut := rein(t, "shell", "ls *"); code != exitDeny || !strings.Contains(errOut, "opaque shell code (glob") {
-		t.Fatalf("glob: exit %d: %s", code, errOut)
+	// A glob is expanded by rein over the workspace and runs as the
+	// files it matched. A glob after another command of the line is
+	// opaque shell code: asked, and with no one to answer, not run;
+	// approved, bash runs it in the sandbox. A line bash would reject is
+	// refused by the grammar.
+	if code, stdout, errOut := rein(t, "shell", "ls *.txt"); code != 0 || stdout != "out.txt\n" {
+		t.Fatalf("glob: exit %d: %q %s", code, stdout, errOut)
 	}
-	if code, stdout, errOut := rein(t, "shell", "--approve", "all", "ls *.txt"); code != 0 || stdout != "out.txt\n" {
+	if code, _, errOut := rein(t, "shell", "true && ls *"); code != exitDeny || !strings.Contains(errOut, "opaque shell code (glob") {
+		t.Fatalf("glob after a command: exit %d: %s", code, errOut)
+	}
+	if code, stdout, errOut := rein(t, "shell", "--approve", "all", "true && ls *.txt"); code != 0 || stdout != "out.txt\n" {
 		t.Fatalf("approved glob: exit %d: %q %s", code, stdout, errOut)
 	}
 	if code, _, _ := rein(t, "shell", "ls 'unterminated"); code != exitRefuse {
