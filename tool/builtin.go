@@ -136,7 +136,7 @@ func Builtin() (*Registry, error) {
 			if line.Background {
 				// One command ended by &: it starts as a handle, which
 				// the caller polls as shell_start's.
-				return c.startLine(line, StartArgs{Line: a.Line, Timeout: a.Timeout})
+				return c.startLine(line, StartArgs(a))
 			}
 			if granted, ok := ctx.Value(gateGrantKey{}).(string); ok && granted == a.Line && line.Opaque == nil {
 				ctx = context.WithValue(ctx, grantedKey{}, true)
