@@ -119,7 +119,7 @@ func Builtin() (*Registry, error) {
 			}
 			return c.command(ctx, line, a.Timeout)
 		}))
-	add(Define("shell", "Run a command line in the sandbox, after the policy allows every stage. rein reads pipes, redirects, && || ; newlines, cd, comments, quoted here-documents, brace expansion, NAME=value before a program, globs in arguments, $HOME and $PWD itself and runs each program directly; a line with anything else (other $VAR, $(...), loops, &) runs as opaque bash code, which is always asked first: prefer plain lines.", false, nil,
+	add(Define("shell", "Run a command line in the sandbox, after the policy allows every stage. rein reads pipes, redirects, && || ; newlines, cd, comments, quoted here-documents, brace expansion, NAME=value before a program, globs in arguments, $HOME and $PWD, for loops over words and source .venv/bin/activate itself and runs each program directly; a line of one command ended by & starts it in the background and returns a handle to poll with shell_poll; a line with anything else (other $VAR, $(...), if, while) runs as opaque bash code, which is always asked first: prefer plain lines.", false, nil,
 		func(ctx context.Context, c *Call, a ShellArgs) *Result {
 			line, res := c.parseLine(a.Line)
 			if res != nil {

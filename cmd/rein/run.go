@@ -85,11 +85,16 @@ redacted.`,
 			// caret at the construct; the router parses the line again,
 			// alike. A line outside the grammar runs as opaque shell
 			// code, which the policy asks about.
-			_, err := shell.Parser{Home: bwrap.SandboxHome}.Plan(args[0])
+			plan, err := shell.Parser{Home: bwrap.SandboxHome}.Plan(args[0])
 			var ref *shell.Refusal
 			if errors.As(err, &ref) {
 				printRefusal(cmd.ErrOrStderr(), args[0], ref)
 				return &exitError{code: exitRefuse}
+			}
+			if err == nil && plan.Background {
+				// The shell tool starts such a line as a handle, which
+				// lives as long as the run: this process.
+				return &exitError{exitUsage, "the line ends with &, which starts a background handle that would end with this rein shell: run the command without the &, in the background of your own shell if you like (rein shell -- 'CMD' &)"}
 			}
 			if planJSON != "" {
 				var decided shell.Line

@@ -120,6 +120,9 @@ func TestShellAndExec(t *testing.T) {
 	if code, stdout, errOut := rein(t, "shell", "--approve", "all", "true && ls *.txt"); code != 0 || stdout != "out.txt\n" {
 		t.Fatalf("approved glob: exit %d: %q %s", code, stdout, errOut)
 	}
+	if code, _, errOut := rein(t, "shell", "true &"); code != exitUsage || !strings.Contains(errOut, "ends with &") {
+		t.Fatalf("background line: exit %d: %s", code, errOut)
+	}
 	if code, _, _ := rein(t, "shell", "ls 'unterminated"); code != exitRefuse {
 		t.Fatalf("malformed: exit %d", code)
 	}
