@@ -219,6 +219,11 @@ func envMatch(pat, name string) bool {
 func (p *Policy) stageEnv(env []string) (name, why string) {
 	for _, e := range env {
 		n, _, _ := strings.Cut(e, "=")
+		if n == "PATH" {
+			// The policy decides the programs the sandbox's PATH finds;
+			// another PATH would have a wrapper run another.
+			return n, "it sets PATH, which decides which programs run"
+		}
 		if slices.ContainsFunc(p.EnvSet, func(pat string) bool { return envMatch(pat, n) }) {
 			continue
 		}

@@ -111,7 +111,7 @@ func TestEnvDecisions(t *testing.T) {
 	}
 	// [env] set in the user's file lifts a name; in a project file it is
 	// an error.
-	f.write(f.user, "[env]\nset = [\"GIT_SSH_COMMAND\", \"MY_*\"]\n")
+	f.write(f.user, "[env]\nset = [\"GIT_SSH_COMMAND\", \"MY_*\", \"PATH\"]\n")
 	o := f.options()
 	o.UserFile = f.user
 	mode := ModeAuto
@@ -124,6 +124,11 @@ func TestEnvDecisions(t *testing.T) {
 		if v := f.check(p, line); v.Decision != Allow {
 			t.Errorf("%s with [env] set: %s (%s)", line, v.Decision, v.Reason)
 		}
+	}
+	// PATH is asked whatever [env] set says: the programs decided are
+	// those the sandbox's PATH finds.
+	if v := f.check(p, "PATH=/tmp git status"); v.Decision != Ask {
+		t.Errorf("PATH with [env] set: %s (%s)", v.Decision, v.Reason)
 	}
 	f.write(f.proj, "[env]\nset = [\"PYTHONPATH\"]\n")
 	o.ProjectFile = f.proj
