@@ -284,7 +284,9 @@ func decideBash(p *policy.Policy, in *Input, cmd string, confined bool) Decision
 	if dir == "" || !filepath.IsAbs(dir) {
 		dir = p.Workspace
 	}
-	parser := shell.Parser{Home: p.Home}
+	// Unconfined, Claude Code's own shell runs the line: only what holds
+	// in a live shell is planned.
+	parser := shell.Parser{Home: p.Home, ShellRuns: true}
 	if confined {
 		if r, err := filepath.EvalSymlinks(dir); err == nil {
 			parser = p.LineParser(r)

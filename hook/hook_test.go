@@ -320,3 +320,33 @@ func TestCheckGitFollowsRedirects(t *testing.T) {
 		t.Errorf("GIT_DIR naming the workspace's own: %q", why)
 	}
 }
+
+// TestUnconfinedLoops: a hook whose Bash runs unconfined, in Claude
+// Code's own shell, keeps for loops opaque (denied: opaque code runs only
+// confined), since the shell assigns the loop's variable and hands it to
+// every program when it is exported (for PATH in ...); confined, rein runs
+// the unrolled plan itself.
+func TestUnconfinedLoops(t *testing.T) {
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	ws := filepath.Join(root, "ws")
+	os.MkdirAll(ws, 0o755)
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), OrgFile: os.DevNull, UserFile: os.DevNull, ProjectFile: os.DevNull, OnHost: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := workspace.Open(p.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"for PATH in /tmp/evil; do ls; done", "for f in a b; do echo $f; done"} {
+		input, _ := json.Marshal(map[string]string{"command": line})
+		in := &Input{ToolName: "Bash", Cwd: ws, ToolInput: input}
+		if d := Decide(p, w, in); d.Opaque == nil || d.Opaque.Construct != shell.CompoundCommand {
+			t.Errorf("unconfined %q: %+v", line, d)
+		}
+	}
+	input, _ := json.Marshal(map[string]string{"command": "for f in a b; do echo $f; done"})
+	if d := DecideConfined(p, w, &Input{ToolName: "Bash", Cwd: ws, ToolInput: input}); d.Opaque != nil || d.Answer != Allow {
+		t.Errorf("confined loop: %+v", d)
+	}
+}

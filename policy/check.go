@@ -225,7 +225,7 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		return sv
 	}
 	argv := st.Argv
-	sv := StageVerdict{Argv: argv}
+	sv := StageVerdict{Argv: argv, Env: st.Env, Venv: st.Venv}
 	exposedCmds := exposedRuns(argv)
 	// Redirects open where the stage starts; the program's own paths are
 	// relative to where a wrapper (env -C, sudo -D, go -C, make -C) moves it.
@@ -404,6 +404,15 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 
 	allowRule := p.rules[ActExec][Allow].matchString(allowForms...)
 	sv.Decision, sv.Reason, sv.Rule = p.table(sv.Class, classReason, askRule, allowRule, facts.Network)
+	if st.Venv != "" && sv.Class < Unknown {
+		// Every program the stage starts by name, not only its own,
+		// is looked up in the venv's bin first (git's gpg, file's lz4):
+		// the workspace's code may run, whatever the program is.
+		sv.Class = Unknown
+		if sv.Decision == Allow && allowRule == nil {
+			sv.Decision, sv.Reason, sv.Rule = p.table(Unknown, fmt.Sprintf("it runs with the venv %s first on PATH, where any program it starts may be the workspace's", st.Venv), askRule, nil, facts.Network)
+		}
+	}
 	if name, why := p.stageEnv(st.Env); name != "" {
 		// A variable that can change what the program runs or reads
 		// makes no program read-only, and no allow rule lifts it.

@@ -41,7 +41,7 @@ var envNames = []envName{
 	{"COLORTERM", true, "says the terminal shows true colour"},
 	{"NONINTERACTIVE", true, "says no one answers prompts"},
 	{"DEBIAN_FRONTEND", true, "says how apt and dpkg ask questions"},
-	{"TZ", true, "the time zone times are shown in (a file name with a leading : is read from the zone directory only)"},
+	{"TZ", true, "the time zone times are shown in (it can name a zone file to read: data, never code)"},
 	{"LANG", true, "the locale messages and sorting follow"},
 	{"LANGUAGE", true, "the languages messages are shown in"},
 	{"LC_*", true, "a part of the locale"},

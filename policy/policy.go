@@ -214,6 +214,11 @@ type StageVerdict struct {
 	Index int `json:"index"`
 	// Argv as it will be spawned; a cd stage shows ["cd", DIR].
 	Argv []string `json:"argv"`
+	// Env are the variables the line sets for the stage (NAME=value).
+	Env []string `json:"env,omitempty"`
+	// Venv is the workspace virtual environment the line activated for
+	// the stage: its bin comes first on the stage's PATH.
+	Venv string `json:"venv,omitempty"`
 	// Source is the stage as the line wrote it (~ as ~), when the line
 	// was parsed from text.
 	Source   string       `json:"source,omitempty"`

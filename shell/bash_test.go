@@ -209,7 +209,7 @@ func predict(l *Line, root, home, work string) (*prediction, error) {
 			dir := filepath.Clean(raw)
 			if inside(dir) {
 				pr.setup.dirs = append(pr.setup.dirs, raw)
-			} else if fi, err := os.Stat(raw); err != nil || !fi.IsDir() {
+			} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 				// rein fails the whole line on a cd it cannot make; bash
 				// goes on: the tree cannot make this directory.
 				return nil, fmt.Errorf("cd to %q, outside the tree and missing", raw)

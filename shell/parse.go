@@ -48,6 +48,13 @@ type Parser struct {
 	// that runs. Without Files a glob is opaque.
 	Files Files
 
+	// ShellRuns says a shell, not rein, will run the line, and the plan
+	// is only decided (Claude Code's Bash without confinement): what
+	// only holds when rein runs the plan stays opaque. A for loop's
+	// variable is one: bash assigns it, and hands it to every program if
+	// it was exported (for PATH in ...).
+	ShellRuns bool
+
 	// Vars are the variables whose values rein fills in where the line
 	// reads them ($NAME, ${NAME}): fixed values of the sandbox the line
 	// will run in. HOME is Home and PWD is Dir unless Vars sets them; a
@@ -474,7 +481,11 @@ func (b *builder) check(f *syntax.File) {
 			b.add(refuse(BraceGroup, off(n.Pos()), ""))
 			return false
 		case *syntax.ForClause:
-			if why := forRefusal(f, n); why != "" {
+			why := forRefusal(f, n)
+			if why == "" && b.p.ShellRuns {
+				why = "a for loop in a line a shell runs, whose variable reaches the programs if it was exported"
+			}
+			if why != "" {
 				b.add(refuse(CompoundCommand, off(n.Pos()), why))
 				return false
 			}
@@ -1194,7 +1205,7 @@ func (b *builder) word(w *syntax.Word) string {
 			switch {
 			case !ok:
 				b.add(refuse(ParameterExpansion, off(p.Pos()), ""))
-			case v == "" || strings.ContainsAny(v, " \t\n*?["):
+			case v == "" || strings.ContainsAny(v, " \t\n*?[]\\"):
 				// Unquoted, bash splits the value into words and globs
 				// them; rein fills in only a value that stays one word.
 				b.add(refuse(ParameterExpansion, off(p.Pos()), fmt.Sprintf("unquoted $%s, whose value bash would split or glob: quote it", p.Param.Value)))
@@ -1684,6 +1695,22 @@ var loopWords = map[string]bool{"break": true, "continue": true, "return": true}
 // one line.
 const maxIterations = 64
 
+// loopName reports whether a for loop's variable can be unrolled: a
+// lower-case name, as the environment's variables (which bash would hand
+// the loop's programs the new value of) are not, but for the proxies' and
+// npm's own.
+func loopName(n string) bool {
+	if !syntax.ValidName(n) || strings.HasSuffix(n, "proxy") || strings.HasPrefix(n, "npm_") {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		if 'A' <= n[i] && n[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
 // forRefusal says why a for loop is not unrolled, or "" when it is: a
 // for NAME in WORDS loop standing as a statement of its own (not inside
 // a list, a pipeline or another loop), with no redirect, not in the
@@ -1697,6 +1724,8 @@ func forRefusal(f *syntax.File, fc *syntax.ForClause) string {
 		return "an arithmetic for loop"
 	case !wi.InPos.IsValid():
 		return "a for loop over the positional parameters"
+	case !loopName(wi.Name.Value):
+		return fmt.Sprintf("a for loop whose variable %q may name one of the environment's: use a lower-case name", wi.Name.Value)
 	}
 	for _, st := range f.Stmts {
 		if st.Cmd == syntax.Command(fc) {

@@ -80,6 +80,13 @@ func TestVenvPlantDecided(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.ws, "planted-ran")); err == nil {
 		t.Error("the planted ls ran")
 	}
+	// Any program after the activation may start the venv's: git's gpg,
+	// file's decompressors. git log is not read-only there.
+	os.WriteFile(filepath.Join(venv, "gpg"), []byte("#!/bin/sh\ntouch gpg-ran\n"), 0o755)
+	env = f.call(t, "shell", obj{"line": "source .venv/bin/activate && git log --show-signature -1"})
+	if env.Status != Denied || !strings.Contains(env.Reason, "first on PATH") {
+		t.Errorf("git log after an activation: %s %s", env.Status, env.Reason)
+	}
 	// Without the activation, ls is the system's, read-only.
 	if env := f.call(t, "shell", obj{"line": "ls .venv"}); env.Status != OK {
 		t.Errorf("ls: %s %s", env.Status, env.Reason)

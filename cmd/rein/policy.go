@@ -112,6 +112,7 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 				return err
 			}
 			var line *shell.Line
+			dir := p.Workspace
 			if argvMod {
 				line, err = shell.FromArgv(args)
 				if err != nil {
@@ -120,9 +121,13 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 			} else {
 				// ~ is the HOME of the sandbox rein shell runs the line
 				// in, as the policy decides it.
-				// Its globs are expanded over the workspace, as rein
-				// shell expands them.
-				lp := p.LineParser(p.Workspace)
+				// From where rein shell would start it (the current
+				// directory when it is inside the workspace), its globs
+				// expanded over the workspace as rein shell expands them.
+				if d, derr := startDir("", p.Workspace); derr == nil && d != "" {
+					dir = d
+				}
+				lp := p.LineParser(dir)
 				lp.Home = p.SandboxHome
 				line, err = lp.Plan(args[0])
 			}
@@ -138,7 +143,7 @@ Exit status: 0 allow, 10 ask, 11 deny, 12 refused by the grammar,
 			// The programs as the sandbox's PATH finds them, as rein shell
 			// decides them.
 			sandbox.ResolvePrograms(line, sandbox.Profile{Workspace: p.Workspace, Env: runEnv(os.Environ(), p), HostReadPaths: p.Sandbox.ReadPaths})
-			v := p.Check(line)
+			v := p.CheckIn(line, dir)
 			code := map[policy.Decision]int{policy.Allow: exitOK, policy.Ask: exitAsk, policy.Deny: exitDeny}[v.Decision]
 			if asJSON {
 				return writeJSON(out, checkJSON{
@@ -207,6 +212,13 @@ func printVerdict(w io.Writer, v *policy.Verdict) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range v.Stages {
 		shown := quoteArgv(s.Argv)
+		for i := len(s.Env) - 1; i >= 0; i-- {
+			n, val, _ := strings.Cut(s.Env[i], "=")
+			shown = n + "=" + shell.Quote(val) + " " + shown
+		}
+		if s.Venv != "" {
+			shown = "(venv " + s.Venv + ") " + shown
+		}
 		if s.Source != "" && !strings.HasPrefix(s.Source, shown) && v.Opaque == nil {
 			// The words were expanded (~, braces): as written, then as
 			// they will be spawned.
