@@ -432,7 +432,7 @@ func TestClaudeCodeHeredocAndOpaque(t *testing.T) {
 	body := "import sys\nprint(f\"{sys.argv} costs $5\")  # `not run`\n\tdone\n"
 	s := newCCServer(t,
 		ccTool("Bash", map[string]any{"command": "cat <<'EOF' > reproduce.py\n" + body + "EOF", "description": "write the script"}),
-		ccTool("Bash", map[string]any{"command": "for f in a b; do echo $f > opaque-$f.txt; done", "description": "a loop"}),
+		ccTool("Bash", map[string]any{"command": "for f in a b; do echo $f > opaque-$f.txt; done | cat", "description": "a loop"}),
 	)
 	res := runClaude(t, s, ws, home, "--permission-mode", "default")
 	seen := s.seen()

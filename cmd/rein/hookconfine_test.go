@@ -193,7 +193,7 @@ func TestHookConfinesHeredocAndOpaque(t *testing.T) {
 	}
 
 	// Opaque: asked, run by bash in the sandbox once approved.
-	d, reason, up = hookAnswer(t, in("for f in a b; do echo \"$f\" >> loop.txt; done"))
+	d, reason, up = hookAnswer(t, in("for f in a b; do echo \"$f\" >> loop.txt; done | cat"))
 	if d != "ask" || up == nil || !strings.Contains(reason, "opaque shell code (compound-command") {
 		t.Fatalf("opaque: %s %q %v", d, reason, up)
 	}

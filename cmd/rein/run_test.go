@@ -214,7 +214,7 @@ func TestShellTraced(t *testing.T) {
 // it does not run.
 func TestShellOpaqueNeedsConfinement(t *testing.T) {
 	_, ws := docFixture(t)
-	code, _, errOut := rein(t, "shell", "--rung", "none", "--approve", "all", "--", "for f in a; do touch $f.txt; done")
+	code, _, errOut := rein(t, "shell", "--rung", "none", "--approve", "all", "--", "for f in a; do touch $f.txt; done | cat")
 	if code != exitSandbox || !strings.Contains(errOut, "runs only in a sandbox, and the rung is none") {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
