@@ -218,10 +218,10 @@ func execStrings(argv []string) []string {
 // checkCommand decides one command stage from every directory it could
 // start in.
 func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
-	if in, ok := withEnvUnwrapped(st); ok {
+	if in, ok := p.withEnvUnwrapped(st); ok {
 		// env NAME=value cmd is cmd run with those variables.
 		sv := p.checkCommand(in, cwds)
-		sv.Argv = st.Argv
+		sv.Argv, sv.Env = st.Argv, st.Env
 		return sv
 	}
 	argv := st.Argv

@@ -21,6 +21,38 @@ type envName struct {
 	Name   string
 	Safe   bool
 	Reason string
+	// Value, when set, is the shape a harmless variable's value must
+	// have; another value is asked like an unknown name's.
+	Value func(string) bool
+}
+
+// localeValue is a locale's or a language list's shape: names, never a
+// path (gettext and setlocale read files named by the value: LANGUAGE=../x
+// reads message catalogues, printf formats, from anywhere).
+func localeValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c == '_' || c == '.' || c == '-' || c == '@' || c == ':' || c == '+' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return !strings.Contains(v, "..")
+}
+
+// zoneValue is a time zone's shape: a zone name (Europe/Paris) or a POSIX
+// rule, never an absolute path or one that climbs.
+func zoneValue(v string) bool {
+	v = strings.TrimPrefix(v, ":")
+	if strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c == '_' || c == '-' || c == '+' || c == '/' || c == ',' || c == '.' || c == '<' || c == '>' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // envNames is the reviewed table. A name it judges harmless is set without
@@ -30,160 +62,160 @@ type envName struct {
 // agents' lines that the table does not judge.
 var envNames = []envName{
 	// Output and terminals.
-	{"CI", true, "says the run is unattended: tools print less and ask nothing"},
-	{"NO_COLOR", true, "turns colour off"},
-	{"FORCE_COLOR", true, "turns colour on"},
-	{"CLICOLOR", true, "turns colour on or off"},
-	{"CLICOLOR_FORCE", true, "turns colour on"},
-	{"TERM", true, "names the terminal's capabilities"},
-	{"COLUMNS", true, "the terminal's width"},
-	{"LINES", true, "the terminal's height"},
-	{"COLORTERM", true, "says the terminal shows true colour"},
-	{"NONINTERACTIVE", true, "says no one answers prompts"},
-	{"DEBIAN_FRONTEND", true, "says how apt and dpkg ask questions"},
-	{"TZ", true, "the time zone times are shown in (it can name a zone file to read: data, never code)"},
-	{"LANG", true, "the locale messages and sorting follow"},
-	{"LANGUAGE", true, "the languages messages are shown in"},
-	{"LC_*", true, "a part of the locale"},
+	{"CI", true, "says the run is unattended: tools print less and ask nothing", nil},
+	{"NO_COLOR", true, "turns colour off", nil},
+	{"FORCE_COLOR", true, "turns colour on", nil},
+	{"CLICOLOR", true, "turns colour on or off", nil},
+	{"CLICOLOR_FORCE", true, "turns colour on", nil},
+	{"TERM", true, "names the terminal's capabilities (a name, never a path)", localeValue},
+	{"COLUMNS", true, "the terminal's width", nil},
+	{"LINES", true, "the terminal's height", nil},
+	{"COLORTERM", true, "says the terminal shows true colour", nil},
+	{"NONINTERACTIVE", true, "says no one answers prompts", nil},
+	{"DEBIAN_FRONTEND", true, "says how apt and dpkg ask questions", nil},
+	{"TZ", true, "the time zone times are shown in (a zone's name, never a path)", zoneValue},
+	{"LANG", true, "the locale messages and sorting follow (a locale's name, never a path)", localeValue},
+	{"LANGUAGE", true, "the languages messages are shown in (names, never a path: a catalogue's messages are printf formats)", localeValue},
+	{"LC_*", true, "a part of the locale (a locale's name, never a path)", localeValue},
 	// Languages' run-time switches that change output, not code.
-	{"PYTHONUNBUFFERED", true, "makes Python write its output at once"},
-	{"PYTHONIOENCODING", true, "the encoding of Python's standard streams"},
-	{"PYTHONDONTWRITEBYTECODE", true, "keeps Python from writing .pyc files"},
-	{"PYTHONHASHSEED", true, "fixes Python's hash seed"},
-	{"PYTHONUTF8", true, "turns on Python's UTF-8 mode"},
-	{"PYTHONFAULTHANDLER", true, "makes Python print a traceback on a crash"},
-	{"PYTHONDEVMODE", true, "turns on Python's development mode checks"},
-	{"PYTHONWARNINGS", true, "filters Python's warnings"},
-	{"PYTHONTRACEMALLOC", true, "traces Python's allocations"},
-	{"PIP_DISABLE_PIP_VERSION_CHECK", true, "keeps pip from checking for a newer pip"},
-	{"PIP_NO_INPUT", true, "keeps pip from asking"},
-	{"NODE_ENV", true, "names the environment a Node program configures itself for"},
-	{"DEBUG", true, "turns a program's own debug output on"},
-	{"DEBUG_*", true, "turns a program's own debug output on"},
-	{"VERBOSE", true, "turns a program's own verbose output on"},
-	{"RUST_BACKTRACE", true, "makes a Rust program print a backtrace on a panic"},
-	{"RUST_LOG", true, "sets a Rust program's log level"},
-	{"CARGO_TERM_COLOR", true, "turns Cargo's colour on or off"},
-	{"CARGO_TERM_VERBOSE", true, "makes Cargo verbose"},
-	{"GOTRACEBACK", true, "how much a Go crash prints"},
-	{"GOMAXPROCS", true, "how many threads run Go code"},
-	{"GOCOVERDIR", false, "names where a Go program writes coverage files"},
-	{"OMP_NUM_THREADS", true, "how many threads OpenMP starts"},
-	{"MKL_NUM_THREADS", true, "how many threads MKL starts"},
-	{"OPENBLAS_NUM_THREADS", true, "how many threads OpenBLAS starts"},
-	{"NUMEXPR_NUM_THREADS", true, "how many threads numexpr starts"},
-	{"TF_CPP_MIN_LOG_LEVEL", true, "quiets TensorFlow's logs"},
-	{"JEST_WORKER_ID", true, "names a Jest worker"},
-	{"NEXT_TELEMETRY_DISABLED", true, "turns Next.js's telemetry off"},
-	{"DO_NOT_TRACK", true, "turns telemetry off"},
-	{"HYPOTHESIS_PROFILE", true, "picks a Hypothesis settings profile"},
-	{"PYTEST_ADDOPTS", false, "adds options to pytest, -p loads a plugin (code) by name"},
-	{"PYTEST_PLUGINS", false, "loads plugins (code) into pytest"},
-	{"PYTEST_DISABLE_PLUGIN_AUTOLOAD", true, "keeps pytest from loading installed plugins"},
-	{"DJANGO_SETTINGS_MODULE", false, "names a module Django imports (code)"},
+	{"PYTHONUNBUFFERED", true, "makes Python write its output at once", nil},
+	{"PYTHONIOENCODING", true, "the encoding of Python's standard streams", nil},
+	{"PYTHONDONTWRITEBYTECODE", true, "keeps Python from writing .pyc files", nil},
+	{"PYTHONHASHSEED", true, "fixes Python's hash seed", nil},
+	{"PYTHONUTF8", true, "turns on Python's UTF-8 mode", nil},
+	{"PYTHONFAULTHANDLER", true, "makes Python print a traceback on a crash", nil},
+	{"PYTHONDEVMODE", true, "turns on Python's development mode checks", nil},
+	{"PYTHONWARNINGS", false, "filters Python's warnings, importing the module a filter's category names (ignore::pkg.mod.X runs pkg.mod)", nil},
+	{"PYTHONTRACEMALLOC", true, "traces Python's allocations", nil},
+	{"PIP_DISABLE_PIP_VERSION_CHECK", true, "keeps pip from checking for a newer pip", nil},
+	{"PIP_NO_INPUT", true, "keeps pip from asking", nil},
+	{"NODE_ENV", true, "names the environment a Node program configures itself for", nil},
+	{"DEBUG", true, "turns a program's own debug output on", nil},
+	{"DEBUG_*", true, "turns a program's own debug output on", nil},
+	{"VERBOSE", true, "turns a program's own verbose output on", nil},
+	{"RUST_BACKTRACE", true, "makes a Rust program print a backtrace on a panic", nil},
+	{"RUST_LOG", true, "sets a Rust program's log level", nil},
+	{"CARGO_TERM_COLOR", true, "turns Cargo's colour on or off", nil},
+	{"CARGO_TERM_VERBOSE", true, "makes Cargo verbose", nil},
+	{"GOTRACEBACK", true, "how much a Go crash prints", nil},
+	{"GOMAXPROCS", true, "how many threads run Go code", nil},
+	{"GOCOVERDIR", false, "names where a Go program writes coverage files", nil},
+	{"OMP_NUM_THREADS", true, "how many threads OpenMP starts", nil},
+	{"MKL_NUM_THREADS", true, "how many threads MKL starts", nil},
+	{"OPENBLAS_NUM_THREADS", true, "how many threads OpenBLAS starts", nil},
+	{"NUMEXPR_NUM_THREADS", true, "how many threads numexpr starts", nil},
+	{"TF_CPP_MIN_LOG_LEVEL", true, "quiets TensorFlow's logs", nil},
+	{"JEST_WORKER_ID", true, "names a Jest worker", nil},
+	{"NEXT_TELEMETRY_DISABLED", true, "turns Next.js's telemetry off", nil},
+	{"DO_NOT_TRACK", true, "turns telemetry off", nil},
+	{"HYPOTHESIS_PROFILE", true, "picks a Hypothesis settings profile", nil},
+	{"PYTEST_ADDOPTS", false, "adds options to pytest, -p loads a plugin (code) by name", nil},
+	{"PYTEST_PLUGINS", false, "loads plugins (code) into pytest", nil},
+	{"PYTEST_DISABLE_PLUGIN_AUTOLOAD", true, "keeps pytest from loading installed plugins", nil},
+	{"DJANGO_SETTINGS_MODULE", false, "names a module Django imports (code)", nil},
 
 	// What a program runs or reads: never harmless.
-	{"PATH", false, "where programs are found: another PATH runs other programs"},
-	{"HOME", false, "where programs read their configuration, which can name programs to run"},
-	{"SHELL", false, "the shell programs start"},
-	{"TMPDIR", false, "where programs put temporary files"},
-	{"XDG_*", false, "where programs read configuration and data"},
-	{"PYTHONPATH", false, "where Python imports code from"},
-	{"PYTHONSTARTUP", false, "a file Python runs"},
-	{"PYTHONHOME", false, "where Python finds its standard library"},
-	{"PYTHONUSERBASE", false, "where Python finds user packages"},
-	{"PYTHONINSPECT", false, "leaves Python in an interactive prompt"},
-	{"PYTHONBREAKPOINT", false, "names a function breakpoint() calls"},
-	{"PYTHONSAFEPATH", true, "keeps the working directory off Python's import path"},
-	{"VIRTUAL_ENV", false, "names the virtual environment tools use"},
-	{"NODE_OPTIONS", false, "options for node, --require loads code"},
-	{"NODE_PATH", false, "where node finds modules"},
-	{"NPM_CONFIG_*", false, "npm's configuration, which names scripts and registries"},
-	{"npm_config_*", false, "npm's configuration, which names scripts and registries"},
-	{"LD_*", false, "the dynamic loader's switches: LD_PRELOAD loads code into every program"},
-	{"DYLD_*", false, "the macOS loader's switches"},
-	{"GIT_*", false, "git's switches: GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF and GIT_CONFIG_* run programs"},
-	{"PAGER", false, "the program a tool pipes its output through"},
-	{"GIT_PAGER", false, "the program git pipes its output through"},
-	{"MANPAGER", false, "the program man pipes its output through"},
-	{"LESS", false, "less's options, which can name files"},
-	{"LESSOPEN", false, "a program less runs on every file"},
-	{"LESSCLOSE", false, "a program less runs on every file"},
-	{"EDITOR", false, "the program tools start to edit"},
-	{"VISUAL", false, "the program tools start to edit"},
-	{"BROWSER", false, "the program tools start to open a page"},
-	{"RIPGREP_CONFIG_PATH", false, "a file of options ripgrep reads (--pre runs a program)"},
-	{"GREP_OPTIONS", false, "options old greps read"},
-	{"BASH_ENV", false, "a file bash runs first"},
-	{"ENV", false, "a file sh runs first"},
-	{"PROMPT_COMMAND", false, "a command bash runs"},
-	{"PS4", false, "bash expands it, with command substitution, while tracing"},
-	{"IFS", false, "how shells split words"},
-	{"CDPATH", false, "where cd looks"},
-	{"PERL5LIB", false, "where Perl loads modules from"},
-	{"PERL5OPT", false, "options Perl reads, -M loads a module"},
-	{"PERLLIB", false, "where Perl loads modules from"},
-	{"RUBYLIB", false, "where Ruby loads code from"},
-	{"RUBYOPT", false, "options Ruby reads, -r loads code"},
-	{"GEM_HOME", false, "where Ruby finds gems"},
-	{"GEM_PATH", false, "where Ruby finds gems"},
-	{"BUNDLE_GEMFILE", false, "the Gemfile bundler reads"},
-	{"CLASSPATH", false, "where Java loads classes from"},
-	{"JAVA_TOOL_OPTIONS", false, "options every JVM reads, -javaagent loads code"},
-	{"_JAVA_OPTIONS", false, "options every JVM reads"},
-	{"JDK_JAVA_OPTIONS", false, "options the java launcher reads"},
-	{"GOFLAGS", false, "flags every go command takes, -toolexec runs a program"},
-	{"GOPATH", false, "where go keeps modules and installs programs"},
-	{"GOBIN", false, "where go install writes programs"},
-	{"GOROOT", false, "the Go toolchain that runs"},
-	{"GOTOOLCHAIN", false, "names a Go toolchain to download and run"},
-	{"GOPROXY", false, "where go downloads modules from"},
-	{"GONOSUMDB", false, "modules go does not check against the checksum database"},
-	{"GONOSUMCHECK", false, "turns go's checksum checks off"},
-	{"GOPRIVATE", false, "modules go fetches directly, unchecked"},
-	{"GOINSECURE", false, "modules go fetches without TLS"},
-	{"GOENV", false, "a file of go's settings"},
-	{"GOCACHE", false, "where go keeps its build cache"},
-	{"GOOS", true, "the system go builds for"},
-	{"GOARCH", true, "the processor go builds for"},
-	{"CGO_ENABLED", true, "turns cgo on or off"},
-	{"CC", false, "the C compiler build tools run"},
-	{"CXX", false, "the C++ compiler build tools run"},
-	{"CFLAGS", false, "flags for the C compiler, which can load plugins"},
-	{"CXXFLAGS", false, "flags for the C++ compiler"},
-	{"LDFLAGS", false, "flags for the linker"},
-	{"CPPFLAGS", false, "flags for the C preprocessor"},
-	{"MAKEFLAGS", false, "flags every make takes, which can set variables"},
-	{"RUSTFLAGS", false, "flags for rustc, which can load plugins"},
-	{"RUSTC_WRAPPER", false, "a program Cargo runs rustc through"},
-	{"RUSTC", false, "the compiler Cargo runs"},
-	{"CARGO_*", false, "Cargo's configuration, which names programs to run"},
-	{"SSH_ASKPASS", false, "a program ssh runs for a password"},
-	{"SSH_AUTH_SOCK", false, "the agent ssh asks for keys"},
-	{"GNUPGHOME", false, "where gpg reads its keys and configuration"},
-	{"DOCKER_HOST", false, "the Docker daemon docker talks to"},
-	{"KUBECONFIG", false, "the clusters kubectl reaches"},
-	{"HTTP_PROXY", false, "the proxy requests go through"},
-	{"HTTPS_PROXY", false, "the proxy requests go through"},
-	{"http_proxy", false, "the proxy requests go through"},
-	{"https_proxy", false, "the proxy requests go through"},
-	{"ALL_PROXY", false, "the proxy requests go through"},
-	{"NO_PROXY", false, "hosts reached without the proxy"},
-	{"no_proxy", false, "hosts reached without the proxy"},
-	{"SSL_CERT_FILE", false, "the certificates TLS trusts"},
-	{"SSL_CERT_DIR", false, "the certificates TLS trusts"},
-	{"REQUESTS_CA_BUNDLE", false, "the certificates Python requests trusts"},
-	{"CURL_CA_BUNDLE", false, "the certificates curl trusts"},
-	{"NODE_EXTRA_CA_CERTS", false, "certificates node trusts"},
-	{"NODE_TLS_REJECT_UNAUTHORIZED", false, "turns node's certificate checks off"},
-	{"OPENAI_API_KEY", false, "a key a program sends to a model's provider"},
-	{"ANTHROPIC_API_KEY", false, "a key a program sends to a model's provider"},
-	{"*_API_KEY", false, "a key a program sends to a service"},
-	{"*_TOKEN", false, "a credential a program sends to a service"},
-	{"*_SECRET", false, "a credential a program sends to a service"},
-	{"AWS_*", false, "AWS's credentials and configuration"},
-	{"DATABASE_URL", false, "the database a program connects to"},
-	{"REIN_*", false, "rein's own settings"},
+	{"PATH", false, "where programs are found: another PATH runs other programs", nil},
+	{"HOME", false, "where programs read their configuration, which can name programs to run", nil},
+	{"SHELL", false, "the shell programs start", nil},
+	{"TMPDIR", false, "where programs put temporary files", nil},
+	{"XDG_*", false, "where programs read configuration and data", nil},
+	{"PYTHONPATH", false, "where Python imports code from", nil},
+	{"PYTHONSTARTUP", false, "a file Python runs", nil},
+	{"PYTHONHOME", false, "where Python finds its standard library", nil},
+	{"PYTHONUSERBASE", false, "where Python finds user packages", nil},
+	{"PYTHONINSPECT", false, "leaves Python in an interactive prompt", nil},
+	{"PYTHONBREAKPOINT", false, "names a function breakpoint() calls", nil},
+	{"PYTHONSAFEPATH", true, "keeps the working directory off Python's import path", nil},
+	{"VIRTUAL_ENV", false, "names the virtual environment tools use", nil},
+	{"NODE_OPTIONS", false, "options for node, --require loads code", nil},
+	{"NODE_PATH", false, "where node finds modules", nil},
+	{"NPM_CONFIG_*", false, "npm's configuration, which names scripts and registries", nil},
+	{"npm_config_*", false, "npm's configuration, which names scripts and registries", nil},
+	{"LD_*", false, "the dynamic loader's switches: LD_PRELOAD loads code into every program", nil},
+	{"DYLD_*", false, "the macOS loader's switches", nil},
+	{"GIT_*", false, "git's switches: GIT_SSH_COMMAND, GIT_EXTERNAL_DIFF and GIT_CONFIG_* run programs", nil},
+	{"PAGER", false, "the program a tool pipes its output through", nil},
+	{"GIT_PAGER", false, "the program git pipes its output through", nil},
+	{"MANPAGER", false, "the program man pipes its output through", nil},
+	{"LESS", false, "less's options, which can name files", nil},
+	{"LESSOPEN", false, "a program less runs on every file", nil},
+	{"LESSCLOSE", false, "a program less runs on every file", nil},
+	{"EDITOR", false, "the program tools start to edit", nil},
+	{"VISUAL", false, "the program tools start to edit", nil},
+	{"BROWSER", false, "the program tools start to open a page", nil},
+	{"RIPGREP_CONFIG_PATH", false, "a file of options ripgrep reads (--pre runs a program)", nil},
+	{"GREP_OPTIONS", false, "options old greps read", nil},
+	{"BASH_ENV", false, "a file bash runs first", nil},
+	{"ENV", false, "a file sh runs first", nil},
+	{"PROMPT_COMMAND", false, "a command bash runs", nil},
+	{"PS4", false, "bash expands it, with command substitution, while tracing", nil},
+	{"IFS", false, "how shells split words", nil},
+	{"CDPATH", false, "where cd looks", nil},
+	{"PERL5LIB", false, "where Perl loads modules from", nil},
+	{"PERL5OPT", false, "options Perl reads, -M loads a module", nil},
+	{"PERLLIB", false, "where Perl loads modules from", nil},
+	{"RUBYLIB", false, "where Ruby loads code from", nil},
+	{"RUBYOPT", false, "options Ruby reads, -r loads code", nil},
+	{"GEM_HOME", false, "where Ruby finds gems", nil},
+	{"GEM_PATH", false, "where Ruby finds gems", nil},
+	{"BUNDLE_GEMFILE", false, "the Gemfile bundler reads", nil},
+	{"CLASSPATH", false, "where Java loads classes from", nil},
+	{"JAVA_TOOL_OPTIONS", false, "options every JVM reads, -javaagent loads code", nil},
+	{"_JAVA_OPTIONS", false, "options every JVM reads", nil},
+	{"JDK_JAVA_OPTIONS", false, "options the java launcher reads", nil},
+	{"GOFLAGS", false, "flags every go command takes, -toolexec runs a program", nil},
+	{"GOPATH", false, "where go keeps modules and installs programs", nil},
+	{"GOBIN", false, "where go install writes programs", nil},
+	{"GOROOT", false, "the Go toolchain that runs", nil},
+	{"GOTOOLCHAIN", false, "names a Go toolchain to download and run", nil},
+	{"GOPROXY", false, "where go downloads modules from", nil},
+	{"GONOSUMDB", false, "modules go does not check against the checksum database", nil},
+	{"GONOSUMCHECK", false, "turns go's checksum checks off", nil},
+	{"GOPRIVATE", false, "modules go fetches directly, unchecked", nil},
+	{"GOINSECURE", false, "modules go fetches without TLS", nil},
+	{"GOENV", false, "a file of go's settings", nil},
+	{"GOCACHE", false, "where go keeps its build cache", nil},
+	{"GOOS", true, "the system go builds for", nil},
+	{"GOARCH", true, "the processor go builds for", nil},
+	{"CGO_ENABLED", true, "turns cgo on or off", nil},
+	{"CC", false, "the C compiler build tools run", nil},
+	{"CXX", false, "the C++ compiler build tools run", nil},
+	{"CFLAGS", false, "flags for the C compiler, which can load plugins", nil},
+	{"CXXFLAGS", false, "flags for the C++ compiler", nil},
+	{"LDFLAGS", false, "flags for the linker", nil},
+	{"CPPFLAGS", false, "flags for the C preprocessor", nil},
+	{"MAKEFLAGS", false, "flags every make takes, which can set variables", nil},
+	{"RUSTFLAGS", false, "flags for rustc, which can load plugins", nil},
+	{"RUSTC_WRAPPER", false, "a program Cargo runs rustc through", nil},
+	{"RUSTC", false, "the compiler Cargo runs", nil},
+	{"CARGO_*", false, "Cargo's configuration, which names programs to run", nil},
+	{"SSH_ASKPASS", false, "a program ssh runs for a password", nil},
+	{"SSH_AUTH_SOCK", false, "the agent ssh asks for keys", nil},
+	{"GNUPGHOME", false, "where gpg reads its keys and configuration", nil},
+	{"DOCKER_HOST", false, "the Docker daemon docker talks to", nil},
+	{"KUBECONFIG", false, "the clusters kubectl reaches", nil},
+	{"HTTP_PROXY", false, "the proxy requests go through", nil},
+	{"HTTPS_PROXY", false, "the proxy requests go through", nil},
+	{"http_proxy", false, "the proxy requests go through", nil},
+	{"https_proxy", false, "the proxy requests go through", nil},
+	{"ALL_PROXY", false, "the proxy requests go through", nil},
+	{"NO_PROXY", false, "hosts reached without the proxy", nil},
+	{"no_proxy", false, "hosts reached without the proxy", nil},
+	{"SSL_CERT_FILE", false, "the certificates TLS trusts", nil},
+	{"SSL_CERT_DIR", false, "the certificates TLS trusts", nil},
+	{"REQUESTS_CA_BUNDLE", false, "the certificates Python requests trusts", nil},
+	{"CURL_CA_BUNDLE", false, "the certificates curl trusts", nil},
+	{"NODE_EXTRA_CA_CERTS", false, "certificates node trusts", nil},
+	{"NODE_TLS_REJECT_UNAUTHORIZED", false, "turns node's certificate checks off", nil},
+	{"OPENAI_API_KEY", false, "a key a program sends to a model's provider", nil},
+	{"ANTHROPIC_API_KEY", false, "a key a program sends to a model's provider", nil},
+	{"*_API_KEY", false, "a key a program sends to a service", nil},
+	{"*_TOKEN", false, "a credential a program sends to a service", nil},
+	{"*_SECRET", false, "a credential a program sends to a service", nil},
+	{"AWS_*", false, "AWS's credentials and configuration", nil},
+	{"DATABASE_URL", false, "the database a program connects to", nil},
+	{"REIN_*", false, "rein's own settings", nil},
 }
 
 // envJudgement returns the table's entry for name, the exact name before
@@ -228,9 +260,12 @@ func (p *Policy) stageEnv(env []string) (name, why string) {
 			continue
 		}
 		j, ok := envJudgement(n)
+		_, v, _ := strings.Cut(e, "=")
 		switch {
-		case ok && j.Safe:
+		case ok && j.Safe && (j.Value == nil || j.Value(v)):
 			continue
+		case ok && j.Safe:
+			return n, fmt.Sprintf("it sets %s to %q, which is not the shape of a harmless value (%s)", n, v, j.Reason)
 		case ok:
 			return n, fmt.Sprintf("it sets %s (%s)", n, j.Reason)
 		}
@@ -240,10 +275,11 @@ func (p *Policy) stageEnv(env []string) (name, why string) {
 }
 
 // envWrapped splits env NAME=value... cmd into the assignments and the
-// command: env with no option, only assignments before a program. Any
-// other form of env is decided as the wrapper it is.
+// command: env named bare (looked up on PATH, never a path that could be
+// the workspace's), with no option, only assignments before a program.
+// Any other form of env is decided as the wrapper it is.
 func envWrapped(argv []string) (env, rest []string, ok bool) {
-	if len(argv) < 3 || path.Base(argv[0]) != "env" {
+	if len(argv) < 3 || argv[0] != "env" {
 		return nil, nil, false
 	}
 	i := 1
@@ -276,9 +312,18 @@ func validEnvName(n string) bool {
 // withEnvUnwrapped is the stage decided in env's place when it is env
 // NAME=value cmd: cmd with the assignments added to the stage's own, its
 // program as env's PATH finds it.
-func withEnvUnwrapped(st *shell.Stage) (*shell.Stage, bool) {
+func (p *Policy) withEnvUnwrapped(st *shell.Stage) (*shell.Stage, bool) {
 	env, rest, ok := envWrapped(st.Argv)
 	if !ok {
+		return nil, false
+	}
+	if st.Program != "" {
+		// The env the sandbox's PATH finds must be the system's.
+		if local, _ := p.foundOutside(st.Program); local {
+			return nil, false
+		}
+	}
+	if st.Venv != "" && fileExists(filepath.Join(st.Venv, "bin", "env")) {
 		return nil, false
 	}
 	in := *st

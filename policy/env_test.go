@@ -90,10 +90,25 @@ func TestEnvDecisions(t *testing.T) {
 		{"RIPGREP_CONFIG_PATH=rc rg x", Deny, Ask, Ask, Unknown},
 		{"SOMETHING_NEW=1 cat main.go", Deny, Ask, Ask, Unknown},
 		{"PATH=.:/usr/bin ls", Deny, Ask, Ask, Unknown},
+		{"LANG=C.UTF-8 LC_ALL=en_US.UTF-8 LANGUAGE=en:fr TZ=Europe/Paris ls", Allow, Allow, Allow, ReadOnly},
+		// Values that name files: message catalogues are printf
+		// formats, a zone file is read from anywhere.
+		{"LC_ALL=C.UTF-8 LANGUAGE=../../tmp/loc/xx ls nonexist", Deny, Ask, Ask, Unknown},
+		{"LANG=/tmp/x ls", Deny, Ask, Ask, Unknown},
+		{"TZ=/etc/shadow date", Deny, Ask, Ask, Unknown},
+		{"TZ=:../../x date", Deny, Ask, Ask, Unknown},
+		{"TERM=../../x ls", Deny, Ask, Ask, Unknown},
+		{"PYTHONWARNINGS=ignore::unittest.__main__.X pytest", Deny, Ask, Ask, Unknown},
+		// A workspace program named env is the workspace's, whatever
+		// follows it.
+		{"./env CI=1 ls", Deny, Ask, Ask, ShellComplex},
+		{"src/env CI=1 ls", Deny, Ask, Ask, ShellComplex},
 		{"CI=1 git push origin main", Deny, Deny, Deny, WorkspaceMutating},
 		{"env CI=1 git push origin main", Deny, Deny, Deny, WorkspaceMutating},
 	}
-	rules := []Rule{exec(Allow, "git *"), exec(Allow, "ls *"), exec(Deny, "git push*")}
+	f.write(filepath.Join(f.ws, "env"), "#!/bin/sh\necho PWNED\n")
+	f.write(filepath.Join(f.ws, "src", "env"), "#!/bin/sh\necho PWNED\n")
+	rules := []Rule{exec(Allow, "git *"), exec(Allow, "ls *"), exec(Allow, "pytest *"), exec(Deny, "git push*")}
 	for _, c := range cases {
 		for _, m := range []struct {
 			mode Mode

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // osFiles lists directories of the host, for tests.
@@ -248,5 +249,28 @@ func TestGlobLimit(t *testing.T) {
 	}
 	if l, err := p.Plan("ls f* f*"); err != nil || l.Opaque == nil || l.Opaque.Construct != Glob {
 		t.Fatalf("10,002 matches: %v %v", err, l.Opaque)
+	}
+}
+
+// TestGlobBounded: what a line's globs may read is bounded, so that no
+// line costs more to plan than a refusal: a tree of links that fans out,
+// many globs over a wide tree, a pattern longer than a path can be.
+func TestGlobBounded(t *testing.T) {
+	dir := realDir(t, t.TempDir())
+	for i := range 3000 {
+		if err := os.Symlink(".", filepath.Join(dir, fmt.Sprintf("s%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := Parser{Home: "/h", Dir: dir, Files: osFiles{}}
+	for _, line := range []string{"ls */*", "ls */x*{1..1000}", "ls " + strings.Repeat("./", 3000) + "*"} {
+		start := time.Now()
+		l, err := p.Plan(line)
+		if err != nil || l.Opaque == nil || l.Opaque.Construct != Glob {
+			t.Errorf("%.40s: %v %v", line, err, l.Opaque)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%.40s took %v", line, d)
+		}
 	}
 }

@@ -92,7 +92,7 @@ func (p Parser) Parse(line string) (*Line, error) {
 	if err != nil {
 		return nil, parseErrorRefusal(line, err)
 	}
-	b := builder{home: p.Home, line: line, p: p, cwd: p.Dir}
+	b := builder{home: p.Home, line: line, p: p, cwd: p.Dir, globBudget: globBudget{reads: maxGlobReads, names: maxGlobNames}}
 	b.check(f)
 	if len(f.Stmts) == 0 && b.first == nil {
 		if len(b.notes) > 0 {
@@ -327,8 +327,10 @@ type builder struct {
 	pat strings.Builder
 	// globbed says the word being built holds an unquoted glob character.
 	globbed bool
-	// globWords counts the words globs made in the line.
-	globWords int
+	// globWords counts the words globs made in the line, and
+	// globBudget what their expansion may still read.
+	globWords  int
+	globBudget globBudget
 	// loopVars are the values of the for loops' variables while their
 	// bodies are built, and iterations counts the iterations unrolled.
 	loopVars   map[string]string
@@ -1498,7 +1500,8 @@ func (b *builder) assignValue(a *syntax.Assign) string {
 // bytes, dot files only for a pattern that starts with a dot), or v
 // itself when nothing matches.
 func (b *builder) globWord(out []string, v string, at int) []string {
-	if !b.globbed || b.globs != globExpand || b.p.Files == nil {
+	if !b.globbed || b.globs != globExpand || b.p.Files == nil || b.first != nil {
+		// (A line already refused is opaque whatever its globs match.)
 		return append(out, v)
 	}
 	b.globbed = false
@@ -1511,7 +1514,7 @@ func (b *builder) globWord(out []string, v string, at int) []string {
 		b.add(refuse(Glob, at, "a relative glob where the working directory is not known"))
 		return append(out, v)
 	}
-	matches, err := globPaths(b.p.Files, b.cwd, pat)
+	matches, err := globPaths(b.p.Files, b.cwd, pat, &b.globBudget)
 	if err != nil {
 		b.add(refuse(Glob, at, err.Error()))
 		return append(out, v)
@@ -1531,7 +1534,10 @@ func (b *builder) globWord(out []string, v string, at int) []string {
 // from dir: each component with a glob character is matched against the
 // names ReadDir lists, the others taken as they are and checked to
 // exist.
-func globPaths(files Files, dir, pat string) ([]string, error) {
+func globPaths(files Files, dir, pat string, budget *globBudget) ([]string, error) {
+	if len(pat) > maxGlobPattern {
+		return nil, fmt.Errorf("a glob pattern of more than %d bytes", maxGlobPattern)
+	}
 	if strings.Contains(pat, "//") {
 		// bash folds some runs of slashes in what it matches and keeps
 		// others; rein does not guess which.
@@ -1558,7 +1564,16 @@ func globPaths(files Files, dir, pat string) ([]string, error) {
 		return p + "/" + name
 	}
 	readDir := func(p string) ([]fs.DirEntry, bool, error) {
+		switch budget.reads--; {
+		case budget.names <= 0:
+			return nil, false, fmt.Errorf("the line's globs look at more than %d names", maxGlobNames)
+		case budget.reads < 0:
+			return nil, false, fmt.Errorf("the line's globs read more than %d directories", maxGlobReads)
+		}
 		ents, err := files.ReadDir(at(p))
+		if budget.names -= len(ents); budget.names < 0 {
+			return nil, false, fmt.Errorf("the line's globs look at more than %d names", maxGlobNames)
+		}
 		switch {
 		case err == nil:
 			return ents, true, nil
@@ -1625,6 +1640,9 @@ func globPaths(files Files, dir, pat string) ([]string, error) {
 						continue
 					}
 					next = append(next, join(p, n))
+					if len(next) > maxGlobWords {
+						return nil, fmt.Errorf("the pattern matches more than %d paths", maxGlobWords)
+					}
 				}
 			}
 		}
@@ -1639,6 +1657,18 @@ func globPaths(files Files, dir, pat string) ([]string, error) {
 	sort.Strings(cur)
 	return cur, nil
 }
+
+// A line's globs are bounded in what they may read, so that no line costs
+// more to plan than a refusal: directories read, names looked at, and a
+// pattern's length (PATH_MAX).
+const (
+	maxGlobReads   = 2_000
+	maxGlobNames   = 200_000
+	maxGlobPattern = 4096
+)
+
+// globBudget is what a line's globs may still read.
+type globBudget struct{ reads, names int }
 
 // unescapeGlob removes the backslashes lit put before glob characters.
 func unescapeGlob(p string) string {
