@@ -26,6 +26,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"github.com/reinhq/rein/internal/netname"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/workspace"
@@ -430,22 +431,26 @@ func fetchTarget(raw string) (string, string) {
 		}
 		port = strconv.Itoa(n)
 	}
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if addr, err := netip.ParseAddr(host); err == nil {
-		addr = addr.Unmap()
-		if !addr.IsGlobalUnicast() || addr.IsPrivate() {
-			return "", fmt.Sprintf("WebFetch of %s, which is not a public address", addr)
+	name := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if _, err := netip.ParseAddr(name); err != nil {
+		// A name as a browser sends it: IDNA to ASCII first.
+		ascii, err := idna.Lookup.ToASCII(name)
+		if err != nil {
+			return "", fmt.Sprintf("WebFetch of host %q, which is not a valid name", name)
 		}
+		name = ascii
+	}
+	// Then the egress proxy's own rule of what a host is.
+	host, addr, why := netname.Host(name)
+	switch {
+	case why != "":
+		return "", fmt.Sprintf("WebFetch of host %q: %s", host, why)
+	case addr.IsValid() && (!addr.IsGlobalUnicast() || addr.IsPrivate()):
+		return "", fmt.Sprintf("WebFetch of %s, which is not a public address", addr)
+	case addr.IsValid():
 		return net.JoinHostPort(addr.String(), port), ""
 	}
-	ascii, err := idna.Lookup.ToASCII(host)
-	if err != nil {
-		return "", fmt.Sprintf("WebFetch of host %q, which is not a valid name", host)
-	}
-	if strings.Trim(ascii, "0123456789.x") == "" || strings.HasPrefix(ascii, "0x") {
-		return "", fmt.Sprintf("WebFetch of the numeric host %q", ascii)
-	}
-	return ascii + ":" + port, ""
+	return host + ":" + port, ""
 }
 
 func fromVerdict(v *policy.Verdict) Decision {

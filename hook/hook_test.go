@@ -197,6 +197,11 @@ func TestBashMeaningInAShell(t *testing.T) {
 		{"WebFetch", `{"url":"http://evil.org/x.proxy.golang.org"}`, Ask, "evil.org:443"},
 		{"WebFetch", `{"url":"http://PROXY.golang.org./x"}`, Allow, ""},
 		{"WebFetch", `{"url":"http://2852039166/"}`, Deny, "numeric host"},
+		// The egress proxy's rule of a host, the same function: forms it
+		// refuses before resolving are refused here too.
+		{"WebFetch", `{"url":"http://0x7f.1/"}`, Deny, "numeric host"},
+		{"WebFetch", `{"url":"http://a..example.com/"}`, Deny, "empty label"},
+		{"WebFetch", `{"url":"http://` + strings.Repeat("a", 64) + `.example.com/"}`, Deny, "longer than 63"},
 		{"WebFetch", `{"url":"http://169.254.169.254/latest/meta-data"}`, Deny, "not a public address"},
 		{"WebFetch", `{"url":"https://[::ffff:127.0.0.1]/"}`, Deny, "not a public address"},
 		{"WebFetch", `{"url":"https://ｐｒｏｘｙ.golang.org/"}`, Allow, ""},

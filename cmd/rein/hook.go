@@ -26,7 +26,7 @@ import (
 )
 
 // hookTimeout bounds one hook answer; past it the answer is deny.
-const hookTimeout = 10 * time.Second
+const hookTimeout = hook.Timeout
 
 // maxConfinedBytes bounds the command the hook rewrites a Bash call to:
 // Claude Code runs it as one argument of its shell, and Linux takes no
@@ -65,21 +65,9 @@ timeout answers deny. Every decision is recorded in the trace.`,
 				once = true
 				json.NewEncoder(out).Encode(d.Output())
 			}
-			done := make(chan hook.Decision, 1)
-			go func() {
-				defer func() {
-					if p := recover(); p != nil {
-						done <- hook.Denied(fmt.Sprintf("internal error: %v", p))
-					}
-				}()
-				done <- decideHook(cmd, sf, workspaceFlag, &tf, !noConfine)
-			}()
-			select {
-			case d := <-done:
-				answer(d)
-			case <-time.After(hookTimeout):
-				answer(hook.Denied(fmt.Sprintf("no decision within %s", hookTimeout)))
-			}
+			answer(hook.Bounded(hookTimeout, func() hook.Decision {
+				return decideHook(cmd, sf, workspaceFlag, &tf, !noConfine)
+			}))
 			return nil
 		},
 	}

@@ -391,9 +391,12 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		}
 		p.HostReadPaths = []string{d}
 	}
-	if limits, err := (&limitFlags{}).limits(pol.Limits, pol.Settings); err == nil {
-		p.Limits = limits
+	limits, err := sessionLimits(pol)
+	if err != nil {
+		// The session runs under the user's limits or not at all.
+		return err
 	}
+	p.Limits = limits
 	if len(hosts) > 0 {
 		p.Network = sandbox.NetworkProxy
 		p.Egress = &launchEgress{hosts: hosts, record: recordEgress}
@@ -819,7 +822,7 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		l.Close()
 		return nil, err
 	}
-	limits, err := (&limitFlags{}).limits(pol.Limits, pol.Settings)
+	limits, err := sessionLimits(pol)
 	if err != nil {
 		l.Close()
 		return nil, err
@@ -963,24 +966,12 @@ func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, s
 	if err != nil {
 		return hook.Denied(err.Error())
 	}
-	done := make(chan hook.Decision, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- hook.Denied(fmt.Sprintf("internal error: %v", p))
-			}
-		}()
-		done <- decideHookInput(data, lo.sf, ws, false, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
+	return hook.Bounded(hookTimeout, func() hook.Decision {
+		return decideHookInput(data, lo.sf, ws, false, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
 			_, err := store.AppendAll(context.Background(), hookRecords(runID, in, d)...)
 			return err
 		}, s.reinTool)
-	}()
-	select {
-	case d := <-done:
-		return d
-	case <-time.After(hookTimeout):
-		return hook.Denied(fmt.Sprintf("no decision within %s", hookTimeout))
-	}
+	})
 }
 
 // reinTool lets the session's calls to rein's own MCP server through the

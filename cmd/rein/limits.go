@@ -69,3 +69,9 @@ func (lf *limitFlags) limits(base policy.Limits, settings []policy.Setting) (san
 	}
 	return l, nil
 }
+
+// sessionLimits are the limits a launched session and its tools run
+// under: the policy's [limits], no flag lowering them.
+func sessionLimits(pol *policy.Policy) (sandbox.Limits, error) {
+	return (&limitFlags{}).limits(pol.Limits, pol.Settings)
+}
