@@ -38,7 +38,7 @@ type ExecArgs struct {
 
 // ShellArgs are shell's arguments.
 type ShellArgs struct {
-	Line    string `json:"line" jsonschema:"a command line: pipes, redirects, && || ; newlines, cd, comments, here-documents (<<'EOF') and {a,b} are seen exactly; anything else ($VAR, $(...), globs, loops) runs as opaque bash code, which is asked first"`
+	Line    string `json:"line" jsonschema:"a command line: pipes, redirects, && || ; newlines, cd, comments, here-documents (<<'EOF'), {a,b}, globs, NAME=value before a program, $HOME, $PWD, for loops over words and a final & are seen exactly; anything else (other $VAR, $(...), if, while) runs as opaque bash code, which is asked first"`
 	Timeout string `json:"timeout,omitempty" jsonschema:"how long the line may run, such as 30s or 5m; at most the policy's ceiling"`
 }
 
