@@ -3,6 +3,7 @@ package shell
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/internal/testenv"
 )
 
 // osFiles lists directories of the host, for tests.
@@ -56,10 +59,7 @@ type showWorld struct {
 }
 
 func newShowWorld(t testing.TB) *showWorld {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash := testenv.Bash(t)
 	w := &showWorld{bash: bash, dir: expandTree(t), bin: realDir(t, t.TempDir())}
 	w.home = filepath.Join(w.dir, "sub")
 	show := "#!" + bash + "\nprintf '%s\\0' \"$@\"; printf 'ENV\\0'; { env -0 | grep -zE '^(A|B|LC_ALL|CI|TZ|SHOW_[A-Z]*)=' || true; }; printf 'END\\0'\n"
@@ -111,7 +111,7 @@ func (w *showWorld) check(t *testing.T, line string) bool {
 		n, v, _ := strings.Cut(e, "=")
 		wantEnv[n] = v
 	}
-	if !mapsEqual(gotEnv, wantEnv) {
+	if !maps.Equal(gotEnv, wantEnv) {
 		t.Errorf("%q env: bash %q, rein %q", line, gotEnv, wantEnv)
 	}
 	// What rein plans prints back to the same plan.
@@ -163,18 +163,6 @@ func FuzzGlobAgrees(f *testing.F) {
 		}
 		w.check(t, "show "+words)
 	})
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestExpansionsOpaque: what rein does not expand stays opaque, naming
