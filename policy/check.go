@@ -409,7 +409,10 @@ func (p *Policy) checkCommand(st *shell.Stage, cwds []string) StageVerdict {
 		// is looked up in the venv's bin first (git's gpg, file's lz4):
 		// the workspace's code may run, whatever the program is.
 		sv.Class = Unknown
-		if sv.Decision == Allow && allowRule == nil {
+		// An allow rule lifts it only when it names the venv's own
+		// program by its path: a rule for git does not allow the venv's
+		// gpg.
+		if sv.Decision == Allow && (allowRule == nil || !local) {
 			sv.Decision, sv.Reason, sv.Rule = p.table(Unknown, fmt.Sprintf("it runs with the venv %s first on PATH, where any program it starts may be the workspace's", st.Venv), askRule, nil, facts.Network)
 		}
 	}

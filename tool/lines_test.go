@@ -87,6 +87,17 @@ func TestVenvPlantDecided(t *testing.T) {
 	if env.Status != Denied || !strings.Contains(env.Reason, "first on PATH") {
 		t.Errorf("git log after an activation: %s %s", env.Status, env.Reason)
 	}
+	// An allow rule for git does not allow it there either: it names
+	// git, not the venv's programs git may start.
+	fa := newFixture(t, policy.ModeAsk, []policy.Rule{{Act: policy.ActExec, Effect: policy.Allow, Pattern: "git *"}}, policy.DenyAll{})
+	os.MkdirAll(filepath.Join(fa.ws, ".venv", "bin"), 0o755)
+	os.WriteFile(filepath.Join(fa.ws, ".venv", "bin", "activate"), nil, 0o644)
+	if env := fa.call(t, "shell", obj{"line": "source .venv/bin/activate && git --version"}); env.Status != Denied || !strings.Contains(env.Reason, "first on PATH") {
+		t.Errorf("git --version after an activation, with git allowed: %s %s", env.Status, env.Reason)
+	}
+	if env := fa.call(t, "shell", obj{"line": "git --version"}); env.Status != OK {
+		t.Errorf("git --version with git allowed: %s %s", env.Status, env.Reason)
+	}
 	// Without the activation, ls is the system's, read-only.
 	if env := f.call(t, "shell", obj{"line": "ls .venv"}); env.Status != OK {
 		t.Errorf("ls: %s %s", env.Status, env.Reason)
