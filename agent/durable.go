@@ -19,6 +19,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
@@ -255,7 +256,7 @@ func (d *driver) commit(ctx context.Context, batches ...[]trace.Record) error {
 		return err
 	}
 	s := d.state
-	s.Active = d.activeBase + time.Since(d.segStart)
+	s.Apply(loop.Accounted{Active: d.activeBase + time.Since(d.segStart)}, d.o.Now())
 	state, err := d.encode()
 	if err != nil {
 		return d.fail(fmt.Errorf("agent: encoding the checkpoint: %w", err))
@@ -565,12 +566,6 @@ func pathOfLine(l string) string {
 	return p
 }
 
-// interrupted is the observation of a call that was running when the
-// driver died and is not safe to repeat.
-func interrupted(c ToolCall, change string) string {
-	return fmt.Sprintf("%s: interrupted\n[rein: this call was running when rein's process died, and it is not one rein repeats on its own (it may have changed the workspace, or the world, in part or in full). Its result is unknown. Look before you go on; %s]", c.Name, change)
-}
-
 // holdLease renews the run's lease just before an effect (a call that
 // may change the workspace, a gate attempt): the effect starts only while
 // the lease is still this driver's, renewed within leaseMargin, so that a
@@ -720,49 +715,42 @@ func lastRequest(ctx context.Context, store trace.Store, runID string) (*Request
 	return prev, nil
 }
 
-// settleInterrupted settles, on resumption, the calls that were running when the
-// driver died: read-only ones are made again (they are left pending); any
-// other is not repeated: the model is told it was interrupted, with the
-// workspace's change since it started, or, with recovery "wait", the run
-// waits for an operator.
-func (d *driver) settleInterrupted(ctx context.Context) {
+// resumed settles, on resumption, the call that was running when the
+// driver died (loop.Resumed): the driver gives the loop the workspace's
+// change since the call started, and a request id and its text in case
+// the contract leaves the call to an operator.
+func (d *driver) resumed(ctx context.Context) {
 	s := d.state
-	if len(s.Running) == 0 || s.Waiting != nil {
-		return
+	in := loop.Resumed{Run: d.router.RunID(), ReadOnly: d.readOnlyTools(), Stopped: d.router.Stopped()}
+	settling := len(s.Running) > 0 && s.Waiting == nil && len(s.Results) < len(s.Pending)
+	var next ToolCall
+	if settling {
+		next = s.Pending[len(s.Results)]
+		settling = !d.readOnly(next.Name)
 	}
-	next := s.Pending[len(s.Results)]
-	if d.readOnly(next.Name) {
-		s.Running = nil
-		return
-	}
-	change := "the workspace's state when it started was not kept"
-	if d.snapshot != "" {
-		var before snapshot
-		if data, ok := d.resumedBlobs[d.snapshot]; ok && json.Unmarshal([]byte(data), &before) == nil {
-			change = changeSince(d.c.Workspace, before)
+	if settling {
+		in.Change = "the workspace's state when it started was not kept"
+		if d.snapshot != "" {
+			var before snapshot
+			if data, ok := d.resumedBlobs[d.snapshot]; ok && json.Unmarshal([]byte(data), &before) == nil {
+				in.Change = changeSince(d.c.Workspace, before)
+			}
 		}
+		in.Request = newRequestID()
+		in.Shown = fmt.Sprintf("%s %s\n  was running when rein's process died; its result is unknown.\n  %s\n  --yes makes the call again; --no tells the model it was interrupted.\n",
+			next.Name, policy.Printable(next.Args), strings.ReplaceAll(in.Change, "\n", "\n  "))
 	}
-	if d.c.Recovery == RecoverWait {
-		id := newRequestID()
-		shown := fmt.Sprintf("%s %s\n  was running when rein's process died; its result is unknown.\n  %s\n  --yes makes the call again; --no tells the model it was interrupted.\n",
-			next.Name, policy.Printable(next.Args), strings.ReplaceAll(change, "\n", "\n  "))
-		s.Waiting = &Waiting{Kind: AwaitingRecovery, Request: id, CallID: next.ID, Shown: shown}
-		d.commit(ctx, []trace.Record{trace.ApprovalRequest{RunID: d.router.RunID(), Request: id, Kind: "recovery", CallID: next.ID,
-			Tool: next.Name, Args: next.Args, Shown: shown, At: time.Now()}})
+	s.Apply(in, d.o.Now())
+	if !settling {
 		return
 	}
-	d.interrupt(ctx, next, change)
-}
-
-// interrupt folds in an interrupted call's observation.
-func (d *driver) interrupt(ctx context.Context, c ToolCall, change string) {
-	s := d.state
-	s.ApplyCall(ToolResult{Observation: interrupted(c, change), Changed: true})
-	s.Running, d.snapshot = nil, ""
-	if len(s.Results) == len(s.Pending) {
-		s.ApplyTools(s.Results, d.router.Stopped())
+	d.snapshot = ""
+	var recs []trace.Record
+	if w := s.Waiting; w != nil && w.Kind == AwaitingRecovery {
+		recs = append(recs, trace.ApprovalRequest{RunID: d.router.RunID(), Request: w.Request, Kind: "recovery", CallID: next.ID,
+			Tool: next.Name, Args: next.Args, Shown: w.Shown, At: time.Now()})
 	}
-	d.commit(ctx)
+	d.commit(ctx, recs)
 }
 
 // await settles the decision the run waits for: none yet ends the
@@ -774,41 +762,18 @@ func (d *driver) await(ctx context.Context, w Waiting) *Outcome {
 		// Nothing is done on an answer that cannot be read, or that rein
 		// did not record: the run stops with why.
 		d.fail(err)
-		out := Outcome{Kind: w.Kind, Reason: fmt.Sprintf("waiting for request %s, whose answer could not be read: %v", w.Request, err), Waiting: &w}
+		out := s.Parked()
+		out.Reason = fmt.Sprintf("waiting for request %s, whose answer could not be read: %v", w.Request, err)
 		return &out
 	}
 	if dec == nil {
-		what := "an asked action was deferred"
-		if w.Kind == AwaitingRecovery {
-			what = "a call was interrupted by the death of rein's process"
-		}
-		out := Outcome{Kind: w.Kind, Waiting: &w, Reason: fmt.Sprintf("%s: request %s waits for an operator's answer (rein approve %s %s --yes|--no, then rein run resume %s)",
-			what, w.Request, d.router.RunID(), w.Request, d.router.RunID())}
+		out := s.Parked()
 		return &out
 	}
-	s.Waiting = nil
-	if w.Kind == AwaitingRecovery {
-		c := s.Pending[len(s.Results)]
-		if dec.Answer == "yes" {
-			// Made again, as the operator decided.
-			s.Running = nil
-			d.commit(ctx)
-			return nil
-		}
-		d.interrupt(ctx, c, "an operator chose not to make it again"+noteOf(dec))
-		return nil
-	}
-	// An approval: the call is made again, the policy asked again, and
-	// the approver answers with the decision if it still asks the same.
+	s.Apply(loop.Decided{Request: w.Request, Yes: dec.Answer == "yes", Note: dec.Note, Stopped: d.router.Stopped()}, d.o.Now())
+	d.snapshot = ""
 	d.commit(ctx)
 	return nil
-}
-
-func noteOf(d *trace.ApprovalDecision) string {
-	if d.Note == "" {
-		return ""
-	}
-	return " (" + d.Note + ")"
 }
 
 // LoadState reads the state of run runID as its last checkpoint keeps

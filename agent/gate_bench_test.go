@@ -88,7 +88,7 @@ func benchGateAttempt(b *testing.B, gate string, edited bool) {
 		b.Fatal(err)
 	}
 	defer r.Close("ok")
-	c, err := Contract{Goal: "x", Workspace: ws, Verify: &Gate{Line: gate}, Protect: []string{"**/*_test.go"}}.withDefaults()
+	c, err := Contract{Goal: "x", Workspace: ws, Verify: &Gate{Line: gate}, Protect: []string{"**/*_test.go"}}.WithDefaults()
 	if err != nil {
 		b.Fatal(err)
 	}

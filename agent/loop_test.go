@@ -2,175 +2,20 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// TestStepFunction: the loop's decisions from state alone, without a
-// driver: a malformed call told once, then a failure; calls past the cap
-// dropped with a note; a truncated response's calls never pending.
-func TestStepFunction(t *testing.T) {
-	now := time.Now()
-	c, _ := Contract{Goal: "g", Workspace: "/w", Verify: &Gate{Line: "true"}}.withDefaults()
-	s := NewState(c, now)
-	// A run with a gate runs it once first, the baseline, whose result is
-	// shown with the goal; then the model is called.
-	if e, ok := s.Next(now).(RunGate); !ok || !e.Baseline {
-		t.Fatalf("a new run with a gate does not run its baseline first: %#v", s.Next(now))
-	}
-	exit := 1
-	s.ApplyBaseline(GateAttempt{Status: GateFailedSt, ExitCode: &exit, Output: "FAIL\n", Tests: &GateTests{Run: 1, Failed: 1}})
-	if _, ok := s.Next(now).(CallModel); !ok {
-		t.Fatal("after its baseline, a new run does not call the model")
-	}
-	if want := "g\n\n[rein: before your first step, rein ran the gate \"true\" on the workspace as it is: failed, exit 1; tests: 1 run, 0 passed, 1 failed, 0 skipped. " +
-		"This is the starting point. The run succeeds when the gate passes and every protected test that ran here runs and passes. Its output:]\nFAIL\n"; s.Transcript[0].Text != want {
-		t.Fatalf("the goal with the baseline:\n%q\nwant\n%q", s.Transcript[0].Text, want)
-	}
-	if s.FailedClaims != 0 || s.LastGate != nil {
-		t.Fatalf("the baseline counted as a claim: %+v", s)
-	}
-	noGate, _ := Contract{Goal: "g", Workspace: "/w"}.withDefaults()
-	if _, ok := NewState(noGate, now).Next(now).(CallModel); !ok {
-		t.Fatal("a new run without a gate does not call the model first")
-	}
-	s = NewState(c, now)
-	s.ApplyBaseline(GateAttempt{Status: GatePassed})
-	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "read_file", Args: `{"path":`}}, Finish: FinishToolCalls}, nil, now)
-	if s.Done != nil || !s.Malformed || len(s.Pending) != 1 {
-		t.Fatalf("first malformed call: %+v", s)
-	}
-	s.ApplyTools([]ToolResult{{Observation: "read_file: denied: the arguments are not JSON"}}, "")
-	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "2", Name: "read_file", Args: `nope`}}, Finish: FinishToolCalls}, nil, now)
-	if s.Done == nil || s.Done.Kind != ProviderFailed {
-		t.Fatalf("second malformed call: %+v", s.Done)
-	}
-
-	s = NewState(c, now)
-	var many []ToolCall
-	for i := range maxCallsPerStep + 5 {
-		many = append(many, ToolCall{ID: fmt.Sprint(i), Name: "list_dir", Args: fmt.Sprintf(`{"path":"d%d"}`, i)})
-	}
-	s.ApplyModel(&Response{ToolCalls: many, Finish: FinishToolCalls}, nil, now)
-	if len(s.Pending) != maxCallsPerStep {
-		t.Fatalf("%d pending", len(s.Pending))
-	}
-	s.ApplyTools(make([]ToolResult, maxCallsPerStep), "")
-	if last := s.Transcript[len(s.Transcript)-1]; last.Role != RoleUser || !contains(last.Text, "only the first 64 were run") {
-		t.Fatalf("%+v", last)
-	}
-
-	s = NewState(c, now)
-	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "write_file", Args: `{"path":"a","content":"cut`}}, Finish: FinishLength}, nil, now)
-	if len(s.Pending) != 0 || s.Claimed || !contains(s.Transcript[len(s.Transcript)-1].Text, "were not run") {
-		t.Fatalf("truncated: %+v", s)
-	}
-	if _, ok := s.Next(now).(CallModel); !ok {
-		t.Fatal("after a truncated response the model is not asked again")
-	}
-	// A retried failure waits, never past the wall clock.
-	s.ApplyModel(nil, &ProviderError{Class: FailRateLimited, RetryAfter: time.Hour}, now)
-	if s.Done == nil || s.Done.Kind != ProviderFailed || !contains(s.Done.Reason, "wall-clock") {
-		t.Fatalf("a wait past the budget: %+v", s.Done)
-	}
-}
-
-// TestFit: past its share of the window, the oldest observations become
-// stubs; the goal, the last turns and every tool call's id stay.
-func TestFit(t *testing.T) {
-	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1000}.withDefaults()
-	s := NewState(c, time.Now())
-	big := strings.Repeat("x", 1000)
-	for i := range 10 {
-		id := fmt.Sprint(i)
-		s.Transcript = append(s.Transcript, Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: "read_file", Args: `{}`}}}, Message{Role: RoleTool, ToolCallID: id, Text: big})
-	}
-	s.Next(time.Now())
-	size, stubs := 0, 0
-	for i, m := range s.Transcript {
-		size += len(m.Text)
-		if m.Role == RoleTool && strings.HasPrefix(m.Text, "[rein: this observation (1000 characters)") {
-			stubs++
-			if i >= len(s.Transcript)-keepLastTurns {
-				t.Fatalf("a recent observation was set aside: %d", i)
-			}
-		}
-		if m.Role == RoleTool && m.ToolCallID == "" {
-			t.Fatal("a stub lost its call id")
-		}
-	}
-	if s.Transcript[0].Text != "g" || stubs == 0 || size > 1000*7/10*charsPerToken+len(big)*keepLastTurns {
-		t.Fatalf("%d stubs, %d characters", stubs, size)
-	}
-}
-
-// TestSupersede: a read of a file is set aside once the file is read
-// again or changed, not when a change of it is refused.
-func TestSupersede(t *testing.T) {
-	c, _ := Contract{Goal: "g", Workspace: "/w"}.withDefaults()
-	s := NewState(c, time.Now())
-	step := func(call ToolCall, res ToolResult) {
-		s.ApplyModel(&Response{ToolCalls: []ToolCall{call}, Finish: FinishToolCalls}, nil, time.Now())
-		s.ApplyTools([]ToolResult{res}, "")
-	}
-	step(ToolCall{ID: "1", Name: "read_file", Args: `{"path":"a.go"}`}, ToolResult{Observation: "read_file: ok\nold a"})
-	step(ToolCall{ID: "2", Name: "read_file", Args: `{"path":"b.go"}`}, ToolResult{Observation: "read_file: ok\nb"})
-	step(ToolCall{ID: "3", Name: "write_file", Args: `{"path":"a.go","content":"x"}`}, ToolResult{Observation: "write_file: denied"})
-	if s.Transcript[2].Text != "read_file: ok\nold a" {
-		t.Fatalf("a refused write superseded the read: %q", s.Transcript[2].Text)
-	}
-	step(ToolCall{ID: "4", Name: "edit_file", Args: `{"path":"a.go","old":"a","new":"b"}`}, ToolResult{Observation: "edit_file: ok", Changed: true})
-	if !strings.Contains(s.Transcript[2].Text, "superseded by a later edit_file") || s.Transcript[4].Text != "read_file: ok\nb" {
-		t.Fatalf("%q / %q", s.Transcript[2].Text, s.Transcript[4].Text)
-	}
-}
-
-// TestCostBudget: the cost is derived from the tokens and the user's
-// prices; the budget ends the run when it is reached.
-func TestCostBudget(t *testing.T) {
-	p := Prices{Input: 3, Output: 15, CacheRead: 0.3}
-	if got := p.Cost(Usage{Input: 1_000_000, Output: 100_000, CacheRead: 500_000}); got < 1.5+0.15+1.5-1e-9 || got > 1.5+0.15+1.5+1e-9 {
-		t.Fatalf("cost %v", got)
-	}
-	if _, err := (Contract{Goal: "g", Workspace: "/w", Budget: Budget{Cost: 1}}).withDefaults(); err == nil {
-		t.Fatal("a cost budget without prices was accepted")
-	}
-	c, _ := Contract{Goal: "g", Workspace: "/w", Budget: Budget{Cost: 0.01}, Prices: p}.withDefaults()
-	s := NewState(c, time.Now())
-	s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "1", Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: 3000, Output: 100}}, nil, time.Now())
-	s.ApplyTools([]ToolResult{{}}, "")
-	if e, ok := s.Next(time.Now()).(End); !ok || e.Outcome.Kind != BudgetExhausted || !strings.Contains(e.Outcome.Reason, "cost budget") || e.Outcome.Cost < 0.0105 {
-		t.Fatalf("%+v", s.Done)
-	}
-}
 
 // TestHostileServers: counts below zero or past the bound are taken at
 // the bound and added without wrapping, so a budget still ends the run;
 // calls get ids of rein's own; a protected file too large to read is a
 // change, never read whole.
 func TestHostileServers(t *testing.T) {
-	if count(-5) != 0 || count(math.MaxInt64) != maxCount || sat(math.MaxInt64-1, 10) != math.MaxInt64 {
-		t.Fatal("count or sat")
-	}
-	c, _ := Contract{Goal: "g", Workspace: "/w", Budget: Budget{Tokens: 1000}}.withDefaults()
-	s := NewState(c, time.Now())
-	for range 2 {
-		s.ApplyModel(&Response{ToolCalls: []ToolCall{{ID: "call_0", Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: math.MaxInt64 / 2, Output: math.MaxInt64 / 2}}, nil, time.Now())
-		s.ApplyTools([]ToolResult{{}}, "")
-	}
-	if e, ok := s.Next(time.Now()).(End); !ok || e.Outcome.Kind != BudgetExhausted || s.Tokens.Input < 0 {
-		t.Fatalf("%+v", s.Tokens)
-	}
-	if a, b := s.Transcript[1].ToolCalls[0].ID, s.Transcript[3].ToolCalls[0].ID; a == b || s.Transcript[2].ToolCallID != a {
-		t.Fatalf("ids %q %q, result for %q", a, b, s.Transcript[2].ToolCallID)
-	}
-	if _, err := (Contract{Goal: "g", Workspace: "/w", Prices: Prices{Input: math.NaN()}}).withDefaults(); err == nil {
-		t.Fatal("a NaN price was accepted")
+	if count(-5) != 0 || count(math.MaxInt64) != maxCount {
+		t.Fatal("count")
 	}
 	ws := t.TempDir()
 	f, err := os.Create(filepath.Join(ws, "big_test.go"))
@@ -206,36 +51,5 @@ func TestUntimed(t *testing.T) {
 	want := "=== RUN   TestAdd\n    calc_test.go:7: Add(2, 3) != 5 (took 0.5s)\n--- FAIL: TestAdd\n    --- PASS: TestAdd/sub\nFAIL\nFAIL\texample.com/calc\nok  \texample.com/calc/sub\nok  \texample.com/x\t(cached)\n"
 	if got := untimed(in); got != want {
 		t.Fatalf("untimed:\n%q\nwant\n%q", got, want)
-	}
-}
-
-// TestTokenFloor: a server that reports fewer tokens than rein's own
-// estimate (4 characters a token) of what was sent and returned is
-// counted at the estimate, so it cannot stretch the token budget (a large
-// cached count included: it is part of the input); a server that reports
-// more is taken at its word.
-func TestTokenFloor(t *testing.T) {
-	now := time.Now()
-	c, _ := Contract{Goal: strings.Repeat("g", 4000), Workspace: "/w", Budget: Budget{Tokens: 5000}}.withDefaults()
-	s := NewState(c, now)
-	s.ApplyModel(&Response{Text: strings.Repeat("a", 400), ToolCalls: []ToolCall{{Name: "list_dir", Args: `{"path":"` + strings.Repeat("p", 392) + `"}`}},
-		Finish: FinishToolCalls}, nil, now)
-	if s.Tokens.Input != 1000 || s.Tokens.Output != (400+8+403)/4 {
-		t.Fatalf("a server that says 0: %+v", s.Tokens)
-	}
-	s.ApplyTools([]ToolResult{{Observation: strings.Repeat("o", 12000)}}, "")
-	before := s.Tokens
-	s.ApplyModel(&Response{ToolCalls: []ToolCall{{Name: "list_dir", Args: `{}`}}, Finish: FinishToolCalls, Usage: Usage{Input: 10, CacheRead: 20, Output: 1}}, nil, now)
-	s.ApplyTools([]ToolResult{{}}, "")
-	if got := s.Tokens.Input - before.Input; s.Tokens.CacheRead != 20 || got < (4000+400+8+403+12000)/4 {
-		t.Errorf("the second call counted %d input and %d cached", got, s.Tokens.CacheRead)
-	}
-	if e, ok := s.Next(now).(End); !ok || e.Outcome.Kind != BudgetExhausted {
-		t.Errorf("the budget did not end the run: %+v %+v", s.Tokens, s.Done)
-	}
-	honest := NewState(c, now)
-	honest.ApplyModel(&Response{Text: "ok", Finish: FinishStop, Usage: Usage{Input: 3000, Output: 50}}, nil, now)
-	if honest.Tokens.Input != 3000 || honest.Tokens.Output != 50 {
-		t.Errorf("an honest count was changed: %+v", honest.Tokens)
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/reinhq/rein/agent/loop"
 )
 
 // messagesProvider is Anthropic's Messages wire family, through the
@@ -94,7 +96,7 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 	}
 	u := msg.Usage
 	in, read, write := count(u.InputTokens), count(u.CacheReadInputTokens), count(u.CacheCreationInputTokens)
-	resp.Usage = Usage{Input: sat(sat(in, read), write), Output: count(u.OutputTokens), CacheRead: read, CacheWrite: write}
+	resp.Usage = Usage{Input: loop.Sat(loop.Sat(in, read), write), Output: count(u.OutputTokens), CacheRead: read, CacheWrite: write}
 	return resp, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/reinhq/rein/agent/evidence"
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
@@ -112,7 +114,7 @@ func start(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 }
 
 func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome, error) {
-	c, err := c.withDefaults()
+	c, err := c.WithDefaults()
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -261,7 +263,11 @@ func drive(ctx context.Context, c Contract, o Options, rp *resumePoint) (Outcome
 // configuration (tool.Router.ConfigChanged): every dotted file the run
 // made or changed, reported in the outcome and recorded in the trace.
 func (d *driver) configChanged(ctx context.Context) *ConfigReport {
-	return d.router.ConfigChanged(context.WithoutCancel(ctx), d.state.StartedAt)
+	r := d.router.ConfigChanged(context.WithoutCancel(ctx), d.state.StartedAt)
+	if r == nil {
+		return nil
+	}
+	return &ConfigReport{Count: r.Count, Paths: r.Paths, Truncated: r.Truncated}
 }
 
 // observedApprover puts every ask to the run's approver and tells the
@@ -366,18 +372,14 @@ func (d *driver) emit(e Event) {
 }
 
 // run is the in-process driver: it carries out each effect the step
-// function names and folds its result back in; a durable run commits its
-// state after each.
+// function names and folds its result back in (loop.State.Apply, the
+// state's only writer); a durable run commits its state after each.
 func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 	var s *State
 	if rp == nil {
-		s = NewState(d.c, d.o.Now())
-		s.StartedAt = time.Now()
+		s = loop.New(loop.Start{Run: d.router.RunID(), Contract: d.c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now()}, d.o.Now())
 	} else {
-		// The budget counts the time the run was driven, not the time
-		// it lay dead.
 		s = rp.state
-		s.Deadline = d.o.Now().Add(d.c.Budget.WallClock - s.Active)
 	}
 	d.state = s
 	d.segStart, d.activeBase = time.Now(), s.Active
@@ -396,34 +398,32 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 		d.commit(ctx)
 	} else {
 		d.emit(Event{Kind: EventResumed, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("from checkpoint %d", rp.seq)})
-		d.settleInterrupted(ctx)
+		d.resumed(ctx)
 	}
 	for {
 		if err := d.failure(); err != nil {
 			return Outcome{Kind: Cancelled, Reason: "the run was stopped: " + err.Error(), Steps: s.Steps, Tokens: s.Tokens, Cost: d.c.Prices.Cost(s.Tokens), Gate: s.LastGate}
 		}
 		if ctx.Err() != nil && s.Done == nil {
-			if errors.Is(context.Cause(ctx), errWallClock) {
-				s.end(BudgetExhausted, fmt.Sprintf("the wall-clock budget of %s is spent", d.c.Budget.WallClock))
-			} else {
-				s.Cancel("the run was cancelled: " + context.Cause(ctx).Error())
-			}
+			cause := context.Cause(ctx)
+			s.Apply(loop.Stopped{OutOfTime: errors.Is(cause, errWallClock), Reason: "the run was cancelled: " + cause.Error()}, d.o.Now())
 		}
-		switch e := s.Next(d.o.Now()).(type) {
+		now := d.o.Now()
+		switch e := s.Next(now).(type) {
 		case End:
-			return e.Outcome
+			s.Apply(loop.Ended{}, now)
+			return *s.Done
 		case AwaitDecision:
 			if d.durable == nil {
-				s.end(Cancelled, "the run waits for a decision, and its store is not durable")
+				s.Apply(loop.Stopped{Reason: "the run waits for a decision, and its store is not durable"}, now)
 				continue
 			}
 			if out := d.await(ctx, e.Waiting); out != nil {
-				out.Steps, out.Tokens, out.Cost, out.Gate = s.Steps, s.Tokens, d.c.Prices.Cost(s.Tokens), s.LastGate
 				return *out
 			}
 		case Wait:
-			if err := d.o.Sleep(ctx, e.Until.Sub(d.o.Now())); err != nil {
-				s.Cancel("the run was cancelled while waiting to retry")
+			if err := d.o.Sleep(ctx, e.Until.Sub(now)); err != nil {
+				s.Apply(loop.Stopped{Reason: "the run was cancelled while waiting to retry"}, d.o.Now())
 			}
 		case CallModel:
 			if s.SetAside > d.setAside {
@@ -431,7 +431,7 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 				d.setAside = s.SetAside
 			}
 			req := Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
-			step, attempt := s.Steps+1, s.Attempt+1
+			step, attempt := e.Key.Step, e.Key.Attempt
 			d.at(fmt.Sprintf("model-before %d.%d", step, attempt))
 			start := time.Now()
 			resp, err := d.o.Provider.Stream(ctx, req)
@@ -439,7 +439,7 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 				continue // the loop's head says why
 			}
 			rec := d.callRecord(step, attempt, req, resp, err, time.Since(start))
-			s.ApplyModel(resp, err, d.o.Now())
+			s.Apply(ModelInput(resp, err), d.o.Now())
 			d.commit(ctx, rec)
 			d.at(fmt.Sprintf("model-after %d.%d", step, attempt))
 			ev := Event{Kind: EventProviderCall, Step: s.Steps, Tokens: s.Tokens, Status: "ok"}
@@ -451,47 +451,62 @@ func (d *driver) run(ctx context.Context, rp *resumePoint) Outcome {
 				d.emit(Event{Kind: EventRetry, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("attempt %d failed (%v); the next at %s", s.Attempt, err, s.RetryAt.Format(time.RFC3339))})
 			}
 		case RunTools:
-			d.runTools(ctx, e.Calls)
+			d.runTools(ctx, e)
 		case RunGate:
-			d.at("gate-before " + e.Key)
+			name := "gate " + strconv.Itoa(e.Key.Index)
+			if e.Baseline {
+				name = "gate baseline"
+			}
+			d.at("gate-before " + name)
 			if d.holdLease(ctx) != nil {
 				continue // the loop's head says why
 			}
-			a := d.gate(withCall(ctx, e.Key), e.Baseline)
-			batches := d.held.take(e.Key)
+			k := e.Key.String()
+			a := d.gate(withCall(ctx, k), e.Baseline)
+			batches := d.held.take(k)
 			batches = append(batches, d.gateRecord(s.Steps, a))
-			if e.Baseline {
-				s.ApplyBaseline(a)
-			} else {
-				a.Report, a.Declared = nil, nil
-				s.ApplyGate(a)
-			}
+			s.Apply(loop.GateRan{Attempt: a, Baseline: e.Baseline}, d.o.Now())
 			d.commit(ctx, batches...)
-			d.at("gate-after " + e.Key)
+			d.at("gate-after " + name)
 		}
 	}
 }
 
-// runTools carries out the first of the calls (or the read-only calls at
-// their head, at once): a durable run journals them as running first
-// (with a snapshot of the workspace, for a call that may change it), and
-// commits their results, with what the router recorded of them, after.
-func (d *driver) runTools(ctx context.Context, calls []ToolCall) {
-	s := d.state
-	group := calls[:1]
-	if d.readOnly(calls[0].Name) {
-		n := 1
-		for n < len(calls) && d.readOnly(calls[n].Name) {
-			n++
-		}
-		group = calls[:n]
+// ModelInput is a provider's answer as the loop takes it: the response,
+// or the failure's class, the server's Retry-After and its message.
+func ModelInput(resp *Response, err error) loop.Input {
+	if err != nil {
+		class, after := classOf(err)
+		return loop.ModelFailed{Class: class, Message: err.Error(), RetryAfter: after}
 	}
+	return loop.ModelReplied{Response: *resp}
+}
+
+// readOnlyTools names the router's read-only tools.
+func (d *driver) readOnlyTools() []string {
+	var out []string
+	for name, s := range d.specs {
+		if s.ReadOnly {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// runTools carries out the calls the loop groups (the read-only calls at
+// the pending calls' head, at once, or one call that may change the
+// workspace): a durable run journals an indeterminate call as running
+// first (with a snapshot of the workspace), and commits the results, with
+// what the router recorded of them, after.
+func (d *driver) runTools(ctx context.Context, e RunTools) {
+	s := d.state
+	group := e.Calls
 	first := group[0].ID
 	d.at("tool-before " + first)
 	// Read-only calls are made again after a death, journalled or not:
 	// only a call that may change the workspace is journalled.
-	if d.durable != nil && !d.readOnly(group[0].Name) {
-		s.Running = []string{first}
+	if d.durable != nil && e.Recovery() == loop.Indeterminate {
+		s.Apply(loop.Started{CallID: first}, d.o.Now())
 		data, _ := json.Marshal(takeSnapshot(d.c.Workspace))
 		d.snapshot = d.blob(string(data))
 		if d.commit(ctx) != nil {
@@ -502,6 +517,7 @@ func (d *driver) runTools(ctx context.Context, calls []ToolCall) {
 	results := d.route(ctx, group)
 	d.at("tool-ran " + first)
 	var batches [][]trace.Record
+	in := loop.CallsRan{}
 	for i, c := range group {
 		d.mu.Lock()
 		df := d.deferred[c.ID]
@@ -514,22 +530,23 @@ func (d *driver) runTools(ctx context.Context, calls []ToolCall) {
 			for _, later := range group[i:] {
 				d.held.take(later.ID)
 			}
-			s.Running, d.snapshot = nil, ""
-			s.Waiting = &df.waiting
+			in.Deferred = &df.waiting
 			batches = append(batches, []trace.Record{trace.ApprovalRequest{RunID: d.router.RunID(), Request: df.waiting.Request, Kind: "approval",
 				CallID: c.ID, Tool: c.Name, Args: c.Args, Shown: df.waiting.Shown, At: time.Now()}})
-			d.commit(ctx, batches...)
-			return
+			break
 		}
-		s.ApplyCall(results[i])
+		in.Results = append(in.Results, results[i])
 		batches = append(batches, d.held.take(c.ID)...)
 	}
 	d.snapshot = ""
-	if len(s.Results) == len(s.Pending) {
-		s.ApplyTools(s.Results, d.router.Stopped())
+	if in.Deferred == nil {
+		in.Stopped = d.router.Stopped()
 	}
+	s.Apply(in, d.o.Now())
 	d.commit(ctx, batches...)
-	d.at("tool-after " + first)
+	if in.Deferred == nil {
+		d.at("tool-after " + first)
+	}
 }
 
 // recordedRequest is a request as the trace keeps it: what it adds to
@@ -864,7 +881,9 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 		if err != nil {
 			a.Output = fmt.Sprintf("[rein: reading the protected tests: %v]\n", err) + a.Output
 		}
-		a.Declared = declared
+		if len(declared) > 0 {
+			a.Declared, _ = json.Marshal(declared)
+		}
 		if !ok {
 			// A baseline whose report cannot be read (its go.mod does
 			// not parse, it ran out of time, it printed too much) tells
@@ -877,11 +896,23 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 				}
 			}
 		}
-		a.Report = &rep
+		a.Report, _ = json.Marshal(rep)
 		return
 	}
 	b := d.state.GateBaseline
-	if b == nil || b.Report == nil {
+	if b == nil || len(b.Report) == 0 {
+		return
+	}
+	var baseRep evidence.Report
+	var baseDeclared []evidence.Test
+	err := json.Unmarshal(b.Report, &baseRep)
+	if err == nil && len(b.Declared) > 0 {
+		err = json.Unmarshal(b.Declared, &baseDeclared)
+	}
+	if err != nil {
+		// The checkpoint is under the trace's keyed chain; a baseline it
+		// cannot read passes nothing.
+		a.Status, a.Output = GateErrored, fmt.Sprintf("[rein: the baseline's report cannot be read: %v]\n", err)+a.Output
 		return
 	}
 	// A protected test whose file is not where it was (its package's
@@ -892,12 +923,12 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 	for _, t := range now {
 		where[t.File+"\x00"+t.Key[strings.LastIndexByte(t.Key, '.')+1:]] = t.Key
 	}
-	for _, t := range b.Declared {
+	for _, t := range baseDeclared {
 		if err != nil || where[t.File+"\x00"+t.Key[strings.LastIndexByte(t.Key, '.')+1:]] != t.Key {
 			delete(rep.Tests, t.Key)
 		}
 	}
-	notRun := evidence.NotRun(b.Declared, *b.Report, rep)
+	notRun := evidence.NotRun(baseDeclared, baseRep, rep)
 	if a.Tests == nil {
 		// A report rein asked for and could not read: the attempt's
 		// tests are none.
@@ -907,8 +938,16 @@ func (d *driver) judgeTests(a *GateAttempt, baseline bool, stdout, stderr *cappe
 	if a.Status == GatePassed && len(notRun) > 0 {
 		a.Status = GateTestsNotRun
 		a.Output = fmt.Sprintf("[rein: the gate exited %d, but these protected tests ran in the baseline and did not run and pass now: %s]\n",
-			deref(a.ExitCode), strings.Join(notRun, ", ")) + a.Output
+			exitOf(a.ExitCode), strings.Join(notRun, ", ")) + a.Output
 	}
+}
+
+// exitOf is an exit code, or -1 for none.
+func exitOf(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }
 
 // protectedTests are the protected files (as the run began) that are

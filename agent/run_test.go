@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -236,11 +237,11 @@ func TestRunBudgetAndStall(t *testing.T) {
 		t.Fatalf("%+v", out)
 	}
 	var turns []turn
-	for range 2*stallWindow + 2 {
+	for range 2*loop.StallWindow + 2 {
 		turns = append(turns, read)
 	}
 	out, _, cs := runScript(t, ws, Contract{Goal: "x", Verify: gateGoTest()}, turns...)
-	if out.Kind != Stalled || out.Kind.ExitCode() != 4 || out.Steps != 2*stallWindow {
+	if out.Kind != Stalled || out.Kind.ExitCode() != 4 || out.Steps != 2*loop.StallWindow {
 		t.Fatalf("%+v", out)
 	}
 	nudged := false

@@ -21,7 +21,6 @@ import (
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlite"
-	"github.com/reinhq/rein/workspace"
 )
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
@@ -263,7 +262,7 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 
 // configLine tells of the configuration a run or a session made or
 // changed: the count and the paths reported.
-func configLine(r workspace.ConfigReport, redact func(string) string) string {
+func configLine(r agent.ConfigReport, redact func(string) string) string {
 	if r.Count == 0 {
 		return "changed configuration your tools may read: none found, but the workspace has more entries than rein looked at, so some may be missed: review it before your tools run"
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/time/rate"
 
+	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/mcpserver"
 	"github.com/reinhq/rein/policy"
@@ -447,7 +448,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	if r := workspace.ChangedConfig(ws, started); r.Count > 0 || r.Truncated {
 		detail, _ := json.Marshal(r)
 		store.Append(context.Background(), trace.SandboxEvent{RunID: runID, Kind: trace.KindConfigChanged, Detail: string(detail), At: time.Now()})
-		fmt.Fprintf(stderr, "rein launch: %s\n", configLine(r, red.Redact))
+		fmt.Fprintf(stderr, "rein launch: %s\n", configLine(agent.ConfigReport(r), red.Redact))
 	}
 	code := res.ExitCode
 	switch {

@@ -1,7 +1,12 @@
 package layering
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -35,7 +40,8 @@ var allowed = map[string][]string{
 	"bench/cmd/floor":       {},
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"agent/evidence":        {"shell"},
-	"agent":                 {"limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "agent/evidence", "internal/keyfile", "internal/netname"},
+	"agent/loop":            {},
+	"agent":                 {"agent/loop", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "agent/evidence", "internal/keyfile", "internal/netname"},
 	"cmd/rein":              {"*"},
 	"cmd/rein-init":         {"limits", "shell", "workspace", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "internal/keyfile", "internal/netname"},
 	"internal/keyfile":      {},
@@ -128,4 +134,57 @@ func contains(s []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestLoopReadsNothing: agent/loop is the step function every driver runs
+// and every replay repeats, so it reads nothing of the world: its files
+// import only the standard library, and of it nothing that reads the
+// system, the network, randomness or the clock; the time package is used
+// for its types and arithmetic only, never to read the time or wait.
+func TestLoopReadsNothing(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.Dir}}{{range .GoFiles}} {{.}}{{end}}`, module+"/agent/loop").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 3 {
+		t.Fatalf("go list found too few files of agent/loop: %q", out)
+	}
+	forbidden := []string{"os", "net", "syscall", "unsafe", "math/rand", "crypto/rand", "io/fs", "io/ioutil", "runtime", "plugin", "reflect"}
+	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "AfterFunc": true, "Tick": true, "NewTimer": true, "NewTicker": true}
+	fset := token.NewFileSet()
+	for _, name := range fields[1:] {
+		f, err := parser.ParseFile(fset, filepath.Join(fields[0], name), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		timeName := ""
+		for _, imp := range f.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.Contains(strings.Split(path, "/")[0], ".") {
+				t.Errorf("agent/loop's %s imports %s: the loop imports the standard library only", name, path)
+			}
+			for _, bad := range forbidden {
+				if path == bad || strings.HasPrefix(path, bad+"/") {
+					t.Errorf("agent/loop's %s imports %s, which reads the world", name, path)
+				}
+			}
+			if path == "time" {
+				timeName = "time"
+				if imp.Name != nil {
+					timeName = imp.Name.Name
+				}
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == timeName && clock[sel.Sel.Name] {
+				t.Errorf("agent/loop's %s calls time.%s at %s: the loop is given the time, it never reads it", name, sel.Sel.Name, fset.Position(sel.Pos()))
+			}
+			return true
+		})
+	}
 }
