@@ -144,7 +144,7 @@ func killChild() int {
 	}
 	var rep childReport
 	hold := os.Getenv("REIN_AGENT_TEST_HOLD") != ""
-	o.boundary = func(name string) {
+	o.Boundary = func(name string) {
 		if hold && len(rep.Boundaries) == 0 {
 			// Holding the run while another driver tries to take it.
 			time.Sleep(1500 * time.Millisecond)
@@ -557,7 +557,7 @@ func TestLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	var lease trace.Lease
-	o.boundary = func(name string) {
+	o.Boundary = func(name string) {
 		if name != "model-after 2.1" {
 			return
 		}

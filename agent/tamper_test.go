@@ -216,7 +216,7 @@ func TestFencedBeforeEffect(t *testing.T) {
 	oA := mk(storeA, turnsA)
 	var bOut Outcome
 	var bErr error
-	oA.boundary = func(name string) {
+	oA.Boundary = func(name string) {
 		if name != "tool-started call_1_0" {
 			return
 		}
