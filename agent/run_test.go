@@ -22,9 +22,6 @@ import (
 // The test binary serves as the sandbox's init, as rein's binary does.
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	if os.Getenv(killChildEnv) != "" {
-		os.Exit(killChild())
-	}
 	code := m.Run()
 	if fixtureRoot != "" {
 		os.RemoveAll(fixtureRoot)

@@ -41,6 +41,7 @@ var allowed = map[string][]string{
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"agent/evidence":        {"shell"},
 	"agent/loop":            {},
+	"agent/agenttest":       {"agent", "agent/loop", "agent/evidence", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "trace/sqlite", "tool", "internal/keyfile", "internal/netname", "internal/testenv"},
 	"agent":                 {"agent/loop", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "agent/evidence", "internal/keyfile", "internal/netname"},
 	"cmd/rein":              {"*"},
 	"cmd/rein-init":         {"limits", "shell", "workspace", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "internal/keyfile", "internal/netname"},
