@@ -48,7 +48,7 @@ func bashRisk(st *shell.Stage) string {
 		if why == "" {
 			why = "a shell builtin rein does not model"
 		}
-		return fmt.Sprintf("%s is a shell builtin in Claude Code's shell (%s)", name, why)
+		return fmt.Sprintf("%s is a shell builtin in the agent's shell (%s)", name, why)
 	}
 	// printf and test are builtins too; only these flags make them more
 	// than the programs.

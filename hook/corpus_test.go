@@ -120,8 +120,7 @@ func TestAgentLinesCorpus(t *testing.T) {
 				c.exact++
 			}
 		}
-		input, _ := json.Marshal(map[string]string{"command": l.Line})
-		d := DecideConfined(p, w, &Input{ToolName: "Bash", Cwd: ws, ToolInput: input})
+		d := (&Engine{Policy: p, Workspace: w, Cwd: ws, Confined: true}).Decide(Action{Kind: Run, Tool: "Bash", Command: l.Line})
 		if d.Answer != Deny {
 			continue
 		}

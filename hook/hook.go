@@ -1,11 +1,14 @@
 // Package hook decides a foreign agent's own tool calls with rein's
-// policy: Claude Code's PreToolUse hook reads the call as JSON and answers
-// allow, deny or ask, with a reason naming the rule and layer. Bash goes
-// through the grammar and the policy; the file tools through the path
-// rules, the protected set and the workspace; WebFetch and WebSearch
-// through the net rules; MCP tools and anything else through the tool
-// rules. Bad input and internal errors answer deny: Claude Code treats a
-// hook that fails as one that allows, so rein must never fail open.
+// policy, as neutral actions: run a command line, read or write a path,
+// search a directory, fetch a URL, search the web, call a tool, stop a
+// background command. A command goes through the grammar and the policy;
+// a path through the path rules, the protected set and the workspace; a
+// fetch through the net rules; a tool through the tool rules. Each agent's
+// wire format is an adapter's (hook/claudecode for Claude Code), which
+// reads a call into actions and writes the decision back; an adapter is
+// registered with the command line by one entry. Bad input and internal
+// errors answer deny: an agent treats a hook that fails as one that
+// allows, so rein must never fail open.
 //
 // hook imports the decision layer (policy, shell, workspace); it runs
 // nothing and must not import sandbox or tool.
@@ -23,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/net/idna"
 
@@ -32,260 +36,243 @@ import (
 	"github.com/reinhq/rein/workspace"
 )
 
-// Input is Claude Code's PreToolUse hook input.
-type Input struct {
-	SessionID      string          `json:"session_id"`
-	TranscriptPath string          `json:"transcript_path"`
-	Cwd            string          `json:"cwd"`
-	PermissionMode string          `json:"permission_mode"`
-	HookEventName  string          `json:"hook_event_name"`
-	ToolName       string          `json:"tool_name"`
-	ToolInput      json.RawMessage `json:"tool_input"`
-	ToolUseID      string          `json:"tool_use_id"`
-}
+// Answer is a decision's answer.
+type Answer string
 
 // The answers.
 const (
-	Allow = "allow"
-	Deny  = "deny"
-	Ask   = "ask"
+	Allow Answer = "allow"
+	Deny  Answer = "deny"
+	Ask   Answer = "ask"
 )
-
-// Output is the hook's answer, as Claude Code reads it.
-type Output struct {
-	HookSpecificOutput Specific `json:"hookSpecificOutput"`
-}
-
-// Specific is the PreToolUse part of the answer.
-type Specific struct {
-	HookEventName            string `json:"hookEventName"`
-	PermissionDecision       string `json:"permissionDecision"`
-	PermissionDecisionReason string `json:"permissionDecisionReason"`
-	// UpdatedInput replaces the tool's input: a command allowed (or asked
-	// and approved) runs through rein's sandbox, not Claude Code's shell.
-	UpdatedInput map[string]any `json:"updatedInput,omitempty"`
-}
 
 // Decision is the answer with what the trace keeps of it.
 type Decision struct {
-	Answer string
+	Answer Answer
 	Reason string
 	// Verdict is the policy's, when the policy decided.
 	Verdict *policy.Verdict
-	// UpdatedInput, when set, is the tool input Claude Code runs instead.
+	// UpdatedInput, when set, is the tool input the agent runs instead
+	// (in its own wire format): a command rewritten to run confined.
 	UpdatedInput map[string]any
 	// Opaque, for a command outside rein's grammar, names the construct
 	// that made it opaque shell code: asked, and only ever run confined.
 	Opaque *shell.Refusal
 }
 
-// Output is the decision as Claude Code reads it.
-func (d Decision) Output() Output {
-	return Output{HookSpecificOutput: Specific{HookEventName: "PreToolUse", PermissionDecision: d.Answer,
-		PermissionDecisionReason: "rein: " + d.Reason, UpdatedInput: d.UpdatedInput}}
-}
-
-// stoppers are Claude Code's tools that only stop a background command
-// of the session (each, with why that is allowed with no rule): a
-// command that was let run, stopped, reaches nothing new, and an agent
-// that cannot stop its own background server waits for it to end (under
-// -p, Claude Code waits for its background commands before it exits).
-var stoppers = map[string]string{
-	"TaskStop":  "stops a background command of this session, which reaches nothing new",
-	"KillShell": "stops a background command of this session (TaskStop's former name), which reaches nothing new",
-}
-
-// commandKeys are the input fields by which a tool takes a command line.
-var commandKeys = []string{"command", "cmd"}
-
-// Confine rewrites an allowed or asked command so that Claude Code runs it
-// through rein: the same line, decided again by the same policy, run in
-// rein's sandbox. wrap returns the command line that runs line confined;
-// the rest of the tool's input is kept. A denial is left as it is.
-func Confine(in *Input, d Decision, wrap func(line string, asked bool, input map[string]any) string) Decision {
-	if d.Answer == Deny {
-		return d
-	}
-	var m map[string]any
-	if json.Unmarshal(in.ToolInput, &m) != nil {
-		return Denied("the tool input is not a JSON object")
-	}
-	// Every command field is rewritten, not the first: a tool that took
-	// both would otherwise run the other unconfined.
-	rewritten, other := false, false
-	for _, k := range commandKeys {
-		switch v, present := m[k]; line := v.(type) {
-		case string:
-			m[k] = wrap(line, d.Answer == Ask, m)
-			rewritten = true
-		default:
-			other = other || present && v != nil
-		}
-	}
-	if rewritten {
-		d.UpdatedInput = m
-		if other {
-			d.Reason += "; its string command runs in rein's sandbox, the other is not rein's to run"
-		} else {
-			d.Reason += "; runs in rein's sandbox"
-		}
-	}
-	return d
-}
-
 // Denied is the answer to input that cannot be decided.
 func Denied(why string) Decision { return Decision{Answer: Deny, Reason: why} }
 
-// Parse reads the hook input; anything malformed is an error.
-func Parse(data []byte) (*Input, error) {
-	var in Input
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	if err := dec.Decode(&in); err != nil {
-		return nil, fmt.Errorf("the hook input is not JSON: %v", err)
-	}
-	if in.HookEventName != "" && in.HookEventName != "PreToolUse" {
-		return nil, fmt.Errorf("the hook input is a %s event, not PreToolUse", in.HookEventName)
-	}
-	if in.ToolName == "" {
-		return nil, fmt.Errorf("the hook input names no tool")
-	}
-	if len(in.ToolInput) == 0 || string(in.ToolInput) == "null" {
-		in.ToolInput = json.RawMessage("{}")
-	}
-	return &in, nil
+// ActionKind names what an action does.
+type ActionKind string
+
+// The actions an agent's tool calls are decided as.
+const (
+	// Run: a command line the agent's shell runs (Command).
+	Run ActionKind = "run"
+	// Read and Write: a path the tool reads or writes (Path).
+	Read  ActionKind = "read"
+	Write ActionKind = "write"
+	// Search: a search under a directory (Path, "" for the agent's
+	// directory) by Patterns that may name a base of their own; with
+	// Contents, one that reads every file's contents.
+	Search ActionKind = "search"
+	// Fetch: a URL the agent's tool fetches (URL).
+	Fetch ActionKind = "fetch"
+	// WebSearch: a search the agent's provider makes on the web.
+	WebSearch ActionKind = "web_search"
+	// CallTool: a tool decided by the tool rules alone (an MCP server's,
+	// one of the agent's own that rein does not model).
+	CallTool ActionKind = "call"
+	// StopTask: a tool that only stops a background command of the
+	// session (Why says so): allowed with no rule, as a command that was
+	// let run, stopped, reaches nothing new.
+	StopTask ActionKind = "stop"
+)
+
+// Action is one thing a tool call does, in rein's terms.
+type Action struct {
+	Kind ActionKind
+	// Tool is the agent's name for the tool: in reasons, and what the
+	// tool rules match.
+	Tool     string
+	Command  string
+	Path     string
+	Patterns []string
+	Contents bool
+	URL      string
+	Why      string
 }
 
-// Decide decides one call with p, whose workspace is the project Claude
-// Code runs in.
-func Decide(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
-	return decide(p, ws, in, false)
+// Engine decides actions for one call of one agent.
+type Engine struct {
+	Policy    *policy.Policy
+	Workspace *workspace.Workspace
+	// Cwd is the directory the agent runs the call from ("": the
+	// workspace).
+	Cwd string
+	// Confined says the agent's commands run through rein shell,
+	// confined, as the plan decided here: rein expands a command's globs
+	// itself. Unconfined, the agent's shell runs the line, and only what
+	// holds in a live shell is planned (a loop stays opaque).
+	Confined bool
+	// Agent names the agent in reasons ("Claude Code"); OwnConfig are
+	// its configuration's paths (absolute), which it never writes.
+	Agent     string
+	OwnConfig []string
 }
 
-// DecideConfined is Decide for a hook whose allowed Bash commands run
-// through rein shell, confined, as the plan decided here: rein expands a
-// Bash command's globs itself (Claude Code's own shell, which would
-// expand them again when it runs the command unconfined, never sees
-// them).
-func DecideConfined(p *policy.Policy, ws *workspace.Workspace, in *Input) Decision {
-	return decide(p, ws, in, true)
-}
-
-func decide(p *policy.Policy, ws *workspace.Workspace, in *Input, confined bool) Decision {
-	field := func(names ...string) (string, bool) {
-		var m map[string]any
-		if json.Unmarshal(in.ToolInput, &m) != nil {
-			return "", false
-		}
-		for _, n := range names {
-			if s, ok := m[n].(string); ok {
-				return s, true
-			}
-		}
-		return "", false
+func (e *Engine) agent() string {
+	if e.Agent == "" {
+		return "the agent"
 	}
-	switch in.ToolName {
-	case "Bash":
-		cmd, ok := field("command")
-		if !ok {
-			return Denied("Bash without a command string")
-		}
-		return decideBash(p, in, cmd, confined)
-	case "Read", "Write", "Edit", "MultiEdit", "NotebookEdit":
-		name := "file_path"
-		if in.ToolName == "NotebookEdit" {
-			name = "notebook_path"
-		}
-		path, ok := field(name)
-		if !ok || path == "" {
-			return Denied(in.ToolName + " without " + name)
-		}
+	return e.Agent
+}
+
+// dir is the directory a command runs from: the call's, or the
+// workspace.
+func (e *Engine) dir() string {
+	if e.Cwd == "" || !filepath.IsAbs(e.Cwd) {
+		return e.Policy.Workspace
+	}
+	return e.Cwd
+}
+
+// Decide decides one action.
+func (e *Engine) Decide(a Action) Decision {
+	p := e.Policy
+	switch a.Kind {
+	case Run:
+		return e.decideRun(a.Command)
+	case Read, Write:
 		act := policy.ActWrite
-		if in.ToolName == "Read" {
+		if a.Kind == Read {
 			act = policy.ActRead
 		}
-		return decidePath(p, ws, act, path, in.Cwd)
-	case "Glob", "Grep", "LS":
-		path, _ := field("path")
+		return e.decidePath(act, a.Path, e.Cwd)
+	case Search:
+		path := a.Path
 		if path == "" {
-			path = in.Cwd
+			path = e.Cwd
 		}
 		if path == "" {
 			path = p.Workspace
 		}
-		d := decidePath(p, ws, policy.ActRead, path, in.Cwd)
+		d := e.decidePath(policy.ActRead, path, e.Cwd)
 		if d.Answer == Deny {
 			return d
 		}
 		// A pattern with a base of its own reaches beyond path.
-		for _, k := range []string{"pattern", "glob"} {
-			if k == "pattern" && in.ToolName != "Glob" {
-				continue
-			}
-			pat, _ := field(k)
+		for _, pat := range a.Patterns {
 			if filepath.IsAbs(pat) || strings.HasPrefix(pat, "~") || slices.Contains(strings.Split(pat, "/"), "..") {
-				return Decision{Answer: Ask, Reason: fmt.Sprintf("%s's %s %q reaches outside the directory searched", in.ToolName, k, pat)}
+				return Decision{Answer: Ask, Reason: fmt.Sprintf("%s's pattern %q reaches outside the directory searched", a.Tool, pat)}
 			}
 		}
-		if in.ToolName == "Grep" && d.Answer == Allow {
+		if a.Contents && d.Answer == Allow {
 			// A search of a directory reads every file in it, ignored and
 			// hidden ones too when its glob names them: the protected
 			// secrets among them are not decided one by one.
 			if fi, err := os.Stat(expandHome(path, p.Home)); err == nil && fi.IsDir() {
-				return Decision{Answer: Ask, Reason: "Grep over a directory reads files the policy may protect (.env, keys), which rein cannot decide one by one"}
+				return Decision{Answer: Ask, Reason: a.Tool + " over a directory reads files the policy may protect (.env, keys), which rein cannot decide one by one"}
 			}
 		}
 		return d
-	case "WebFetch":
-		raw, ok := field("url")
-		if !ok {
-			return Denied("WebFetch without a url")
-		}
-		target, why := fetchTarget(raw)
+	case Fetch:
+		target, why := fetchTarget(a.Tool, a.URL)
 		if why != "" {
 			return Denied(why)
 		}
 		return fromVerdict(p.CheckNet(target))
-	case "WebSearch":
+	case WebSearch:
 		// The search goes to the agent's provider, named by a pseudo-host
 		// that a [net] rule can allow.
 		return fromVerdict(p.CheckNet("web-search"))
-	}
-	if why, ok := stoppers[in.ToolName]; ok {
+	case StopTask:
 		// A [tool] rule that names it still decides.
-		if v := p.CheckTool(in.ToolName); v.Rule != nil {
+		if v := p.CheckTool(a.Tool); v.Rule != nil {
 			return fromVerdict(v)
 		}
-		return Decision{Answer: Allow, Reason: in.ToolName + " " + why}
+		return Decision{Answer: Allow, Reason: a.Tool + " " + a.Why}
+	case CallTool:
+		return fromVerdict(p.CheckTool(a.Tool))
 	}
-	d := fromVerdict(p.CheckTool(in.ToolName))
-	// A tool whose input carries a command (Monitor, a plugin's runner)
-	// runs it as Bash would: it is decided as a Bash command too, and a
-	// [tool] allow rule for the tool does not let the command through.
-	var m map[string]any
-	json.Unmarshal(in.ToolInput, &m)
-	for _, k := range commandKeys {
-		v, present := m[k]
-		switch cmd, ok := v.(string); {
-		case ok:
-			// Every command field, each decided: the stricter answer wins.
-			d = stricter(decideBash(p, in, cmd, confined), d)
-		case present && v != nil:
-			d = stricter(Decision{Answer: Ask, Reason: fmt.Sprintf("%s's %s is not a command line rein can decide (%T)", in.ToolName, k, v)}, d)
-		}
+	return Denied(fmt.Sprintf("%s: an action rein does not know (%q)", a.Tool, a.Kind))
+}
+
+// Finish is what every decision of a call goes through last: a project
+// that is (or holds) the user's home asks for everything, and opaque
+// shell code is denied where the agent's own shell would run it.
+func (e *Engine) Finish(d Decision) Decision {
+	p := e.Policy
+	if home := p.Home; d.Answer == Allow && (p.Workspace == "/" || home == p.Workspace || strings.HasPrefix(home, p.Workspace+"/")) {
+		// The whole home directory as a workspace would make every dot
+		// file writable and readable: nothing is allowed without asking.
+		d = Decision{Answer: Ask, Reason: fmt.Sprintf("the project %s is (or holds) your home directory, so rein asks for everything: %s", p.Workspace, d.Reason), Verdict: d.Verdict, Opaque: d.Opaque}
+	}
+	if d.Opaque != nil && d.Answer != Deny && !e.Confined {
+		// Opaque code is run only where rein's sandbox confines it.
+		d = Decision{Answer: Deny, Reason: "opaque shell code, which rein runs only confined, and this hook runs with --no-confine: " + d.Reason, Verdict: d.Verdict, Opaque: d.Opaque}
 	}
 	return d
 }
 
-// decideBash decides a command line a tool runs in Claude Code's shell.
-func decideBash(p *policy.Policy, in *Input, cmd string, confined bool) Decision {
+// Confiner runs a command line the engine decided confined: the agent's
+// shell runs the command it returns in the line's place.
+type Confiner interface {
+	// Foreground is line without the & that ends it, when its plan is
+	// one command run in the background.
+	Foreground(line string) (string, bool)
+	// Line is the command that runs line confined, from the directory it
+	// was decided from: asked says the agent's user approved it; timeout
+	// bounds it (0: the policy's own; background: the ceiling).
+	Line(line string, asked bool, timeout time.Duration, background bool) string
+}
+
+// Call is one tool call of an agent, as its adapter read it.
+type Call interface {
+	// Session is the agent's session id; Tool the tool's name; Input the
+	// tool's input, as JSON; Cwd the directory the call runs from.
+	Session() string
+	Tool() string
+	Input() json.RawMessage
+	Cwd() string
+}
+
+// Adapter is one agent's side of the hook: how its calls are read and
+// decided as actions, and how the answer is written back. The command
+// line registers each adapter (rein hook NAME) by one entry.
+type Adapter interface {
+	// Name is the agent's name on the command line (claude-code); Agent
+	// its name in reasons (Claude Code).
+	Name() string
+	Agent() string
+	// ProjectEnv is the variable the agent sets to the project's
+	// directory for its hook, or "".
+	ProjectEnv() string
+	// OwnConfig are the agent's configuration paths in the workspace ws
+	// and the home directory home, which the agent never writes.
+	OwnConfig(ws, home string) []string
+	// Parse reads one call; anything malformed is an error.
+	Parse(data []byte) (Call, error)
+	// Decide decides the call's actions with e (the stricter answer
+	// wins).
+	Decide(e *Engine, c Call) Decision
+	// Confine rewrites an allowed or asked call whose commands run
+	// through rein: UpdatedInput is the input the agent runs instead. A
+	// denial is left as it is.
+	Confine(c Call, d Decision, x Confiner) Decision
+	// Encode writes the decision as the agent reads it.
+	Encode(d Decision) ([]byte, error)
+}
+
+// decideRun decides a command line a tool runs in the agent's shell.
+func (e *Engine) decideRun(cmd string) Decision {
+	p, confined := e.Policy, e.Confined
 	if len(cmd) > maxCommandBytes || strings.Count(cmd, "|")+strings.Count(cmd, ";")+strings.Count(cmd, "&") > maxSeparators {
 		return Denied(fmt.Sprintf("a command over %d KiB or %d separators is not decided", maxCommandBytes>>10, maxSeparators))
 	}
-	dir := in.Cwd
-	if dir == "" || !filepath.IsAbs(dir) {
-		dir = p.Workspace
-	}
-	// Unconfined, Claude Code's own shell runs the line: only what holds
+	dir := e.dir()
+	// Unconfined, the agent's own shell runs the line: only what holds
 	// in a live shell is planned.
 	parser := shell.Parser{Home: p.Home, ShellRuns: true}
 	if confined {
@@ -315,7 +302,8 @@ func decideBash(p *policy.Policy, in *Input, cmd string, confined bool) Decision
 
 // decidePath decides an access to a path a file tool names: the protected
 // set, a write outside the workspace, and the path rules.
-func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path, cwd string) Decision {
+func (e *Engine) decidePath(act policy.Act, path, cwd string) Decision {
+	p, ws := e.Policy, e.Workspace
 	if strings.HasPrefix(path, "~") && path != "~" && !strings.HasPrefix(path, "~/") {
 		return Denied(fmt.Sprintf("%s names another user's home", path))
 	}
@@ -330,12 +318,12 @@ func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path,
 	// A path with .. is decided as written and as the disk resolves it
 	// (through a link, .. leads elsewhere), the stricter answer winning.
 	if raw := path; slices.Contains(strings.Split(raw, "/"), "..") {
-		lexical := decidePath(p, ws, act, filepath.Clean(raw), "")
+		lexical := e.decidePath(act, filepath.Clean(raw), "")
 		// Not filepath.Dir, which would clean the .. away.
 		i := strings.LastIndexByte(raw, '/')
 		if real, err := filepath.EvalSymlinks(raw[:i]); err == nil {
-			physical := decidePath(p, ws, act, filepath.Join(real, raw[i+1:]), "")
-			return stricter(lexical, physical)
+			physical := e.decidePath(act, filepath.Join(real, raw[i+1:]), "")
+			return Stricter(lexical, physical)
 		}
 		return lexical
 	}
@@ -359,7 +347,7 @@ func decidePath(p *policy.Policy, ws *workspace.Workspace, act policy.Act, path,
 		return Decision{Answer: Deny, Reason: fmt.Sprintf("%s of %s: protected by %s", act, path, a), Verdict: &policy.Verdict{Decision: policy.Deny, Rule: a}}
 	}
 	if act != policy.ActRead {
-		if why := hookProtected(resolved, p.Workspace, p.Home); why != "" {
+		if why := e.ownFiles(resolved); why != "" {
 			return Denied(why)
 		}
 		// A file with other names may be one outside the workspace.
@@ -383,51 +371,54 @@ func expandHome(path, home string) string {
 	return path
 }
 
-// hookProtected are the paths a foreign agent must not write besides the
-// policy's protected set: git's files, and its own configuration, which
-// could remove the hook or add servers and hooks of its own.
-func hookProtected(path, ws, home string) string {
+// ownFiles says why path is one a foreign agent must not write besides
+// the policy's protected set, or "": git's files, and the agent's own
+// configuration, which could remove the hook or add servers and hooks of
+// its own.
+func (e *Engine) ownFiles(path string) string {
 	// A .git file or directory the agent writes is a repository git obeys
 	// (its config runs commands: core.fsmonitor, hooks).
 	if slices.Contains(strings.Split(path, "/"), ".git") {
 		return fmt.Sprintf("write of %s: git's own files are written by git, not by the agent", path)
 	}
-	for _, p := range []string{filepath.Join(ws, ".claude"), filepath.Join(ws, ".mcp.json"), filepath.Join(home, ".claude"), filepath.Join(home, ".claude.json")} {
+	for _, p := range e.OwnConfig {
 		if path == p || strings.HasPrefix(path, p+"/") {
-			return fmt.Sprintf("write of %s: Claude Code's own configuration (which could remove this hook) is not written by the agent", path)
+			return fmt.Sprintf("write of %s: %s's own configuration (which could remove this hook) is not written by the agent", path, e.agent())
 		}
 	}
 	return ""
 }
 
-var strength = map[string]int{Allow: 0, Ask: 1, Deny: 2}
+var strength = map[Answer]int{Allow: 0, Ask: 1, Deny: 2}
 
-func stricter(a, b Decision) Decision {
+// Stricter is the stricter of two decisions (deny, then ask, then allow);
+// a tie is a's.
+func Stricter(a, b Decision) Decision {
 	if strength[b.Answer] > strength[a.Answer] {
 		return b
 	}
 	return a
 }
 
-// fetchTarget is the net target of a WebFetch URL: its host, normalised as
+// fetchTarget is the net target of a fetched URL: its host, normalised as
 // a browser would (lower case, no trailing dot, IDNA), with the URL's port,
 // or 443 when it names none (Claude Code upgrades http to https), written
 // as the egress proxy writes targets ("host:port", "[v6]:port"). An IP
 // literal that is not a public address, or a numeric host form, is
 // refused.
-func fetchTarget(raw string) (string, string) {
+func fetchTarget(tool, raw string) (string, string) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
-		return "", fmt.Sprintf("WebFetch of %q, which is not a URL with a host", raw)
+		return "", fmt.Sprintf("%s of %q, which is not a URL with a host", tool, raw)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Sprintf("WebFetch of a %q URL: only http and https are decided", u.Scheme)
+		return "", fmt.Sprintf("%s of a %q URL: only http and https are decided", tool, u.Scheme)
 	}
 	port := "443"
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return "", fmt.Sprintf("WebFetch of %q, whose port is not a port", raw)
+			return "", fmt.Sprintf("%s of %q, whose port is not a port", tool, raw)
 		}
 		port = strconv.Itoa(n)
 	}
@@ -436,7 +427,7 @@ func fetchTarget(raw string) (string, string) {
 		// A name as a browser sends it: IDNA to ASCII first.
 		ascii, err := idna.Lookup.ToASCII(name)
 		if err != nil {
-			return "", fmt.Sprintf("WebFetch of host %q, which is not a valid name", name)
+			return "", fmt.Sprintf("%s of host %q, which is not a valid name", tool, name)
 		}
 		name = ascii
 	}
@@ -444,9 +435,9 @@ func fetchTarget(raw string) (string, string) {
 	host, addr, why := netname.Host(name)
 	switch {
 	case why != "":
-		return "", fmt.Sprintf("WebFetch of host %q: %s", host, why)
+		return "", fmt.Sprintf("%s of host %q: %s", tool, host, why)
 	case addr.IsValid() && (!addr.IsGlobalUnicast() || addr.IsPrivate()):
-		return "", fmt.Sprintf("WebFetch of %s, which is not a public address", addr)
+		return "", fmt.Sprintf("%s of %s, which is not a public address", tool, addr)
 	case addr.IsValid():
 		return net.JoinHostPort(addr.String(), port), ""
 	}

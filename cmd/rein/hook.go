@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/hook/claudecode"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
@@ -36,44 +37,64 @@ const maxConfinedBytes = 120 << 10
 // maxHookInput bounds what the hook reads of its input.
 const maxHookInput = 8 << 20
 
-func newHookCmd(sf *scopeFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "hook",
-		Short: "Decide another agent's own tool calls with rein's policy",
-	}
-	var workspaceFlag string
-	var noConfine bool
-	var tf traceFlag
-	cc := &cobra.Command{
-		Use:   "claude-code",
-		Short: "Claude Code's PreToolUse hook: read the call on stdin, answer allow, deny or ask",
-		Long: `Read Claude Code's PreToolUse JSON on stdin and print its hook output
+// hookAgents are the agents rein hook answers for, one entry each: the
+// adapter that reads and writes the agent's wire format, and the
+// subcommand's help.
+var hookAgents = []struct {
+	adapter     hook.Adapter
+	short, long string
+}{
+	{claudecode.Adapter{}, "Claude Code's PreToolUse hook: read the call on stdin, answer allow, deny or ask",
+		`Read Claude Code's PreToolUse JSON on stdin and print its hook output
 JSON: permissionDecision allow, deny or ask, with a reason naming the rule
 and layer. Bash goes through rein's grammar and policy; Read, Write, Edit,
 MultiEdit, NotebookEdit, Glob and Grep through the path rules and the
 workspace; WebFetch and WebSearch through the net rules; MCP tools and any
 other through the tool rules. Malformed input, an internal error or a
-timeout answers deny. Every decision is recorded in the trace.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			out := cmd.OutOrStdout()
-			var once bool
-			answer := func(d hook.Decision) {
-				if once {
-					return
-				}
-				once = true
-				json.NewEncoder(out).Encode(d.Output())
-			}
-			answer(hook.Bounded(hookTimeout, func() hook.Decision {
-				return decideHook(cmd, sf, workspaceFlag, &tf, !noConfine)
-			}))
-			return nil
-		},
+timeout answers deny. Every decision is recorded in the trace.`},
+}
+
+// hookAdapter is the adapter registered under name, or nil.
+func hookAdapter(name string) hook.Adapter {
+	for _, a := range hookAgents {
+		if a.adapter.Name() == name {
+			return a.adapter
+		}
 	}
-	cc.Flags().StringVar(&workspaceFlag, "workspace", "", "the project (default: $CLAUDE_PROJECT_DIR, else the input's cwd)")
-	cc.Flags().BoolVar(&noConfine, "no-confine", false, "decide Bash only, and let Claude Code run an allowed command unconfined in its own shell (by default it runs through rein shell, in rein's sandbox)")
-	tf.register(cc)
+	return nil
+}
+
+func newHookCmd(sf *scopeFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "hook",
+		Short: "Decide another agent's own tool calls with rein's policy",
+	}
+	for _, ag := range hookAgents {
+		var workspaceFlag string
+		var noConfine bool
+		var tf traceFlag
+		a := ag.adapter
+		sub := &cobra.Command{
+			Use:   a.Name(),
+			Short: ag.short,
+			Long:  ag.long,
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				d := hook.Bounded(hookTimeout, func() hook.Decision {
+					return decideHook(cmd, a, sf, workspaceFlag, &tf, !noConfine)
+				})
+				return writeHookAnswer(cmd.OutOrStdout(), a, d)
+			},
+		}
+		project := "the input's cwd"
+		if env := a.ProjectEnv(); env != "" {
+			project = "$" + env + ", else the input's cwd"
+		}
+		sub.Flags().StringVar(&workspaceFlag, "workspace", "", "the project (default: "+project+")")
+		sub.Flags().BoolVar(&noConfine, "no-confine", false, "decide commands only, and let the agent run an allowed command unconfined in its own shell (by default it runs through rein shell, in rein's sandbox)")
+		tf.register(sub)
+		cmd.AddCommand(sub)
+	}
 	var settings string
 	install := &cobra.Command{
 		Use:   "install [--settings FILE]",
@@ -93,19 +114,32 @@ timeout answers deny. Every decision is recorded in the trace.`,
 		},
 	}
 	install.Flags().StringVar(&settings, "settings", "", "merge into this settings.json (for example .claude/settings.json), keeping everything else in it")
-	cmd.AddCommand(cc, install)
+	cmd.AddCommand(install)
 	return cmd
+}
+
+// writeHookAnswer writes d as the agent reads it, on one line; a decision
+// that cannot be written is a denial.
+func writeHookAnswer(w io.Writer, a hook.Adapter, d hook.Decision) error {
+	data, err := a.Encode(d)
+	if err != nil {
+		if data, err = a.Encode(hook.Denied("the answer could not be written: " + err.Error())); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
 }
 
 // decideHook reads the input, loads the project's policy, decides and
 // records the decision.
-func decideHook(cmd *cobra.Command, sf *scopeFlags, wsFlag string, tf *traceFlag, confine bool) hook.Decision {
+func decideHook(cmd *cobra.Command, a hook.Adapter, sf *scopeFlags, wsFlag string, tf *traceFlag, confine bool) hook.Decision {
 	data, err := readHookInput(cmd.InOrStdin())
 	if err != nil {
 		return hook.Denied(err.Error())
 	}
-	return decideHookInput(data, sf, wsFlag, confine, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
-		return recordHook(p, tf, in, d)
+	return decideHookInput(a, data, sf, wsFlag, confine, func(p *policy.Policy, c hook.Call, d hook.Decision) error {
+		return recordHook(a, p, tf, c, d)
 	}, nil)
 }
 
@@ -121,34 +155,38 @@ func readHookInput(r io.Reader) ([]byte, error) {
 	return data, nil
 }
 
-// decideHookInput decides one hook input under the project's policy, as
-// it is when asked (an edit to a policy file holds from the next call),
-// and records the decision with record; a decision that cannot be
-// recorded is a denial. pre, when set, may decide a call first.
-func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, record func(*policy.Policy, *hook.Input, hook.Decision) error,
-	pre func(*hook.Input) (hook.Decision, bool)) hook.Decision {
-	in, err := hook.Parse(data)
+// decideHookInput decides one call of the agent a under the project's
+// policy, as it is when asked (an edit to a policy file holds from the
+// next call), and records the decision with record; a decision that
+// cannot be recorded is a denial. pre, when set, may decide a call first.
+func decideHookInput(a hook.Adapter, data []byte, sf *scopeFlags, wsFlag string, confine bool, record func(*policy.Policy, hook.Call, hook.Decision) error,
+	pre func(hook.Call) (hook.Decision, bool)) hook.Decision {
+	c, err := a.Parse(data)
 	if err != nil {
 		return hook.Denied(err.Error())
 	}
 	ws := wsFlag
-	if ws == "" {
-		ws = os.Getenv("CLAUDE_PROJECT_DIR")
+	if env := a.ProjectEnv(); ws == "" && env != "" {
+		ws = os.Getenv(env)
 	}
 	if ws == "" {
-		ws = in.Cwd
+		ws = c.Cwd()
 	}
 	if ws == "" || !filepath.IsAbs(ws) {
-		return hook.Denied("no project directory: pass --workspace or run from Claude Code (CLAUDE_PROJECT_DIR)")
+		hint := ""
+		if env := a.ProjectEnv(); env != "" {
+			hint = fmt.Sprintf(" or run from %s (%s)", a.Agent(), env)
+		}
+		return hook.Denied("no project directory: pass --workspace" + hint)
 	}
-	// Claude Code runs its tools on the host, where ~ is the user's HOME.
+	// The agent runs its tools on the host, where ~ is the user's HOME.
 	o := policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project, OnHost: true}
 	p, err := policy.Load(o)
 	if err != nil {
 		return hook.Denied("the policy: " + err.Error())
 	}
 	if p.Mode == policy.ModeAuto {
-		// Auto mode grants what rein's sandbox confines; Claude Code's own
+		// Auto mode grants what rein's sandbox confines; the agent's own
 		// tools run unconfined, so the hook decides them as ask mode does.
 		ask := policy.ModeAsk
 		o.Mode = &ask
@@ -160,73 +198,63 @@ func decideHookInput(data []byte, sf *scopeFlags, wsFlag string, confine bool, r
 	if err != nil {
 		return hook.Denied("the workspace: " + err.Error())
 	}
+	e := &hook.Engine{Policy: p, Workspace: w, Cwd: c.Cwd(), Confined: confine, Agent: a.Agent(), OwnConfig: a.OwnConfig(p.Workspace, p.Home)}
 	d, done := hook.Decision{}, false
 	if pre != nil {
-		d, done = pre(in)
+		d, done = pre(c)
 	}
 	if !done {
-		if confine {
-			d = hook.DecideConfined(p, w, in)
-		} else {
-			d = hook.Decide(p, w, in)
-		}
+		d = a.Decide(e, c)
 	}
-	if home := p.Home; d.Answer == hook.Allow && (p.Workspace == "/" || home == p.Workspace || strings.HasPrefix(home, p.Workspace+"/")) {
-		// The whole home directory as a workspace would make every dot
-		// file writable and readable: nothing is allowed without asking.
-		d = hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("the project %s is (or holds) your home directory, so rein asks for everything: %s", p.Workspace, d.Reason), Verdict: d.Verdict}
-	}
-	if d.Opaque != nil && d.Answer != hook.Deny && !confine {
-		// Opaque code is run only where rein's sandbox confines it.
-		d = hook.Decision{Answer: hook.Deny, Reason: "opaque shell code, which rein runs only confined, and this hook runs with --no-confine: " + d.Reason, Verdict: d.Verdict, Opaque: d.Opaque}
-	}
+	d = e.Finish(d)
 	if confine {
 		exe, err := os.Executable()
 		if err != nil {
 			return hook.Denied("rein cannot name its own binary to confine the command: " + err.Error())
 		}
-		dir := in.Cwd
+		dir := c.Cwd()
 		if dir == "" || !filepath.IsAbs(dir) {
 			dir = p.Workspace
 		}
-		d = hook.Confine(in, d, func(line string, asked bool, input map[string]any) string {
-			if fg, ok := foreground(p, line, dir); ok {
-				// One command ended by &: Claude Code runs it in the
-				// background (a task the model reads and stops by its
-				// id), and rein shell runs the command in the
-				// foreground of that task.
-				line = fg
-				input["run_in_background"] = true
-			}
-			return confinedLine(exe, sf, p, line, dir, asked, confinedTimeout(input))
-		})
+		d = a.Confine(c, d, confiner{exe: exe, sf: sf, p: p, dir: dir})
 		for _, v := range d.UpdatedInput {
 			if c, ok := v.(string); ok && len(c) > maxConfinedBytes {
-				// Claude Code hands the command to its shell as one
+				// The agent hands the command to its shell as one
 				// argument, which the kernel bounds (128 KiB).
-				d = hook.Denied(fmt.Sprintf("the command, with the plan rein decided for it, is %d bytes, more than the %d a shell can be given: write large files with the Write tool", len(c), maxConfinedBytes))
+				d = hook.Denied(fmt.Sprintf("the command, with the plan rein decided for it, is %d bytes, more than the %d a shell can be given: write large files with the agent's file tools", len(c), maxConfinedBytes))
 			}
 		}
 	}
-	if err := record(p, in, d); err != nil {
+	if err := record(p, c, d); err != nil {
 		return hook.Denied("the trace could not record the decision: " + err.Error())
 	}
 	return d
 }
 
-// confinedTimeout is how long rein lets a confined command run: Claude
-// Code's own timeout for the call (milliseconds), or for a command it runs
-// in the background, which it does not time, rein's ceiling; both at most
-// the ceiling. Zero leaves the policy's default.
-func confinedTimeout(input map[string]any) time.Duration {
-	if bg, _ := input["run_in_background"].(bool); bg {
+// confiner runs a line the hook decided through rein shell, in rein's
+// sandbox, from the directory it was decided from.
+type confiner struct {
+	exe string
+	sf  *scopeFlags
+	p   *policy.Policy
+	dir string
+}
+
+func (x confiner) Foreground(line string) (string, bool) { return foreground(x.p, line, x.dir) }
+
+func (x confiner) Line(line string, asked bool, timeout time.Duration, background bool) string {
+	return confinedLine(x.exe, x.sf, x.p, line, x.dir, asked, confinedTimeout(timeout, background))
+}
+
+// confinedTimeout is how long rein lets a confined command run: the
+// agent's own timeout for the call, or for a command it runs in the
+// background, which it does not time, rein's ceiling; both at most the
+// ceiling. Zero leaves the policy's default.
+func confinedTimeout(timeout time.Duration, background bool) time.Duration {
+	if background {
 		return sandbox.MaxTimeout
 	}
-	ms, ok := input["timeout"].(float64)
-	if !ok || ms <= 0 {
-		return 0
-	}
-	return min(time.Duration(ms)*time.Millisecond, sandbox.MaxTimeout)
+	return min(timeout, sandbox.MaxTimeout)
 }
 
 // foreground is line without the & that ends it, when its plan is one
@@ -293,32 +321,32 @@ func confinedLine(exe string, sf *scopeFlags, p *policy.Policy, line, dir string
 
 var sessionChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// recordHook records the decision as a step of the Claude Code session's
+// recordHook records the decision as a step of the agent's session's
 // run.
-func recordHook(p *policy.Policy, tf *traceFlag, in *hook.Input, d hook.Decision) error {
+func recordHook(a hook.Adapter, p *policy.Policy, tf *traceFlag, c hook.Call, d hook.Decision) error {
 	store, _, err := tf.openFor(p)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	ctx := context.Background()
-	run := "claude-code-" + sessionChars.ReplaceAllString(in.SessionID, "_")
+	run := a.Name() + "-" + sessionChars.ReplaceAllString(c.Session(), "_")
 	if runs, err := store.Steps(ctx, run); err == nil && len(runs) == 0 {
 		// The session's first call starts its run; a second process
 		// racing this one fails on the unique id, which is fine.
-		store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: p.Workspace, Surface: "claude-code", Mode: p.Mode.String(), Source: "hook", PID: os.Getppid()})
+		store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: p.Workspace, Surface: a.Name(), Mode: p.Mode.String(), Source: "hook", PID: os.Getppid()})
 	}
-	_, err = store.AppendAll(ctx, hookRecords(run, in, d)...)
+	_, err = store.AppendAll(ctx, hookRecords(run, c, d)...)
 	return err
 }
 
 // hookRecords are the trace records of one hook decision: a step and its
 // policy event.
-func hookRecords(run string, in *hook.Input, d hook.Decision) []trace.Record {
+func hookRecords(run string, c hook.Call, d hook.Decision) []trace.Record {
 	reason := headOf(d.Reason, hookKeptBytes)
-	step := trace.Step{RunID: run, Tool: headOf(in.ToolName, 256), Args: headOf(string(in.ToolInput), hookKeptBytes), Status: d.Answer, Reason: reason,
+	step := trace.Step{RunID: run, Tool: headOf(c.Tool(), 256), Args: headOf(string(c.Input()), hookKeptBytes), Status: string(d.Answer), Reason: reason,
 		Observation: reason, StartedAt: time.Now()}
-	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: d.Answer, Reason: reason, At: time.Now()}
+	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: string(d.Answer), Reason: reason, At: time.Now()}
 	if d.Answer != hook.Deny {
 		ev.Kind = "decision"
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/hook/claudecode"
 	"github.com/reinhq/rein/mcpserver"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -800,6 +801,8 @@ func refusedClaudeArg(args []string) string {
 // socket bound into its HOME: every decision is made, and every call
 // runs, on the host, under the session's run.
 type launchServer struct {
+	// agent is the launched agent's hook adapter.
+	agent hook.Adapter
 	l     net.Listener
 	mcp   *mcpserver.Server
 	tools map[string]bool // rein mcp's tools, as Claude Code names them
@@ -849,7 +852,7 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		return nil, err
 	}
 	specs, _ := reg.Surface(tool.SurfaceCoding)
-	s := &launchServer{l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns),
+	s := &launchServer{agent: claudecode.Adapter{}, l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns),
 		calls: rate.NewLimiter(launchHookRate, 2*launchHookRate)}
 	for _, spec := range specs {
 		s.tools["mcp__rein__"+spec.Name] = true
@@ -944,11 +947,10 @@ func (s *launchServer) serve(ctx context.Context, c net.Conn, lo *launchOptions,
 		if !s.calls.Allow() {
 			// Anything in the session can call; an agent makes a call
 			// or a few per tool use.
-			writeJSON(c, hook.Denied(fmt.Sprintf("more than %d hook calls a second from the session: refused", launchHookRate)).Output(), 0)
+			writeHookAnswer(c, s.agent, hook.Denied(fmt.Sprintf("more than %d hook calls a second from the session: refused", launchHookRate)))
 			return
 		}
-		d := s.decide(c, lo, ws, runID, store)
-		writeJSON(c, d.Output(), 0)
+		writeHookAnswer(c, s.agent, s.decide(c, lo, ws, runID, store))
 	case "mcp":
 		c.SetReadDeadline(time.Time{})
 		ss, err := s.mcp.MCP().Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
@@ -968,8 +970,8 @@ func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, s
 		return hook.Denied(err.Error())
 	}
 	return hook.Bounded(hookTimeout, func() hook.Decision {
-		return decideHookInput(data, lo.sf, ws, false, func(p *policy.Policy, in *hook.Input, d hook.Decision) error {
-			_, err := store.AppendAll(context.Background(), hookRecords(runID, in, d)...)
+		return decideHookInput(s.agent, data, lo.sf, ws, false, func(p *policy.Policy, c hook.Call, d hook.Decision) error {
+			_, err := store.AppendAll(context.Background(), hookRecords(runID, c, d)...)
 			return err
 		}, s.reinTool)
 	})
@@ -978,8 +980,8 @@ func (s *launchServer) decide(c net.Conn, lo *launchOptions, ws, runID string, s
 // reinTool lets the session's calls to rein's own MCP server through the
 // hook, each one of its tools by name: that server decides each call
 // itself, under the same policy.
-func (s *launchServer) reinTool(in *hook.Input) (hook.Decision, bool) {
-	if s.tools[in.ToolName] {
+func (s *launchServer) reinTool(c hook.Call) (hook.Decision, bool) {
+	if s.tools[c.Tool()] {
 		return hook.Decision{Answer: hook.Allow, Reason: "rein's own MCP server decides this call itself, under the same policy"}, true
 	}
 	return hook.Decision{}, false

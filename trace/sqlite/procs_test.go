@@ -12,10 +12,15 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/tracetest"
 )
 
-// TestMain runs the helper process of TestFirstOpenProcesses.
+// TestMain runs the helper processes of TestFirstOpenProcesses and of
+// the durable stores' conformance suite.
 func TestMain(m *testing.M) {
+	if code, ok := tracetest.Child(openConformance); ok {
+		os.Exit(code)
+	}
 	if path := os.Getenv("REIN_TEST_STORE"); path != "" {
 		s, err := Open(path, nil)
 		if err == nil {
