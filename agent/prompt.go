@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/reinhq/rein/internal/boundary"
+	"github.com/reinhq/rein/policy"
 )
 
 // roleText opens every system block.
@@ -39,13 +42,16 @@ func (d *driver) boundary() string {
 		b.WriteString(" (read-only)")
 	}
 	b.WriteString(".\n")
-	fmt.Fprintf(&b, "- Mode: %s. The policy decides every call; in ask mode an action it asks about goes to the user.\n", p.Mode)
+	b.WriteString(boundary.Decided(p.Mode.String()))
+	if p.Mode == policy.ModeAsk {
+		b.WriteString("- An action the policy asks about goes to the user.\n")
+	}
 	switch {
 	case d.sandboxErr != nil:
 		fmt.Fprintf(&b, "- Commands cannot run here: %v. File tools still work.\n", d.sandboxErr)
 	default:
 		fmt.Fprintf(&b, "- Commands run in the %s sandbox (as its preflight found it here), with the network %s; nothing outside the workspace can be written.\n", d.rung, d.network)
-		b.WriteString("- rein reads a command line itself and runs each program directly: pipes, redirects, && || ; newlines, cd, comments, quoted here-documents (<<'EOF'), {a,b}, globs in arguments, NAME=value before a program, $HOME and $PWD, for loops over words, source .venv/bin/activate and one command ended by & (started in the background as a handle to poll) are seen exactly. A line with anything else (other $VAR, $(...), if, while) runs as opaque bash code, which is always asked first: write plain lines, and no bash -c.\n")
+		b.WriteString(boundary.Grammar(true))
 	}
 	if len(d.c.Protect) > 0 {
 		fmt.Fprintf(&b, "- Protected, never to be written or deleted (the gate's own files): %s.\n", strings.Join(d.c.Protect, ", "))

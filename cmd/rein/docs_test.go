@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/launch"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 )
@@ -98,7 +99,7 @@ func TestDocsExamples(t *testing.T) {
 	home, ws := docFixture(t)
 	for _, kv := range os.Environ() {
 		// rein launch refuses to start beside a credential.
-		if k, _, _ := strings.Cut(kv, "="); isCredentialName(k) {
+		if k, _, _ := strings.Cut(kv, "="); launch.IsCredential(k) {
 			t.Setenv(k, "")
 		}
 	}

@@ -54,16 +54,6 @@ other through the tool rules. Malformed input, an internal error or a
 timeout answers deny. Every decision is recorded in the trace.`},
 }
 
-// hookAdapter is the adapter registered under name, or nil.
-func hookAdapter(name string) hook.Adapter {
-	for _, a := range hookAgents {
-		if a.adapter.Name() == name {
-			return a.adapter
-		}
-	}
-	return nil
-}
-
 func newHookCmd(sf *scopeFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "hook",

@@ -10,15 +10,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +27,8 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/hook"
-	"github.com/reinhq/rein/hook/claudecode"
+	"github.com/reinhq/rein/launch"
+	"github.com/reinhq/rein/launch/claudecode"
 	"github.com/reinhq/rein/mcpserver"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -54,7 +51,6 @@ const (
 
 // Where the session finds rein's files, below its private HOME.
 const (
-	launchBundleAt = ".rein/launch"
 	// launchSocketAt, in the session's HOME, holds launchSocket: where the
 	// relay inside looks for rein (sandbox.RelaySocket).
 	launchSocketAt = ".rein/socket"
@@ -66,35 +62,6 @@ const (
 	defaultLaunchTimeout = 12 * time.Hour
 )
 
-// claudeKeyVars are the variables that carry Claude Code's model
-// credential: the one credential a session is given.
-var claudeKeyVars = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}
-
-// claudeConfigVars are the variables of Claude Code's own configuration a
-// session passes on: where the model is, and which.
-var claudeConfigVars = []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
-	"ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
-
-// reservedVar reports whether --env may not pass name: the variables the
-// session sets itself (HOME, TMPDIR, PATH, the proxy's, the locale's
-// directories), and the families that configure Claude Code or its model
-// (CLAUDE_CODE_SIMPLE and CLAUDE_CODE_RESTRICTED skip hooks or the user
-// settings, CLAUDE_CONFIG_DIR moves them; the ones rein passes it passes
-// itself), or the loader.
-func reservedVar(name string) bool {
-	up := strings.ToUpper(name)
-	switch up {
-	case "HOME", "TMPDIR", "PATH", "PWD", "SHELL", "USER", "LOGNAME", "IS_SANDBOX", "NO_PROXY", "ALL_PROXY", "HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY":
-		return true
-	}
-	for _, prefix := range []string{"CLAUDE", "ANTHROPIC_", "DISABLE_", "XDG_", "LD_", "REIN_", "NODE_OPTIONS", "BUN_"} {
-		if strings.HasPrefix(up, prefix) {
-			return true
-		}
-	}
-	return false
-}
-
 func newLaunchCmd(sf *scopeFlags) *cobra.Command {
 	var (
 		lo  launchOptions
@@ -102,7 +69,7 @@ func newLaunchCmd(sf *scopeFlags) *cobra.Command {
 		cfg string
 	)
 	cmd := &cobra.Command{
-		Use:   "launch [flags] claude-code [-- CLAUDE_ARGS...] | launch [flags] -- PROGRAM ARGS...",
+		Use:   "launch [flags] AGENT [-- AGENT_ARGS...] | launch [flags] -- PROGRAM ARGS...",
 		Short: "Run Claude Code (or any agent CLI) whole inside rein's sandbox, as a managed session",
 		Long: `Run an agent's CLI inside rein's bwrap sandbox for a whole session: its own
 pid namespace, the workspace writable (rein's protected paths read-only or
@@ -128,21 +95,21 @@ the whole tree is gone after).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			switch {
-			case len(args) > 0 && args[0] == "claude-code" && (dash == 1 || (dash == -1 && len(args) == 1)):
-				lo.claude, lo.args = true, args[1:]
+			case len(args) > 0 && launchAgent(args[0]) != nil && (dash == 1 || (dash == -1 && len(args) == 1)):
+				lo.agent, lo.args = launchAgent(args[0]), args[1:]
 			case dash == 0 && len(args) > 0:
 				lo.args = args
 			default:
-				return &exitError{exitUsage, "usage: rein launch [flags] claude-code [-- CLAUDE_ARGS...], or rein launch [flags] -- PROGRAM ARGS..."}
+				return &exitError{exitUsage, fmt.Sprintf("usage: rein launch [flags] AGENT [-- AGENT_ARGS...] (AGENT: %s), or rein launch [flags] -- PROGRAM ARGS...", strings.Join(launchAgentNames(), ", "))}
 			}
 			lo.sf, lo.tf, lo.writeOnly = sf, &tf, cfg
-			return launch(cmd, &lo)
+			return runLaunch(cmd, &lo)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&lo.workspace, "workspace", "", "the project, writable in the session (default: the current directory)")
 	f.DurationVar(&lo.timeout, "timeout", defaultLaunchTimeout, "end the session, its whole tree, after this long (at most 24h)")
-	f.StringVar(&lo.claudePath, "claude", "", "the Claude Code binary (default: claude on PATH)")
+	f.StringVar(&lo.programPath, "claude", "", "the agent's binary (default: its name on PATH, claude for claude-code)")
 	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the program's model credential, passed into its environment only (repeatable; claude-code: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN)")
 	f.StringArrayVar(&lo.env, "env", nil, "pass this variable of the environment into the session (repeatable; never a credential)")
 	f.StringArrayVar(&lo.allowHosts, "allow-host", nil, "let the session reach this host (host or host:port; repeatable) besides the model API's")
@@ -154,31 +121,43 @@ the whole tree is gone after).`,
 
 // launchOptions are a launch's flags and arguments.
 type launchOptions struct {
-	sf         *scopeFlags
-	tf         *traceFlag
-	claude     bool
-	args       []string
-	workspace  string
-	timeout    time.Duration
-	claudePath string
-	keyEnv     []string
-	env        []string
-	allowHosts []string
-	bundle     string
-	writeOnly  string
+	sf *scopeFlags
+	tf *traceFlag
+	// agent is the agent launched, or nil for a program.
+	agent       launch.Agent
+	args        []string
+	workspace   string
+	timeout     time.Duration
+	programPath string
+	keyEnv      []string
+	env         []string
+	allowHosts  []string
+	bundle      string
+	writeOnly   string
 }
 
-// launchHost is a host the session may reach: a name and a port.
-type launchHost struct {
-	host string
-	port uint16
+// launchAgents are the agents rein launch runs, one entry each.
+var launchAgents = []launch.Agent{claudecode.Agent{}}
+
+// launchAgent is the agent registered under name, or nil.
+func launchAgent(name string) launch.Agent {
+	for _, a := range launchAgents {
+		if a.Name() == name {
+			return a
+		}
+	}
+	return nil
 }
 
-func (h launchHost) String() string {
-	return net.JoinHostPort(h.host, strconv.Itoa(int(h.port)))
+func launchAgentNames() []string {
+	var out []string
+	for _, a := range launchAgents {
+		out = append(out, a.Name())
+	}
+	return out
 }
 
-func launch(cmd *cobra.Command, lo *launchOptions) error {
+func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 	stderr := cmd.ErrOrStderr()
 	ws := lo.workspace
 	if ws == "" {
@@ -203,24 +182,24 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		return &exitError{exitUsage, "the policy: " + err.Error()}
 	}
 	keys := lo.keyEnv
-	if lo.claude && len(keys) == 0 {
-		keys = claudeKeyVars
+	if lo.agent != nil && len(keys) == 0 {
+		keys = lo.agent.KeyVars()
 	}
 	for _, k := range keys {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
 			return &exitError{exitUsage, fmt.Sprintf("--key-env %q is not a variable name", k)}
 		}
 	}
-	if creds := credentialVars(os.Environ(), keys); len(creds) > 0 {
+	if creds := launch.CredentialVars(os.Environ(), keys); len(creds) > 0 {
 		return &exitError{exitLaunchCreds, fmt.Sprintf("rein launch: the environment holds credentials the session could carry off: %s; unset them (env -u %s rein launch ...), or name the model's one with --key-env", strings.Join(creds, ", "), creds[0])}
 	}
 	for _, name := range lo.env {
 		switch {
 		case name == "" || strings.ContainsAny(name, "=\x00"):
 			return &exitError{exitUsage, fmt.Sprintf("--env %q is not a variable name", name)}
-		case reservedVar(name):
-			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: --env %s is refused: the session sets it itself, or it configures Claude Code (which could make it skip rein's hook or its settings)", name)}
-		case isCredentialName(name):
+		case launch.Reserved(name, launchAgents...):
+			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: --env %s is refused: the session sets it itself, or it configures an agent (which could make it skip rein's hook or its settings)", name)}
+		case launch.IsCredential(name):
 			return &exitError{exitLaunchCreds, fmt.Sprintf("rein launch: --env %s looks like a credential; only the model's key goes in (--key-env)", name)}
 		}
 	}
@@ -230,13 +209,13 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	}
 	var prog string
 	var argv []string
-	if lo.claude {
-		if why := refusedClaudeArg(lo.args); why != "" {
+	if lo.agent != nil {
+		if why := lo.agent.CheckArgs(lo.args); why != "" {
 			return &exitError{exitLaunchRefused, "rein launch: " + why}
 		}
-		name := lo.claudePath
+		name := lo.programPath
 		if name == "" {
-			name = "claude"
+			name = lo.agent.Program()
 		}
 		prog, err = launchProgram(name)
 		argv = lo.args
@@ -265,15 +244,15 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		return &exitError{exitSandbox, "the trace key: " + err.Error()}
 	}
 	kind := "program"
-	if lo.claude {
-		kind = "claude-code"
+	if lo.agent != nil {
+		kind = lo.agent.Name()
 	}
 	if lo.writeOnly != "" {
-		if !lo.claude {
-			return &exitError{exitUsage, "--write-bundle writes Claude Code's bundle: rein launch --write-bundle DIR claude-code"}
+		if lo.agent == nil {
+			return &exitError{exitUsage, "--write-bundle writes an agent's bundle: rein launch --write-bundle DIR AGENT"}
 		}
-		b := newLaunchBundle(pol, ws, prog, hosts)
-		if err := b.write(lo.writeOnly, exe, key); err != nil {
+		b := launch.NewBundle(lo.agent, pol, ws, prog, hosts)
+		if err := b.Write(lo.writeOnly, exe, key); err != nil {
 			return &exitError{exitLaunchBundle, "rein launch: writing the bundle: " + err.Error()}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "%s\n", filepath.Join(lo.writeOnly, "manifest.json"))
@@ -294,18 +273,17 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	}
 	defer os.RemoveAll(dir)
 	home := map[string]string{}
-	var prompt string
-	if lo.claude {
+	if lo.agent != nil {
 		bundle := lo.bundle
 		if bundle == "" {
 			bundle = filepath.Join(dir, "bundle")
-			if err := newLaunchBundle(pol, ws, prog, hosts).write(bundle, exe, key); err != nil {
+			if err := launch.NewBundle(lo.agent, pol, ws, prog, hosts).Write(bundle, exe, key); err != nil {
 				return &exitError{exitLaunchBundle, "rein launch: writing the bundle: " + err.Error()}
 			}
 		} else if bundle, err = filepath.Abs(bundle); err != nil {
 			return &exitError{exitUsage, "--bundle: " + err.Error()}
 		}
-		m, err := verifyBundle(bundle, exe, key)
+		m, err := launch.Verify(lo.agent, bundle, exe, key)
 		if err == nil && (m.Workspace != ws || m.Program != prog) {
 			err = fmt.Errorf("it was written for %s in %s, not %s in %s", m.Program, m.Workspace, prog, ws)
 		}
@@ -316,11 +294,9 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		if err != nil {
 			return &exitError{exitLaunchBundle, "rein launch: the bundle's prompt: " + err.Error()}
 		}
-		prompt = string(data)
-		home[launchBundleAt] = bundle
-		home[".claude/settings.json"] = filepath.Join(bundle, "settings.json")
-		argv = append([]string{"--setting-sources", "user", "--mcp-config", bwrap.SandboxHome + "/" + launchBundleAt + "/mcp.json",
-			"--append-system-prompt", prompt}, argv...)
+		pre, files := lo.agent.Start(bwrap.SandboxHome+"/"+launch.BundleAt, bundle, string(data))
+		argv = append(pre, argv...)
+		home = files
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -329,7 +305,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	if _, err := store.AppendAll(ctx,
 		trace.Run{ID: runID, StartedAt: time.Now(), Workspace: ws, Surface: kind, Mode: pol.Mode.String(), Source: "launch", PID: os.Getpid()},
 		trace.Audit{RunID: runID, Kind: "launch_start", At: time.Now(), Meta: launchJSON(map[string]any{
-			"program": prog, "args": argv, "hosts": hostStrings(hosts), "pid": os.Getpid(), "host": host, "bundle": home[launchBundleAt]})},
+			"program": prog, "args": argv, "hosts": launch.Strings(hosts), "pid": os.Getpid(), "host": host, "bundle": home[launch.BundleAt]})},
 	); err != nil {
 		return &exitError{exitSandbox, "recording the session: " + err.Error()}
 	}
@@ -363,7 +339,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		bounded.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
 	}
 	closeServer := func() {}
-	if lo.claude {
+	if lo.agent != nil {
 		// A unix socket's path is short: not below rein's state
 		// directory, which may be deep, but in a directory of its own
 		// (0700) in /tmp, which no sandbox sees (each has its own).
@@ -381,14 +357,14 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 		home[launchSocketAt] = sockDir
 	}
 
-	env := launchEnv(os.Environ(), pol, keys, lo)
+	env := launch.Env(os.Environ(), keys, lo.env, lo.agent)
 	p := sandbox.Profile{Workspace: ws, Rung: sandbox.RungBwrap, Timeout: lo.timeout, Env: env, Hidden: tool.Hidden(pol),
 		HostCaches: tool.HostCaches(os.Environ(), pol)}
 	if wd, err := os.Getwd(); err == nil && (wd == ws || strings.HasPrefix(wd, ws+"/")) {
 		p.Dir = wd
 	}
-	if d := filepath.Dir(prog); !systemPath(d) && d != ws && !strings.HasPrefix(d, ws+"/") {
-		if err := vetProgramDir(pol, ws, d); err != nil {
+	if d := filepath.Dir(prog); !launch.SystemPath(d) && d != ws && !strings.HasPrefix(d, ws+"/") {
+		if err := launch.VetProgramDir(pol, ws, d); err != nil {
 			return &exitError{exitLaunchRefused, fmt.Sprintf("rein launch: %s cannot be shown to the session: %v; install it in a directory of its own", prog, err)}
 		}
 		p.HostReadPaths = []string{d}
@@ -401,7 +377,7 @@ func launch(cmd *cobra.Command, lo *launchOptions) error {
 	p.Limits = limits
 	if len(hosts) > 0 {
 		p.Network = sandbox.NetworkProxy
-		p.Egress = &launchEgress{hosts: hosts, record: recordEgress}
+		p.Egress = &launch.Egress{Hosts: hosts, OnEvent: recordEgress}
 	}
 	sigs := make(chan os.Signal, 8)
 	passed := make(chan os.Signal, 8)
@@ -534,51 +510,6 @@ func sessionStreams(cmd *cobra.Command) ([3]*os.File, func()) {
 	}
 }
 
-// systemPath reports whether dir is inside the system directories every
-// sandbox shows.
-func systemPath(dir string) bool {
-	for _, s := range bwrap.DefaultSystemDirs {
-		if dir == s || strings.HasPrefix(dir, s+"/") {
-			return true
-		}
-	}
-	return false
-}
-
-// maxProgramDir bounds the entries of a program's directory rein vets.
-const maxProgramDir = 20_000
-
-// vetProgramDir says why the directory of the session's program cannot be
-// bound read-only into the session: it holds a home directory, rein's
-// state or the workspace, or something the protected set forbids reading
-// (a key, a .env), or more entries than rein lists to know.
-func vetProgramDir(pol *policy.Policy, ws, d string) error {
-	for _, held := range []string{pol.Home, "/home", "/root", sandbox.CacheDir(), ws} {
-		if held != "" && (d == held || strings.HasPrefix(held, d+"/") || d == "/") {
-			return fmt.Errorf("its directory %s holds %s", d, held)
-		}
-	}
-	if a := pol.Protection(policy.ActRead, d, d); a != nil {
-		return fmt.Errorf("its directory %s is protected (%s)", d, a.Rule)
-	}
-	if a := pol.ProtectedWithin(d); a != nil {
-		return fmt.Errorf("its directory %s holds a protected path (%s)", d, a.Rule)
-	}
-	n := 0
-	return filepath.WalkDir(d, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return fmt.Errorf("listing %s: %v", path, err)
-		}
-		if n++; n > maxProgramDir {
-			return fmt.Errorf("its directory %s holds more than %d entries", d, maxProgramDir)
-		}
-		if a := pol.Protection(policy.ActRead, path, path); a != nil {
-			return fmt.Errorf("its directory holds %s, which is protected (%s)", path, a.Rule)
-		}
-		return nil
-	})
-}
-
 // launchProgram is the program's real path: found on PATH, links
 // resolved, a regular executable file.
 func launchProgram(name string) (string, error) {
@@ -599,202 +530,25 @@ func launchProgram(name string) (string, error) {
 	return path, nil
 }
 
-// launchHosts are the hosts the session may reach: Claude Code's model
-// API (ANTHROPIC_BASE_URL, else api.anthropic.com) and --allow-host's.
-func launchHosts(lo *launchOptions) ([]launchHost, error) {
-	var out []launchHost
-	if lo.claude {
-		base := os.Getenv("ANTHROPIC_BASE_URL")
-		if base == "" {
-			base = "https://api.anthropic.com"
+// launchHosts are the hosts the session may reach: the agent's model API
+// and --allow-host's.
+func launchHosts(lo *launchOptions) ([]launch.Host, error) {
+	var out []launch.Host
+	if lo.agent != nil {
+		hosts, err := lo.agent.ModelHosts(os.Getenv)
+		if err != nil {
+			return nil, &exitError{exitUsage, err.Error()}
 		}
-		u, err := url.Parse(base)
-		if err != nil || u.Hostname() == "" || (u.Scheme != "https" && u.Scheme != "http") {
-			return nil, &exitError{exitUsage, fmt.Sprintf("ANTHROPIC_BASE_URL %q is not an http or https URL", base)}
-		}
-		port := 443
-		if u.Scheme == "http" {
-			port = 80
-		}
-		if u.Port() != "" {
-			if port, err = strconv.Atoi(u.Port()); err != nil || port < 1 || port > 65535 {
-				return nil, &exitError{exitUsage, fmt.Sprintf("ANTHROPIC_BASE_URL %q has a bad port", base)}
-			}
-		}
-		out = append(out, launchHost{strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), uint16(port)})
+		out = append(out, hosts...)
 	}
 	for _, a := range lo.allowHosts {
-		h, p, err := net.SplitHostPort(a)
-		ports := []int{443}
+		h, err := launch.AllowHost(a)
 		if err != nil {
-			h = a
-		} else if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
-			ports = []int{n}
-		} else {
-			return nil, &exitError{exitUsage, fmt.Sprintf("--allow-host %q: a bad port", a)}
+			return nil, &exitError{exitUsage, err.Error()}
 		}
-		if h == "" || strings.ContainsAny(h, "*/ ") {
-			return nil, &exitError{exitUsage, fmt.Sprintf("--allow-host %q: name one host (no wildcard, no path)", a)}
-		}
-		for _, port := range ports {
-			out = append(out, launchHost{strings.ToLower(strings.TrimSuffix(h, ".")), uint16(port)})
-		}
+		out = append(out, h)
 	}
 	return out, nil
-}
-
-func hostStrings(hosts []launchHost) []string {
-	out := make([]string, len(hosts))
-	for i, h := range hosts {
-		out[i] = h.String()
-	}
-	return out
-}
-
-// launchEgress lets a session reach its hosts, each by name and port, and
-// nothing else.
-type launchEgress struct {
-	hosts  []launchHost
-	record func(netproxy.Event)
-}
-
-func (e *launchEgress) Decide(_ context.Context, r netproxy.Request) netproxy.Verdict {
-	for _, h := range e.hosts {
-		if r.Host == h.host && r.Port == h.port {
-			return netproxy.Verdict{Allow: true, ByName: true, Rule: h.String(), Layer: "launch", Reason: "the session's model API (or --allow-host)"}
-		}
-	}
-	return netproxy.Verdict{Layer: "launch", Reason: fmt.Sprintf("a launched session reaches only %s", strings.Join(hostStrings(e.hosts), ", "))}
-}
-
-func (e *launchEgress) Record(ev netproxy.Event) { e.record(ev) }
-
-// credentialVars are the variables of env that hold a credential the
-// session must not carry in, but for the model's keys: names that look
-// secret, cloud and cluster configuration, agent sockets.
-func credentialVars(env []string, keys []string) []string {
-	var out []string
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if v == "" || slices.Contains(keys, k) {
-			continue
-		}
-		if isCredentialName(k) {
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// credentialPrefixes are the families of variables that lead to a cloud's
-// or a cluster's credentials without a secret-looking name (those with
-// one, AWS_SECRET_ACCESS_KEY or AZURE_CLIENT_SECRET, are caught by it;
-// AWS_REGION or AWS_CA_BUNDLE are not credentials).
-var credentialPrefixes = []string{"AWS_ACCESS_KEY", "AWS_CONTAINER_CREDENTIALS", "AWS_WEB_IDENTITY", "AZURE_FEDERATED", "ARM_CLIENT_CERT",
-	"GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CREDENTIALS", "CLOUDSDK_AUTH", "OP_SERVICE_ACCOUNT", "KUBECONFIG", "DOCKER_AUTH_CONFIG", "VAULT_"}
-
-// credentialNames are single variables that lead to a credential.
-var credentialNames = []string{"SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "GH_TOKEN", "GITHUB_TOKEN", "GITLAB_TOKEN",
-	"NETRC", "GIT_ASKPASS", "SSH_ASKPASS", "NPM_TOKEN", "NODE_AUTH_TOKEN", "PYPI_TOKEN", "CARGO_REGISTRY_TOKEN"}
-
-func isCredentialName(k string) bool {
-	if trace.SecretName(k) || slices.Contains(credentialNames, k) {
-		return true
-	}
-	for _, p := range credentialPrefixes {
-		if strings.HasPrefix(k, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// launchEnv is the session's environment: the locale, terminal and PATH,
-// the model's key and configuration, what --env names, and the settings
-// that keep Claude Code from reaching anything but the model.
-func launchEnv(env []string, pol *policy.Policy, keys []string, lo *launchOptions) []string {
-	var out []string
-	pass := append(slices.Clone(keys), lo.env...)
-	if lo.claude {
-		pass = append(pass, claudeConfigVars...)
-	}
-	for _, e := range env {
-		k, _, _ := strings.Cut(e, "=")
-		if k == "LANG" || k == "TERM" || k == "PATH" || k == "COLORTERM" || strings.HasPrefix(k, "LC_") || slices.Contains(pass, k) {
-			out = append(out, e)
-		}
-	}
-	if lo.claude {
-		// The sandbox is one (Claude Code lets root bypass permissions only
-		// inside one); nothing it would fetch besides the model is reachable.
-		out = append(out, "IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-			"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1")
-	}
-	return out
-}
-
-// claudeFlags are the Claude Code flags a session passes on, each with
-// whether it takes a value. Anything else is refused: a flag Claude Code
-// adds next is refused until it is known not to skip rein's hook.
-var claudeFlags = map[string]bool{
-	"-p": false, "--print": false, "-c": false, "--continue": false, "-r": false, "--resume": false, "--fork-session": false,
-	"--session-id": true, "-n": true, "--name": true, "--model": true, "--fallback-model": true, "--effort": true,
-	"--permission-mode": true, "--permission-prompts": true, "--dangerously-skip-permissions": false,
-	"--allow-dangerously-skip-permissions": false, "--allowedTools": true, "--allowed-tools": true,
-	"--disallowedTools": true, "--disallowed-tools": true, "--tools": true, "--output-format": true, "--input-format": true,
-	"--json-schema": true, "--max-budget-usd": true, "--include-partial-messages": false, "--include-hook-events": false,
-	"--replay-user-messages": false, "--no-session-persistence": false, "--verbose": false, "--append-system-prompt": true,
-	"--system-prompt": true, "--add-dir": true, "--agent": true, "--agents": true, "--autocompact": true,
-	"--system-prompt-snapshot": true, "--disable-slash-commands": false, "--exclude-dynamic-system-prompt-sections": false,
-	"--forward-subagent-text": false, "--brief": false, "--ax-screen-reader": false, "--betas": true, "--no-chrome": false,
-	"-d": false, "--debug": false, "-h": false, "--help": false, "-v": false, "--version": false,
-}
-
-// claudeRefused says why the flags that would skip rein's hook, its
-// settings or its sandbox are refused.
-var claudeRefused = map[string]string{
-	"--bare":              "skips hooks",
-	"--safe-mode":         "skips hooks",
-	"--restricted":        "ignores the user settings that hold rein's hook",
-	"--settings":          "could turn hooks off (disableAllHooks)",
-	"--setting-sources":   "could leave out the user settings that hold rein's hook (rein passes --setting-sources user)",
-	"--mcp-config":        "the session's MCP server is the bundle's rein mcp",
-	"--strict-mcp-config": "the session's MCP server is the bundle's rein mcp",
-	"--plugin-dir":        "plugins are not part of the bundle",
-	"--plugin-url":        "plugins are not part of the bundle",
-	"--bg":                "a background session would outlive rein's sandbox",
-	"--background":        "a background session would outlive rein's sandbox",
-	"--cloud":             "runs the session elsewhere",
-	"--teleport":          "runs the session elsewhere",
-	"--remote-control":    "hands the session to another client",
-	"--desktop":           "hands the session to another client",
-	"--ide":               "connects to an IDE outside the sandbox",
-	"--chrome":            "drives a browser outside the sandbox",
-	"--debug-file":        "writes wherever it is told",
-	"--worktree":          "makes a worktree outside the workspace",
-	"-w":                  "makes a worktree outside the workspace",
-	"--tmux":              "starts a terminal multiplexer outside the sandbox",
-}
-
-// refusedClaudeArg says why one of Claude Code's arguments is refused, or
-// "" when none is. An argument that starts with a dash must be a known
-// flag (as --flag or --flag=value); values and the prompt pass as they
-// are, but a refused flag is refused wherever it stands.
-func refusedClaudeArg(args []string) string {
-	for _, a := range args {
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			continue
-		}
-		name, _, _ := strings.Cut(a, "=")
-		if why, ok := claudeRefused[name]; ok {
-			return fmt.Sprintf("Claude Code's %s is refused: it %s", name, why)
-		}
-		if _, ok := claudeFlags[name]; !ok {
-			return fmt.Sprintf("Claude Code's %s is not one rein launch passes on (it passes only flags known not to skip its hook; see docs/launch.md)", policy.Printable(name))
-		}
-	}
-	return ""
 }
 
 // launchServer answers the session's hook and MCP connections on a unix
@@ -805,7 +559,7 @@ type launchServer struct {
 	agent hook.Adapter
 	l     net.Listener
 	mcp   *mcpserver.Server
-	tools map[string]bool // rein mcp's tools, as Claude Code names them
+	tools map[string]bool // rein mcp's tools, as the agent names them
 	slots chan struct{}
 	calls *rate.Limiter // the hook calls
 	wg    sync.WaitGroup
@@ -813,7 +567,7 @@ type launchServer struct {
 }
 
 func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws, runID string, store trace.Store, red *trace.Redactor, path string,
-	hosts []launchHost, record func(netproxy.Event)) (*launchServer, error) {
+	hosts []launch.Host, record func(netproxy.Event)) (*launchServer, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("the socket path %s is too long for a unix socket: set REIN_CACHE_DIR to a shorter directory", path)
 	}
@@ -843,7 +597,7 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		prof := sandbox.Profile{Limits: limits, Network: sandbox.NetworkOff}
 		if p.Sandbox.Network != string(sandbox.NetworkOff) && policy.ForMode(p.Mode).Network && len(hosts) > 0 {
 			prof.Network = sandbox.NetworkProxy
-			prof.Egress = &cappedEgress{session: &launchEgress{hosts: hosts}, policy: tool.Egress(p, launchApprover{}, nil), record: record}
+			prof.Egress = &cappedEgress{session: &launch.Egress{Hosts: hosts}, policy: tool.Egress(p, launchApprover{}, nil), record: record}
 		}
 		return tool.Config{Policy: p, Store: store, Redactor: red, RunID: runID, Profile: prof}, nil
 	}})
@@ -852,10 +606,10 @@ func serveLaunch(ctx context.Context, lo *launchOptions, pol *policy.Policy, ws,
 		return nil, err
 	}
 	specs, _ := reg.Surface(tool.SurfaceCoding)
-	s := &launchServer{agent: claudecode.Adapter{}, l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns),
+	s := &launchServer{agent: lo.agent.Hook(), l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, launchConns),
 		calls: rate.NewLimiter(launchHookRate, 2*launchHookRate)}
 	for _, spec := range specs {
-		s.tools["mcp__rein__"+spec.Name] = true
+		s.tools[lo.agent.ToolName(spec.Name)] = true
 	}
 	s.wg.Add(1)
 	go func() {
@@ -906,13 +660,13 @@ const launchHookRate = 25
 type launchApprover struct{}
 
 func (launchApprover) Approve(context.Context, *policy.Verdict) (policy.Approval, error) {
-	return policy.Approval{Answer: policy.Reject, Reason: "in a launched session rein's MCP calls are never approved from inside the session: only what the policy allows runs (add an allow rule, or use Bash, whose asks Claude Code puts to you)"}, nil
+	return policy.Approval{Answer: policy.Reject, Reason: "in a launched session rein's MCP calls are never approved from inside the session: only what the policy allows runs (add an allow rule, or use the agent's own shell tool, whose asks it puts to you)"}, nil
 }
 
 // cappedEgress decides a connection of a command rein mcp runs for the
 // session: the session's hosts bound it, then the policy decides.
 type cappedEgress struct {
-	session *launchEgress
+	session *launch.Egress
 	policy  netproxy.Policy
 	record  func(netproxy.Event)
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/launch/claudecode"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/trace"
@@ -333,7 +334,7 @@ func TestLaunchServer(t *testing.T) {
 	defer store.Close()
 	store.Append(context.Background(), trace.Run{ID: "launch-x", StartedAt: time.Now(), Workspace: ws})
 	sock := filepath.Join(t.TempDir(), "s.sock")
-	lo := &launchOptions{sf: &scopeFlags{}}
+	lo := &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}
 	srv, err := serveLaunch(context.Background(), lo, pol, ws, "launch-x", store, nil, sock, nil, func(netproxy.Event) {})
 	if err != nil {
 		t.Fatal(err)
@@ -422,7 +423,7 @@ func TestLaunchTraceBounded(t *testing.T) {
 	fulls := 0
 	bounded := &trace.Bounded{Store: store, Limit: 64 << 10, OnFull: func() { fulls++ }}
 	sock := filepath.Join(t.TempDir(), "s.sock")
-	srv, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}}, pol, ws, "launch-x", bounded, nil, sock, nil, func(netproxy.Event) {})
+	srv, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}, pol, ws, "launch-x", bounded, nil, sock, nil, func(netproxy.Event) {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +468,7 @@ func TestLaunchTraceBounded(t *testing.T) {
 		t.Fatalf("past the bound: %d times full, last %s", fulls, refused)
 	}
 	// Faster than the relay's rate: refused at once.
-	srv2, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}}, pol, ws, "launch-x", store, nil, filepath.Join(t.TempDir(), "s2.sock"), nil, func(netproxy.Event) {})
+	srv2, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}, pol, ws, "launch-x", store, nil, filepath.Join(t.TempDir(), "s2.sock"), nil, func(netproxy.Event) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package launch
 
 import (
 	"bytes"
@@ -12,15 +12,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/reinhq/rein/internal/boundary"
 	"github.com/reinhq/rein/policy"
-	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/trace"
 )
+
+// BundleAt is where a session finds its bundle, below its private HOME.
+const BundleAt = ".rein/launch"
 
 // bundleFormat is the version of the launch bundle's manifest.
 const bundleFormat = 1
@@ -28,16 +32,17 @@ const bundleFormat = 1
 // bundleLabel is the purpose the manifest's sum is keyed for.
 const bundleLabel = "launch bundle manifest"
 
-// launchBundle is the files a Claude Code session starts from.
-type launchBundle struct {
+// Bundle is the files a session of an agent starts from: rein's
+// (prompt.md, policy.json, hook.sh) and the agent's own.
+type Bundle struct {
 	workspace, program string
 	files              map[string][]byte
 }
 
-// bundleManifest lists a bundle's files with their sha256, and rein's
+// Manifest lists a bundle's files with their sha256, and rein's
 // binary, under a sum keyed with rein's trace key: a bundle changed, or
 // rewritten whole by someone without the key, is refused.
-type bundleManifest struct {
+type Manifest struct {
 	Format    int               `json:"format"`
 	Workspace string            `json:"workspace"`
 	Program   string            `json:"program"`
@@ -48,9 +53,9 @@ type bundleManifest struct {
 }
 
 // hookScript is the session's hook: rein's decision from the host, or a
-// block. Claude Code lets a call through when a hook fails in any other
-// way than exit 2, so anything but rein's answer (rein missing, crashed,
-// hung, silent) exits 2.
+// block. An agent lets a call through when a hook fails in any other way
+// than exit 2 (Claude Code's rule), so anything but rein's answer (rein
+// missing, crashed, hung, silent) exits 2.
 const hookScript = `#!/bin/sh
 # rein's hook for this session: every tool call is decided by rein on the
 # host. Anything but rein's answer blocks the call.
@@ -63,31 +68,32 @@ fi
 printf '%s\n' "$out"
 `
 
-func newLaunchBundle(pol *policy.Policy, ws, prog string, hosts []launchHost) *launchBundle {
-	at := bwrap.SandboxHome + "/" + launchBundleAt
-	settings := map[string]any{
-		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
-			"type": "command", "command": "/bin/sh " + at + "/hook.sh", "timeout": 30}}}}},
-	}
-	mcpConfig := map[string]any{"mcpServers": map[string]any{"rein": map[string]any{
-		"type": "stdio", "command": sandbox.RelayCommand("mcp")[0], "args": sandbox.RelayCommand("mcp")[1:]}}}
+// NewBundle is the bundle of agent's session in the workspace ws, running
+// the program prog, which reaches hosts.
+func NewBundle(agent Agent, pol *policy.Policy, ws, prog string, hosts []Host) *Bundle {
+	at := bwrap.SandboxHome + "/" + BundleAt
 	rules := make([]map[string]any, 0, len(pol.Rules))
 	for _, r := range pol.Rules {
 		rules = append(rules, map[string]any{"act": string(r.Act), "effect": r.Effect.String(), "pattern": r.Pattern, "layer": r.Layer.String(), "file": r.File, "line": r.Line})
 	}
 	resolved := map[string]any{"mode": pol.Mode.String(), "workspace": pol.Workspace, "sources": pol.Sources, "rules": rules,
-		"limits": bundleLimits(pol.Limits), "network": map[string]any{"mode": "proxy", "hosts": hostStrings(hosts)}}
-	b := &launchBundle{workspace: ws, program: prog, files: map[string][]byte{
-		"prompt.md":     []byte(launchPrompt(pol, ws, hosts)),
-		"settings.json": mustIndent(settings),
-		"mcp.json":      mustIndent(mcpConfig),
-		"policy.json":   mustIndent(resolved),
-		"hook.sh":       []byte(hookScript),
+		"limits": bundleLimits(pol.Limits), "network": map[string]any{"mode": "proxy", "hosts": Strings(hosts)}}
+	b := &Bundle{workspace: ws, program: prog, files: map[string][]byte{
+		"prompt.md":   []byte(Prompt(agent, pol, ws, hosts)),
+		"policy.json": JSON(resolved),
+		"hook.sh":     []byte(hookScript),
 	}}
+	for name, data := range agent.Files(at) {
+		b.files[name] = data
+	}
 	return b
 }
 
-func mustIndent(v any) []byte {
+// reinFiles are the files every bundle holds.
+var reinFiles = []string{"prompt.md", "policy.json", "hook.sh"}
+
+// JSON is v as indented JSON, with a final newline.
+func JSON(v any) []byte {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		panic(err)
@@ -95,34 +101,26 @@ func mustIndent(v any) []byte {
 	return append(data, '\n')
 }
 
-// launchPrompt is rein's section of the session's system prompt: the
-// boundary it works inside.
-func launchPrompt(pol *policy.Policy, ws string, hosts []launchHost) string {
+// Prompt is rein's section of the session's system prompt: the boundary
+// the agent works inside.
+func Prompt(agent Agent, pol *policy.Policy, ws string, hosts []Host) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, `# The boundary you work inside (rein)
-
-This session runs inside rein's sandbox (bubblewrap, its own pid namespace).
-
-- Workspace: %s is writable; rein's protected paths in it (.git/hooks,
-  .git/config, agent configuration, secrets) are read-only or hidden.
-- Home: %s is private to this session and holds only rein's files; the
-  user's real home directory is not visible.
-- Network: only %s is reachable, through rein's egress proxy; every other
-  connection is refused and recorded.
-- Every tool call is decided by rein's policy (mode %s) before it runs; a
-  refusal names the rule and the file that decided it, and asking again does
-  not change it.
-- rein's own tools are available as mcp__rein__* (shell, shell_start,
-  read_result, the file tools): their results are bounded, with an id to
-  read the rest.
-- Everything is recorded in rein's trace.
-`, ws, bwrap.SandboxHome, strings.Join(hostStrings(hosts), ", "), pol.Mode)
+	b.WriteString("# The boundary you work inside (rein)\n\n")
+	b.WriteString("This session runs inside rein's sandbox (bubblewrap, its own pid namespace).\n\n")
+	fmt.Fprintf(&b, "- Workspace: %s is writable; rein's protected paths in it (.git/hooks,\n  .git/config, agent configuration, secrets) are read-only or hidden.\n", ws)
+	fmt.Fprintf(&b, "- Home: %s is private to this session and holds only rein's files; the\n  user's real home directory is not visible.\n", bwrap.SandboxHome)
+	fmt.Fprintf(&b, "- Network: only %s is reachable, through rein's egress proxy; every other\n  connection is refused and recorded.\n", strings.Join(Strings(hosts), ", "))
+	b.WriteString(boundary.Decided(pol.Mode.String()))
+	b.WriteString(boundary.Grammar(false))
+	fmt.Fprintf(&b, "- rein's own tools are available as %s (shell, shell_start,\n  read_result, the file tools): their results are bounded, with an id to\n  read the rest.\n", agent.ToolName("*"))
+	b.WriteString("- Everything is recorded in rein's trace.\n")
 	return b.String()
 }
 
-// write writes the bundle into dir, which must not exist: made 0700, each
-// file 0600 and created exclusively, then the manifest.
-func (b *launchBundle) write(dir, exe string, key *trace.Key) error {
+// Write writes the bundle into dir, which must not exist: made 0700, each
+// file 0600 and created exclusively, then the manifest, keyed with key,
+// naming the rein binary exe.
+func (b *Bundle) Write(dir, exe string, key *trace.Key) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return err
 	}
@@ -134,7 +132,7 @@ func (b *launchBundle) write(dir, exe string, key *trace.Key) error {
 	if err != nil {
 		return fmt.Errorf("hashing rein's binary: %w", err)
 	}
-	m := bundleManifest{Format: bundleFormat, Workspace: b.workspace, Program: b.program, Rein: reinSum, Files: map[string]string{}, Key: key.ID()}
+	m := Manifest{Format: bundleFormat, Workspace: b.workspace, Program: b.program, Rein: reinSum, Files: map[string]string{}, Key: key.ID()}
 	for name, data := range b.files {
 		if err := writeExclusive(filepath.Join(dir, name), data); err != nil {
 			return err
@@ -143,11 +141,11 @@ func (b *launchBundle) write(dir, exe string, key *trace.Key) error {
 		m.Files[name] = hex.EncodeToString(sum[:])
 	}
 	m.Sum = key.Sum(bundleLabel, m.signed())
-	return writeExclusive(filepath.Join(dir, "manifest.json"), mustIndent(m))
+	return writeExclusive(filepath.Join(dir, "manifest.json"), JSON(m))
 }
 
 // signed is the manifest's bytes as its sum covers them: all but the sum.
-func (m bundleManifest) signed() []byte {
+func (m Manifest) signed() []byte {
 	m.Sum = ""
 	data, _ := json.Marshal(m)
 	return data
@@ -181,11 +179,12 @@ func fileSum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// verifyBundle checks a bundle before a session starts from it: the
-// directory is this user's, 0700, and holds exactly the manifest's files,
-// each a regular file of mode 0600 with its sha256; the manifest's sum is
-// rein's, under this user's key; rein's binary is the one it names.
-func verifyBundle(dir, exe string, key *trace.Key) (*bundleManifest, error) {
+// Verify checks agent's bundle in dir before a session starts from it:
+// the directory is this user's, 0700, and holds exactly the manifest's
+// files, rein's and the agent's among them, each a regular file of mode
+// 0600 with its sha256; the manifest's sum is rein's, under this user's
+// key; rein's binary exe is the one it names.
+func Verify(agent Agent, dir, exe string, key *trace.Key) (*Manifest, error) {
 	fi, err := os.Lstat(dir)
 	if err != nil {
 		return nil, err
@@ -203,7 +202,7 @@ func verifyBundle(dir, exe string, key *trace.Key) (*bundleManifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m bundleManifest
+	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -229,7 +228,11 @@ func verifyBundle(dir, exe string, key *trace.Key) (*bundleManifest, error) {
 		sort.Strings(extra)
 		return nil, fmt.Errorf("it holds files the manifest does not list: %s", strings.Join(extra, ", "))
 	}
-	for _, name := range []string{"prompt.md", "settings.json", "mcp.json", "policy.json", "hook.sh"} {
+	want := slices.Clone(reinFiles)
+	for name := range agent.Files("") {
+		want = append(want, name)
+	}
+	for _, name := range want {
 		if _, ok := m.Files[name]; !ok {
 			return nil, fmt.Errorf("the manifest lists no %s", name)
 		}

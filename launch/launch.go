@@ -1,0 +1,60 @@
+//go:build unix
+
+// Package launch runs another agent's CLI whole inside rein's sandbox, as
+// a managed session: what every launched agent shares (the launch bundle
+// rein writes and verifies, the prompt section that tells the model its
+// boundary, the hosts the session may reach and the egress that holds it
+// to them, the credentials it must not carry in, the checks on the
+// program's directory) and the Agent interface by which each agent says
+// what is its own (its flags, its model's variables and host, its files in
+// the bundle, its hook, how its tools are named). Each agent is a package
+// of its own (launch/claudecode) registered with the command line by one
+// entry; the command line keeps the flags and runs the session.
+//
+// launch imports the decision layer, the sandbox's names, the hook and the
+// trace; it never imports tool, agent or the command line.
+package launch
+
+import (
+	"github.com/reinhq/rein/hook"
+)
+
+// Agent is one agent CLI rein launches.
+type Agent interface {
+	// Name is the agent on the command line (claude-code); Title in
+	// messages (Claude Code); Program its binary's name on PATH.
+	Name() string
+	Title() string
+	Program() string
+	// Hook is the adapter that decides the agent's tool calls.
+	Hook() hook.Adapter
+	// KeyVars are the variables that carry its model credential, the one
+	// credential a session is given; ConfigVars those of its own
+	// configuration the session passes on (where the model is, which).
+	KeyVars() []string
+	ConfigVars() []string
+	// Reserved says whether a variable configures the agent so that
+	// --env may not pass it (it could make the agent skip rein's hook or
+	// its settings).
+	Reserved(name string) bool
+	// Env are the settings the session sets for the agent.
+	Env() []string
+	// CheckArgs says why one of the agent's arguments is refused, or "":
+	// a flag that would skip rein's hook, its settings or its sandbox,
+	// or one not known not to.
+	CheckArgs(args []string) string
+	// ModelHosts are the hosts of the agent's model API, as getenv
+	// configures them.
+	ModelHosts(getenv func(string) string) ([]Host, error)
+	// Files are the agent's own files of the bundle (besides rein's
+	// prompt.md, policy.json and hook.sh), for a bundle at at inside
+	// the session.
+	Files(at string) map[string][]byte
+	// Start is the argv the agent starts with, before the user's
+	// arguments, and the files of the session's private HOME (a path
+	// below it, to a file or directory on the host), for the bundle
+	// bundle on the host, at at inside the session, and its prompt.
+	Start(at, bundle, prompt string) (argv []string, home map[string]string)
+	// ToolName is the agent's name for one of rein mcp's tools.
+	ToolName(tool string) string
+}
