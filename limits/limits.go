@@ -35,3 +35,34 @@ type Limits struct {
 	// asking for TmpBytes there is refused.
 	TmpBytes int64 `json:"tmp_bytes,omitempty"`
 }
+
+// Each calls f with each limit's key in the policy file's [limits] table
+// and its value in l, in a fixed order: the one list of the limits, so
+// that a limit added to Limits and not here fails TestEachNamesEvery.
+func (l *Limits) Each(f func(key string, v *int64)) {
+	f("memory", &l.MemoryBytes)
+	f("processes", &l.Processes)
+	f("cpu_seconds", &l.CPUSeconds)
+	f("open_files", &l.OpenFiles)
+	f("file_size", &l.FileSizeBytes)
+	f("tmp_size", &l.TmpBytes)
+}
+
+// Within is l with each limit max sets lowered to it: what a caller asks
+// for may be less than the policy's limit, never more, and a limit l
+// leaves unset is the policy's.
+func Within(l, max Limits) Limits {
+	bound := map[string]int64{}
+	max.Each(func(key string, v *int64) { bound[key] = *v })
+	l.Each(func(key string, v *int64) { *v = Bound(*v, bound[key]) })
+	return l
+}
+
+// Bound is the limit v under the policy's limit max: v lowered to max
+// where max sets one (zero: none) and v is unset or above it.
+func Bound(v, max int64) int64 {
+	if max > 0 && (v == 0 || v > max) {
+		return max
+	}
+	return v
+}

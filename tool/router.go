@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/files"
+	"github.com/reinhq/rein/limits"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
@@ -300,16 +301,7 @@ func (r *Router) resume(id string) error {
 // boundLimits is l with the policy's limits as ceilings: each limit the
 // policy sets holds unless l sets a lower one.
 func boundLimits(l sandbox.Limits, p policy.Limits) sandbox.Limits {
-	for _, f := range []struct {
-		dst *int64
-		max int64
-	}{{&l.MemoryBytes, p.MemoryBytes}, {&l.Processes, p.Processes}, {&l.CPUSeconds, p.CPUSeconds},
-		{&l.OpenFiles, p.OpenFiles}, {&l.FileSizeBytes, p.FileSizeBytes}, {&l.TmpBytes, p.TmpBytes}} {
-		if f.max > 0 && (*f.dst == 0 || *f.dst > f.max) {
-			*f.dst = f.max
-		}
-	}
-	return l
+	return limits.Within(l, p)
 }
 
 // RunID is the run's id in the trace.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/reinhq/rein/limits"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 )
@@ -29,45 +30,47 @@ func (lf *limitFlags) register(f *pflag.FlagSet) {
 // one it sets, never raise it.
 func (lf *limitFlags) limits(base policy.Limits, settings []policy.Setting) (sandbox.Limits, error) {
 	l := base
-	for _, f := range []struct {
-		flag, key string
-		size      string
-		n         int64
-		dst       *int64
+	flags := map[string]struct {
+		flag, size string
+		n          int64
 	}{
-		{flag: "memory", key: "limits.memory", size: lf.memory, dst: &l.MemoryBytes},
-		{flag: "file-size", key: "limits.file_size", size: lf.fileSize, dst: &l.FileSizeBytes},
-		{flag: "tmp-size", key: "limits.tmp_size", size: lf.tmpSize, dst: &l.TmpBytes},
-		{flag: "processes", key: "limits.processes", n: lf.processes, dst: &l.Processes},
-		{flag: "cpu-seconds", key: "limits.cpu_seconds", n: lf.cpuSeconds, dst: &l.CPUSeconds},
-		{flag: "open-files", key: "limits.open_files", n: lf.openFiles, dst: &l.OpenFiles},
-	} {
+		"memory": {flag: "memory", size: lf.memory}, "file_size": {flag: "file-size", size: lf.fileSize}, "tmp_size": {flag: "tmp-size", size: lf.tmpSize},
+		"processes": {flag: "processes", n: lf.processes}, "cpu_seconds": {flag: "cpu-seconds", n: lf.cpuSeconds}, "open_files": {flag: "open-files", n: lf.openFiles},
+	}
+	var err error
+	l.Each(func(key string, dst *int64) {
+		f, ok := flags[key]
+		if err != nil || !ok {
+			return
+		}
 		v := f.n
 		if f.size != "" {
-			n, err := policy.ParseSize(f.size)
-			if err != nil {
-				return l, &exitError{exitUsage, fmt.Sprintf("--%s: %v", f.flag, err)}
+			n, perr := policy.ParseSize(f.size)
+			if perr != nil {
+				err = &exitError{exitUsage, fmt.Sprintf("--%s: %v", f.flag, perr)}
+				return
 			}
 			v = n
 		}
-		if v < 0 {
-			return l, &exitError{exitUsage, fmt.Sprintf("--%s must be a positive number, not %d", f.flag, v)}
-		}
-		if v == 0 {
-			continue
-		}
-		if *f.dst != 0 && v > *f.dst {
+		switch {
+		case v < 0:
+			err = &exitError{exitUsage, fmt.Sprintf("--%s must be a positive number, not %d", f.flag, v)}
+		case v == 0:
+		case limits.Bound(v, *dst) != v:
+			// A flag may set a limit the policy leaves unset or lower one
+			// it sets, never raise it.
 			where := ""
 			for _, s := range settings {
-				if s.Key == f.key {
+				if s.Key == "limits."+key {
 					where = fmt.Sprintf(" (%s layer, %s)", s.Layer, s.File)
 				}
 			}
-			return l, &exitError{exitSandbox, fmt.Sprintf("--%s %d is above the policy's %s of %d%s: a flag may only lower a limit", f.flag, v, f.key, *f.dst, where)}
+			err = &exitError{exitSandbox, fmt.Sprintf("--%s %d is above the policy's limits.%s of %d%s: a flag may only lower a limit", f.flag, v, key, *dst, where)}
+		default:
+			*dst = v
 		}
-		*f.dst = v
-	}
-	return l, nil
+	})
+	return l, err
 }
 
 // sessionLimits are the limits a launched session and its tools run
