@@ -67,33 +67,31 @@ func (c *chatProvider) Stream(ctx context.Context, req Request) (*Response, erro
 	if err != nil {
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
-	start := time.Now()
-	ctx, touch, stop := idleWatch(ctx, c.cfg.IdleTimeout)
-	defer stop()
-	stream := c.client.Chat.Completions.NewStreaming(ctx, params)
-	defer stream.Close()
 	var acc openai.ChatCompletionAccumulator
 	resp := &Response{}
-	limit, size := maxResponseBytes(req.MaxTokens), 0
-	for stream.Next() {
-		touch()
-		if resp.FirstToken == 0 {
-			resp.FirstToken = time.Since(start)
-		}
-		chunk := stream.Current()
-		for _, ch := range chunk.Choices {
-			size += len(ch.Delta.Content)
-			for _, tc := range ch.Delta.ToolCalls {
-				size += len(tc.Function.Arguments)
+	first, cut, err := readStream(ctx, c.cfg.IdleTimeout, req.MaxTokens,
+		func(ctx context.Context) eventStream[openai.ChatCompletionChunk] {
+			return c.client.Chat.Completions.NewStreaming(ctx, params)
+		}, classify,
+		func(chunk openai.ChatCompletionChunk) int {
+			n := 0
+			for _, ch := range chunk.Choices {
+				n += len(ch.Delta.Content)
+				for _, tc := range ch.Delta.ToolCalls {
+					n += len(tc.Function.Arguments)
+				}
 			}
-		}
-		if size > limit {
-			return cutResponse(acc.Choices, limit), nil
-		}
-		acc.AddChunk(chunk)
+			return n
+		},
+		func(chunk openai.ChatCompletionChunk) error { acc.AddChunk(chunk); return nil })
+	resp.FirstToken = first
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		return nil, idleError(ctx, classify(err))
+	if cut {
+		r := cutResponse(acc.Choices, maxResponseBytes(req.MaxTokens))
+		r.FirstToken = first
+		return r, nil
 	}
 	if len(acc.Choices) == 0 {
 		return nil, &ProviderError{Class: FailMalformed, Err: errors.New("the stream ended with no choice")}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -37,37 +36,33 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 	if err != nil {
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
-	start := time.Now()
-	ctx, touch, stop := idleWatch(ctx, m.cfg.IdleTimeout)
-	defer stop()
-	stream := m.client.Messages.NewStreaming(ctx, params)
-	defer stream.Close()
 	msg := anthropic.Message{}
 	resp := &Response{}
-	limit, size := maxResponseBytes(req.MaxTokens), 0
-	for stream.Next() {
-		touch()
-		if resp.FirstToken == 0 {
-			resp.FirstToken = time.Since(start)
-		}
-		ev := stream.Current()
-		size += len(ev.Delta.Text) + len(ev.Delta.PartialJSON)
-		if size > limit {
-			// Stopped as at the cap: the text so far, no tool call.
-			for _, b := range msg.Content {
-				if b.Type == "text" && len(resp.Text) < limit {
-					resp.Text += b.Text
-				}
+	first, cut, err := readStream(ctx, m.cfg.IdleTimeout, req.MaxTokens,
+		func(ctx context.Context) eventStream[anthropic.MessageStreamEventUnion] {
+			return m.client.Messages.NewStreaming(ctx, params)
+		}, classifyMessages,
+		func(ev anthropic.MessageStreamEventUnion) int { return len(ev.Delta.Text) + len(ev.Delta.PartialJSON) },
+		func(ev anthropic.MessageStreamEventUnion) error {
+			if err := msg.Accumulate(ev); err != nil {
+				return &ProviderError{Class: FailMalformed, Err: err}
 			}
-			resp.Text, resp.Finish = resp.Text[:min(len(resp.Text), limit)], FinishLength
-			return resp, nil
-		}
-		if err := msg.Accumulate(ev); err != nil {
-			return nil, &ProviderError{Class: FailMalformed, Err: err}
-		}
+			return nil
+		})
+	resp.FirstToken = first
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		return nil, idleError(ctx, classifyMessages(err))
+	if cut {
+		// Stopped as at the cap: the text so far, no tool call.
+		limit := maxResponseBytes(req.MaxTokens)
+		for _, b := range msg.Content {
+			if b.Type == "text" && len(resp.Text) < limit {
+				resp.Text += b.Text
+			}
+		}
+		resp.Text, resp.Finish = resp.Text[:min(len(resp.Text), limit)], FinishLength
+		return resp, nil
 	}
 	if msg.StopReason == "" {
 		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}

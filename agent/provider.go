@@ -171,3 +171,47 @@ func idleError(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// eventStream is a vendor SDK's stream of server-sent events (both SDKs'
+// ssestream.Stream).
+type eventStream[T any] interface {
+	Next() bool
+	Current() T
+	Err() error
+	Close() error
+}
+
+// readStream reads one call's stream to its end, the rule every wire
+// family shares: the stream opened under a watch that ends it when it
+// sends nothing for idle; the bytes each event adds (size) counted against
+// the response's bound (maxResponseBytes of maxTokens), a stream that
+// passes the bound stopped at once (cut), before the event that passed it
+// is taken; every other event handed to take, whose error ends the call;
+// the time to the first event kept; an error of the stream classed by
+// classify, or a timeout when the watch ended it.
+func readStream[T any](ctx context.Context, idle time.Duration, maxTokens int, open func(context.Context) eventStream[T], classify func(error) error,
+	size func(T) int, take func(T) error) (first time.Duration, cut bool, err error) {
+	start := time.Now()
+	ctx, touch, stop := idleWatch(ctx, idle)
+	defer stop()
+	stream := open(ctx)
+	defer stream.Close()
+	limit, n := maxResponseBytes(maxTokens), 0
+	for stream.Next() {
+		touch()
+		if first == 0 {
+			first = time.Since(start)
+		}
+		ev := stream.Current()
+		if n += size(ev); n > limit {
+			return first, true, nil
+		}
+		if err := take(ev); err != nil {
+			return first, false, err
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return first, false, idleError(ctx, classify(err))
+	}
+	return first, false, nil
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -30,35 +29,31 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 	if err != nil {
 		return nil, &ProviderError{Class: FailRequest, Err: err}
 	}
-	start := time.Now()
-	ctx, touch, stop := idleWatch(ctx, r.cfg.IdleTimeout)
-	defer stop()
-	stream := r.client.Responses.NewStreaming(ctx, params)
-	defer stream.Close()
 	resp := &Response{}
 	var final *responses.Response
-	limit, size := maxResponseBytes(req.MaxTokens), 0
-	for stream.Next() {
-		touch()
-		if resp.FirstToken == 0 {
-			resp.FirstToken = time.Since(start)
-		}
-		ev := stream.Current()
-		if size += len(ev.Delta); size > limit {
-			// Stopped as at the cap: no tool call of it is run.
-			return &Response{Finish: FinishLength, FirstToken: resp.FirstToken}, nil
-		}
-		switch ev.Type {
-		case "response.completed", "response.incomplete":
-			final = &ev.Response
-		case "response.failed":
-			return nil, &ProviderError{Class: FailServer, Err: fmt.Errorf("the response failed: %s", ev.Response.Error.Message)}
-		case "error":
-			return nil, &ProviderError{Class: FailServer, Err: fmt.Errorf("the stream reported an error: %s", ev.Message)}
-		}
+	first, cut, err := readStream(ctx, r.cfg.IdleTimeout, req.MaxTokens,
+		func(ctx context.Context) eventStream[responses.ResponseStreamEventUnion] {
+			return r.client.Responses.NewStreaming(ctx, params)
+		}, classify,
+		func(ev responses.ResponseStreamEventUnion) int { return len(ev.Delta) },
+		func(ev responses.ResponseStreamEventUnion) error {
+			switch ev.Type {
+			case "response.completed", "response.incomplete":
+				final = &ev.Response
+			case "response.failed":
+				return &ProviderError{Class: FailServer, Err: fmt.Errorf("the response failed: %s", ev.Response.Error.Message)}
+			case "error":
+				return &ProviderError{Class: FailServer, Err: fmt.Errorf("the stream reported an error: %s", ev.Message)}
+			}
+			return nil
+		})
+	resp.FirstToken = first
+	if err != nil {
+		return nil, err
 	}
-	if err := stream.Err(); err != nil {
-		return nil, idleError(ctx, classify(err))
+	if cut {
+		// Stopped as at the cap: no tool call of it is run.
+		return &Response{Finish: FinishLength, FirstToken: first}, nil
 	}
 	if final == nil {
 		return nil, &ProviderError{Class: FailTransport, Err: errors.New("the stream ended before the response did")}
