@@ -74,7 +74,7 @@ func BenchmarkLoopStep(b *testing.B) {
 			}
 			cfg.Surface = tool.SurfaceCoding
 			b.ResetTimer()
-			out, err := Run(context.Background(), Contract{Goal: "x", Workspace: p.Workspace, Budget: Budget{Steps: b.N + 1}},
+			out, err := Run(context.Background(), Contract{Goal: "x", Workspace: p.Workspace, Budget: Budget{Steps: b.N + 1, Tokens: 1 << 50}},
 				Options{Provider: &instantModel{left: b.N}, Registry: reg, Tool: cfg, Observer: obs})
 			b.StopTimer()
 			if err != nil || out.Kind != Finished {
@@ -139,7 +139,7 @@ func stepTimes(b *testing.B, store trace.Store, timed *timedStore) (steps, commi
 			}
 		}
 	}
-	out, err := Run(context.Background(), Contract{Goal: "x", Workspace: p.Workspace, Budget: Budget{Steps: b.N + 1}},
+	out, err := Run(context.Background(), Contract{Goal: "x", Workspace: p.Workspace, Budget: Budget{Steps: b.N + 1, Tokens: 1 << 50}},
 		Options{Provider: &instantModel{left: b.N}, Tool: tool.Config{Policy: p, Store: store}, Observer: obs})
 	if err != nil || out.Kind != Finished {
 		b.Fatalf("%+v %v", out, err)

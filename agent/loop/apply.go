@@ -135,7 +135,10 @@ func (s *State) Apply(in Input, now time.Time) {
 			}
 		}
 	}
-	s.fit()
+	if s.Done == nil && s.Waiting == nil && len(s.Pending) == 0 && !s.Claimed {
+		// The model is asked next: the transcript is fitted to its window.
+		s.fit()
+	}
 }
 
 // Retry settings.
