@@ -10,8 +10,9 @@
 // errors answer deny: an agent treats a hook that fails as one that
 // allows, so rein must never fail open.
 //
-// hook imports the decision layer (policy, shell, workspace); it runs
-// nothing and must not import sandbox or tool.
+// hook imports the decision layer (policy, shell, workspace) and the
+// trace's record types; it runs nothing and must not import sandbox or
+// tool.
 package hook
 
 import (

@@ -18,6 +18,7 @@ import (
 	"syscall"
 
 	"github.com/reinhq/rein/internal/boundary"
+	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/trace"
@@ -56,10 +57,10 @@ type Manifest struct {
 // block. An agent lets a call through when a hook fails in any other way
 // than exit 2 (Claude Code's rule), so anything but rein's answer (rein
 // missing, crashed, hung, silent) exits 2.
-const hookScript = `#!/bin/sh
+var hookScript = `#!/bin/sh
 # rein's hook for this session: every tool call is decided by rein on the
 # host. Anything but rein's answer blocks the call.
-out=$(timeout -k 2 25 /run/rein/init --rein-relay hook)
+out=$(timeout -k 2 25 ` + strings.Join(relay.Command("hook"), " ") + `)
 status=$?
 if [ "$status" -ne 0 ] || [ -z "$out" ]; then
 	echo "rein: no decision from rein's hook (exit $status): the call is blocked" >&2

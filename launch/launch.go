@@ -1,18 +1,21 @@
 //go:build unix
 
 // Package launch runs another agent's CLI whole inside rein's sandbox, as
-// a managed session: what every launched agent shares (the launch bundle
-// rein writes and verifies, the prompt section that tells the model its
-// boundary, the hosts the session may reach and the egress that holds it
-// to them, the credentials it must not carry in, the checks on the
-// program's directory) and the Agent interface by which each agent says
-// what is its own (its flags, its model's variables and host, its files in
-// the bundle, its hook, how its tools are named). Each agent is a package
-// of its own (launch/claudecode) registered with the command line by one
-// entry; the command line keeps the flags and runs the session.
+// a managed session (Session): what every launched agent shares (the
+// launch bundle rein writes and verifies, the prompt section that tells
+// the model its boundary, the hosts the session may reach and the egress
+// that holds it to them, the credentials it must not carry in, the checks
+// on the program's directory, the server on the host that answers the
+// session's hook and rein mcp through the relay (launch/relay), the
+// session's run in the trace) and the Agent interface by which each agent
+// says what is its own (its flags, its model's variables and host, its
+// files in the bundle, its hook, how its tools are named). Each agent is a
+// package of its own (launch/claudecode) registered with the command line
+// by one entry; the command line keeps the flags.
 //
-// launch imports the decision layer, the sandbox's names, the hook and the
-// trace; it never imports tool, agent or the command line.
+// launch imports the hook, the tool layer and rein mcp's server (which it
+// serves to the session), the sandbox and the trace; it never imports
+// agent or the command line.
 package launch
 
 import (

@@ -39,9 +39,7 @@ func Main() {
 	if len(os.Args) >= 3 && os.Args[1] == goCacheFlag {
 		os.Exit(goCacheMain(os.Args[2], os.Args[3:]))
 	}
-	if len(os.Args) == 3 && os.Args[1] == relayFlag {
-		os.Exit(relayMain(os.Args[2]))
-	}
+	runCommand()
 	if len(os.Args) == 4 && os.Args[1] == guardianFlag {
 		os.Exit(guardianMain(os.Args[2], os.Args[3]))
 	}

@@ -4,14 +4,18 @@
 // binary (sandbox.UseInit); an embedding program may do the same. It does
 // nothing when started by hand.
 //
-// cmd/rein-init imports only package sandbox (and what it imports): the
-// policy, the trace, the router and the vendors' SDKs stay out of it.
+// It is also a launched session's relay (launch/relay registers it).
+//
+// cmd/rein-init imports only package sandbox and launch/relay (and what
+// they import): the policy, the trace, the router and the vendors' SDKs
+// stay out of it.
 package main
 
 import (
 	"fmt"
 	"os"
 
+	_ "github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/sandbox"
 )
 

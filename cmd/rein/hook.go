@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -23,19 +20,10 @@ import (
 	"github.com/reinhq/rein/sandbox/bwrap"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/workspace"
 )
 
 // hookTimeout bounds one hook answer; past it the answer is deny.
 const hookTimeout = hook.Timeout
-
-// maxConfinedBytes bounds the command the hook rewrites a Bash call to:
-// Claude Code runs it as one argument of its shell, and Linux takes no
-// argument longer than 128 KiB.
-const maxConfinedBytes = 120 << 10
-
-// maxHookInput bounds what the hook reads of its input.
-const maxHookInput = 8 << 20
 
 // hookAgents are the agents rein hook answers for, one entry each: the
 // adapter that reads and writes the agent's wire format, and the
@@ -73,7 +61,7 @@ func newHookCmd(sf *scopeFlags) *cobra.Command {
 				d := hook.Bounded(hookTimeout, func() hook.Decision {
 					return decideHook(cmd, a, sf, workspaceFlag, &tf, !noConfine)
 				})
-				return writeHookAnswer(cmd.OutOrStdout(), a, d)
+				return hook.Send(cmd.OutOrStdout(), a, d)
 			},
 		}
 		project := "the input's cwd"
@@ -108,117 +96,25 @@ func newHookCmd(sf *scopeFlags) *cobra.Command {
 	return cmd
 }
 
-// writeHookAnswer writes d as the agent reads it, on one line; a decision
-// that cannot be written is a denial.
-func writeHookAnswer(w io.Writer, a hook.Adapter, d hook.Decision) error {
-	data, err := a.Encode(d)
-	if err != nil {
-		if data, err = a.Encode(hook.Denied("the answer could not be written: " + err.Error())); err != nil {
-			return err
-		}
-	}
-	_, err = w.Write(append(data, '\n'))
-	return err
-}
-
 // decideHook reads the input, loads the project's policy, decides and
 // records the decision.
 func decideHook(cmd *cobra.Command, a hook.Adapter, sf *scopeFlags, wsFlag string, tf *traceFlag, confine bool) hook.Decision {
-	data, err := readHookInput(cmd.InOrStdin())
+	data, err := hook.ReadInput(cmd.InOrStdin())
 	if err != nil {
 		return hook.Denied(err.Error())
 	}
-	return decideHookInput(a, data, sf, wsFlag, confine, func(p *policy.Policy, c hook.Call, d hook.Decision) error {
-		return recordHook(a, p, tf, c, d)
-	}, nil)
-}
-
-// readHookInput reads a hook's input, at most 8 MiB.
-func readHookInput(r io.Reader) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the hook input: %w", err)
-	}
-	if len(data) > maxHookInput {
-		return nil, fmt.Errorf("the hook input is larger than 8 MiB")
-	}
-	return data, nil
-}
-
-// decideHookInput decides one call of the agent a under the project's
-// policy, as it is when asked (an edit to a policy file holds from the
-// next call), and records the decision with record; a decision that
-// cannot be recorded is a denial. pre, when set, may decide a call first.
-func decideHookInput(a hook.Adapter, data []byte, sf *scopeFlags, wsFlag string, confine bool, record func(*policy.Policy, hook.Call, hook.Decision) error,
-	pre func(hook.Call) (hook.Decision, bool)) hook.Decision {
-	c, err := a.Parse(data)
-	if err != nil {
-		return hook.Denied(err.Error())
-	}
-	ws := wsFlag
-	if env := a.ProjectEnv(); ws == "" && env != "" {
-		ws = os.Getenv(env)
-	}
-	if ws == "" {
-		ws = c.Cwd()
-	}
-	if ws == "" || !filepath.IsAbs(ws) {
-		hint := ""
-		if env := a.ProjectEnv(); env != "" {
-			hint = fmt.Sprintf(" or run from %s (%s)", a.Agent(), env)
-		}
-		return hook.Denied("no project directory: pass --workspace" + hint)
-	}
-	// The agent runs its tools on the host, where ~ is the user's HOME.
-	o := policy.Options{Workspace: ws, OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project, OnHost: true}
-	p, err := policy.Load(o)
-	if err != nil {
-		return hook.Denied("the policy: " + err.Error())
-	}
-	if p.Mode == policy.ModeAuto {
-		// Auto mode grants what rein's sandbox confines; the agent's own
-		// tools run unconfined, so the hook decides them as ask mode does.
-		ask := policy.ModeAsk
-		o.Mode = &ask
-		if p, err = policy.Load(o); err != nil {
-			return hook.Denied("the policy: " + err.Error())
-		}
-	}
-	w, err := workspace.Open(p.Workspace)
-	if err != nil {
-		return hook.Denied("the workspace: " + err.Error())
-	}
-	e := &hook.Engine{Policy: p, Workspace: w, Cwd: c.Cwd(), Confined: confine, Agent: a.Agent(), OwnConfig: a.OwnConfig(p.Workspace, p.Home)}
-	d, done := hook.Decision{}, false
-	if pre != nil {
-		d, done = pre(c)
-	}
-	if !done {
-		d = a.Decide(e, c)
-	}
-	d = e.Finish(d)
+	o := hook.Options{Workspace: wsFlag, Policy: policy.Options{OrgFile: sf.org, UserFile: sf.user, ProjectFile: sf.project}, Confined: confine,
+		Record: func(p *policy.Policy, c hook.Call, d hook.Decision) error { return recordHook(a, p, tf, c, d) }}
 	if confine {
-		exe, err := os.Executable()
-		if err != nil {
-			return hook.Denied("rein cannot name its own binary to confine the command: " + err.Error())
-		}
-		dir := c.Cwd()
-		if dir == "" || !filepath.IsAbs(dir) {
-			dir = p.Workspace
-		}
-		d = a.Confine(c, d, confiner{exe: exe, sf: sf, p: p, dir: dir})
-		for _, v := range d.UpdatedInput {
-			if c, ok := v.(string); ok && len(c) > maxConfinedBytes {
-				// The agent hands the command to its shell as one
-				// argument, which the kernel bounds (128 KiB).
-				d = hook.Denied(fmt.Sprintf("the command, with the plan rein decided for it, is %d bytes, more than the %d a shell can be given: write large files with the agent's file tools", len(c), maxConfinedBytes))
+		o.Confiner = func(p *policy.Policy, dir string) (hook.Confiner, error) {
+			exe, err := os.Executable()
+			if err != nil {
+				return nil, fmt.Errorf("rein cannot name its own binary to confine the command: %w", err)
 			}
+			return confiner{exe: exe, sf: sf, p: p, dir: dir}, nil
 		}
 	}
-	if err := record(p, c, d); err != nil {
-		return hook.Denied("the trace could not record the decision: " + err.Error())
-	}
-	return d
+	return hook.Respond(a, data, o)
 }
 
 // confiner runs a line the hook decided through rein shell, in rein's
@@ -326,44 +222,8 @@ func recordHook(a hook.Adapter, p *policy.Policy, tf *traceFlag, c hook.Call, d 
 		// racing this one fails on the unique id, which is fine.
 		store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: p.Workspace, Surface: a.Name(), Mode: p.Mode.String(), Source: "hook", PID: os.Getppid()})
 	}
-	_, err = store.AppendAll(ctx, hookRecords(run, c, d)...)
+	_, err = store.AppendAll(ctx, hook.Records(run, c, d)...)
 	return err
-}
-
-// hookRecords are the trace records of one hook decision: a step and its
-// policy event.
-func hookRecords(run string, c hook.Call, d hook.Decision) []trace.Record {
-	reason := headOf(d.Reason, hookKeptBytes)
-	step := trace.Step{RunID: run, Tool: headOf(c.Tool(), 256), Args: headOf(string(c.Input()), hookKeptBytes), Status: string(d.Answer), Reason: reason,
-		Observation: reason, StartedAt: time.Now()}
-	ev := trace.PolicyEvent{RunID: run, Kind: "refusal", Decision: string(d.Answer), Reason: reason, At: time.Now()}
-	if d.Answer != hook.Deny {
-		ev.Kind = "decision"
-	}
-	if d.Verdict != nil && d.Verdict.Rule != nil {
-		ev.Rule, ev.Layer, ev.File = d.Verdict.Rule.Rule, d.Verdict.Rule.Layer.String(), d.Verdict.Rule.File
-	}
-	return []trace.Record{step, ev}
-}
-
-// hookKeptBytes is how much of a hook call's input (and of the reason of
-// its decision) the trace keeps: the head, with the size and digest of the
-// whole. The input can be megabytes (a Write's content), and anything in a
-// launched session can send one.
-const hookKeptBytes = 16 << 10
-
-// headOf is s when it is at most n bytes, else its first n bytes (to a
-// character's start) and a note of its size and SHA-256.
-func headOf(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + fmt.Sprintf("…[rein: %d bytes in all, sha256 %s; the trace keeps the first %d]", len(s), hex.EncodeToString(sum[:]), cut)
 }
 
 // mergeHook adds entry to the PreToolUse hooks of a settings file,

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -18,10 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reinhq/rein/launch/claudecode"
-	"github.com/reinhq/rein/policy"
-	"github.com/reinhq/rein/sandbox/netproxy"
-	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlite"
 )
 
@@ -317,69 +312,6 @@ func TestLaunchBundle(t *testing.T) {
 	}
 }
 
-// TestLaunchServer: the session's socket answers a hook call for one of
-// rein mcp's own tools with allow (that server decides it again), any
-// other name as the hook does, and a connection that names no service
-// within its deadline, or a burst of them, does not stop it.
-func TestLaunchServer(t *testing.T) {
-	_, ws := docFixture(t)
-	pol, err := policy.Load(policy.Options{Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "t.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	store.Append(context.Background(), trace.Run{ID: "launch-x", StartedAt: time.Now(), Workspace: ws})
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	lo := &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}
-	srv, err := serveLaunch(context.Background(), lo, pol, ws, "launch-x", store, nil, sock, nil, func(netproxy.Event) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.close()
-	var idle []net.Conn
-	for range 2 * launchConns {
-		c, err := net.Dial("unix", sock)
-		if err == nil {
-			idle = append(idle, c)
-		}
-	}
-	ask := func(tool string) string {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			c, err := net.Dial("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": map[string]any{"x": 1}})
-			c.Write(append([]byte("hook\n"), in...))
-			c.(*net.UnixConn).CloseWrite()
-			out, _ := io.ReadAll(c)
-			c.Close()
-			if len(out) > 0 {
-				return string(out)
-			}
-		}
-		t.Fatalf("no answer for %s", tool)
-		return ""
-	}
-	// The idle connections time out and free their slots.
-	if out := ask("mcp__rein__shell"); !strings.Contains(out, `"allow"`) {
-		t.Errorf("rein mcp's tool: %s", out)
-	}
-	for _, name := range []string{"mcp__rein__evil__run", "mcp__rein__", "mcp__reinx__shell"} {
-		if out := ask(name); strings.Contains(out, `"allow"`) {
-			t.Errorf("%s: %s", name, out)
-		}
-	}
-	for _, c := range idle {
-		c.Close()
-	}
-}
-
 // TestLaunchConfigNet: configuration a session leaves for the host's
 // tools, under a name no table has, is named when the session ends; what
 // the session made elsewhere is not.
@@ -400,88 +332,6 @@ func TestLaunchConfigNet(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // past the clock's slack
 	if code, _, errOut := launchProc(t, nil, "--", "sh", "-c", `echo z > main.txt`); code != 0 || strings.Contains(errOut, "changed configuration") {
 		t.Errorf("a session that changed none: exit %d: %s", code, errOut)
-	}
-}
-
-// TestLaunchTraceBounded: the round's flood, scaled: hook inputs of
-// megabytes through the relay keep a bounded head each; past the
-// session's bound every call is refused and the bound is recorded once;
-// more calls a second than the relay takes are refused, not queued.
-func TestLaunchTraceBounded(t *testing.T) {
-	_, ws := docFixture(t)
-	pol, err := policy.Load(policy.Options{Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dbPath := filepath.Join(t.TempDir(), "t.db")
-	store, err := sqlite.Open(dbPath, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	store.Append(context.Background(), trace.Run{ID: "launch-x", StartedAt: time.Now(), Workspace: ws})
-	fulls := 0
-	bounded := &trace.Bounded{Store: store, Limit: 64 << 10, OnFull: func() { fulls++ }}
-	sock := filepath.Join(t.TempDir(), "s.sock")
-	srv, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}, pol, ws, "launch-x", bounded, nil, sock, nil, func(netproxy.Event) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.close()
-	call := func(content string) string {
-		t.Helper()
-		c, err := net.Dial("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": ws, "hook_event_name": "PreToolUse", "tool_name": "Write",
-			"tool_input": map[string]any{"file_path": filepath.Join(ws, "big.txt"), "content": content}})
-		go func() { c.Write(append([]byte("hook\n"), in...)); c.(*net.UnixConn).CloseWrite() }()
-		out, _ := io.ReadAll(c)
-		return string(out)
-	}
-	big := strings.Repeat("A", 4<<20)
-	for i := range 3 {
-		if out := call(big); !strings.Contains(out, `"allow"`) {
-			t.Fatalf("call %d: %s", i, out)
-		}
-	}
-	steps, err := store.Steps(context.Background(), "launch-x")
-	if err != nil || len(steps) != 3 {
-		t.Fatalf("%d steps: %v", len(steps), err)
-	}
-	for _, st := range steps {
-		if len(st.Args) > hookKeptBytes+200 || !strings.Contains(st.Args, "bytes in all, sha256 ") {
-			t.Fatalf("a step keeps %d bytes of its input: %.200q", len(st.Args), st.Args[len(st.Args)-200:])
-		}
-	}
-	// Past the bound: refused, recorded once.
-	var refused string
-	for range 80 {
-		if out := call("x"); strings.Contains(out, "session_trace") {
-			refused = out
-		}
-		time.Sleep(45 * time.Millisecond) // under the relay's rate
-	}
-	if !strings.Contains(refused, `"deny"`) || fulls != 1 {
-		t.Fatalf("past the bound: %d times full, last %s", fulls, refused)
-	}
-	// Faster than the relay's rate: refused at once.
-	srv2, err := serveLaunch(context.Background(), &launchOptions{sf: &scopeFlags{}, agent: claudecode.Agent{}}, pol, ws, "launch-x", store, nil, filepath.Join(t.TempDir(), "s2.sock"), nil, func(netproxy.Event) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv2.close()
-	sock = filepath.Join(filepath.Dir(srv2.l.Addr().String()), "s2.sock")
-	n := 0
-	for range 4 * launchHookRate {
-		if strings.Contains(call("x"), "hook calls a second") {
-			n++
-		}
-	}
-	if n == 0 {
-		t.Error("no call was refused for the rate")
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/reinhq/rein/hook"
 	hookcc "github.com/reinhq/rein/hook/claudecode"
 	"github.com/reinhq/rein/launch"
+	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
-	"github.com/reinhq/rein/sandbox"
 )
 
 // Agent is Claude Code.
@@ -88,9 +88,9 @@ func (Agent) Files(at string) map[string][]byte {
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
 			"type": "command", "command": "/bin/sh " + at + "/hook.sh", "timeout": 30}}}}},
 	}
-	relay := sandbox.RelayCommand("mcp")
+	argv := relay.Command("mcp")
 	mcpConfig := map[string]any{"mcpServers": map[string]any{"rein": map[string]any{
-		"type": "stdio", "command": relay[0], "args": relay[1:]}}}
+		"type": "stdio", "command": argv[0], "args": argv[1:]}}}
 	return map[string][]byte{"settings.json": launch.JSON(settings), "mcp.json": launch.JSON(mcpConfig)}
 }
 

@@ -1,6 +1,4 @@
-//go:build linux
-
-package sandbox
+package relay
 
 import (
 	"fmt"
@@ -9,14 +7,15 @@ import (
 	"os"
 )
 
-// relayMain connects to rein through RelaySocket, names the service, and
-// copies stdin there and the answer to stdout.
-func relayMain(service string) int {
+// run connects to rein through Socket, names the service, and copies
+// stdin there and the answer to stdout.
+func run(args []string) int {
+	service := args[0]
 	if service != "hook" && service != "mcp" {
 		fmt.Fprintf(os.Stderr, "rein relay: %q: hook or mcp\n", service)
 		return 2
 	}
-	c, err := net.Dial("unix", RelaySocket)
+	c, err := net.Dial("unix", Socket)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rein relay:", err)
 		return 1
