@@ -84,7 +84,7 @@ func NewBundle(agent Agent, pol *policy.Policy, ws, prog string, hosts []Host) *
 		"policy.json": JSON(resolved),
 		"hook.sh":     []byte(hookScript),
 	}}
-	for name, data := range agent.Files(at) {
+	for name, data := range agent.Files(at, hosts) {
 		b.files[name] = data
 	}
 	return b
@@ -113,8 +113,15 @@ func Prompt(agent Agent, pol *policy.Policy, ws string, hosts []Host) string {
 	fmt.Fprintf(&b, "- Network: only %s is reachable, through rein's egress proxy; every other\n  connection is refused and recorded.\n", strings.Join(Strings(hosts), ", "))
 	b.WriteString(boundary.Decided(pol.Mode.String()))
 	b.WriteString(boundary.Grammar(false))
-	fmt.Fprintf(&b, "- rein's own tools are available as %s (shell, shell_start,\n  read_result, the file tools): their results are bounded, with an id to\n  read the rest.\n", agent.ToolName("*"))
+	if name := agent.ToolName("*"); name != "" {
+		fmt.Fprintf(&b, "- rein's own tools are available as %s (shell, shell_start,\n  read_result, the file tools): their results are bounded, with an id to\n  read the rest.\n", name)
+	}
 	b.WriteString("- Everything is recorded in rein's trace.\n")
+	for _, name := range agent.Guidance() {
+		if text := guidance(ws, name); text != "" {
+			fmt.Fprintf(&b, "\n## %s (the repository's guidance)\n\n%s\n", name, text)
+		}
+	}
 	return b.String()
 }
 
@@ -230,7 +237,7 @@ func Verify(agent Agent, dir, exe string, key *trace.Key) (*Manifest, error) {
 		return nil, fmt.Errorf("it holds files the manifest does not list: %s", strings.Join(extra, ", "))
 	}
 	want := slices.Clone(reinFiles)
-	for name := range agent.Files("") {
+	for name := range agent.Files("", nil) {
 		want = append(want, name)
 	}
 	for _, name := range want {
@@ -302,4 +309,25 @@ type bundleLimits struct {
 	OpenFiles     int64
 	FileSizeBytes int64
 	TmpBytes      int64
+}
+
+// maxGuidance bounds what one guidance file adds to the prompt.
+const maxGuidance = 32 << 10
+
+// guidance is a guidance file of the workspace (never through a link out
+// of it), bounded, or "".
+func guidance(ws, name string) string {
+	f, err := os.OpenInRoot(ws, name)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxGuidance+1))
+	if err != nil {
+		return ""
+	}
+	if len(data) > maxGuidance {
+		return strings.ToValidUTF8(string(data[:maxGuidance]), "") + fmt.Sprintf("\n[rein: %s is longer than %d bytes; the rest is not shown]", name, maxGuidance)
+	}
+	return string(data)
 }

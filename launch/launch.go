@@ -50,14 +50,23 @@ type Agent interface {
 	// configures them.
 	ModelHosts(getenv func(string) string) ([]Host, error)
 	// Files are the agent's own files of the bundle (besides rein's
-	// prompt.md, policy.json and hook.sh), for a bundle at at inside
-	// the session.
-	Files(at string) map[string][]byte
+	// prompt.md, policy.json and hook.sh), for a bundle at at inside the
+	// session whose hosts are hosts (the model's first); their names do
+	// not depend on either.
+	Files(at string, hosts []Host) map[string][]byte
+	// Guidance are the workspace's files (AGENTS.md) rein's prompt
+	// carries, for an agent started without reading them itself.
+	Guidance() []string
+	// ProgramDirs are the directories of the host the session must read
+	// to run the program prog (its directory, or the package tree it
+	// imports from), each vetted as VetProgramDir does.
+	ProgramDirs(prog string) []string
 	// Start is the argv the agent starts with, before the user's
 	// arguments, and the files of the session's private HOME (a path
 	// below it, to a file or directory on the host), for the bundle
 	// bundle on the host, at at inside the session, and its prompt.
 	Start(at, bundle, prompt string) (argv []string, home map[string]string)
-	// ToolName is the agent's name for one of rein mcp's tools.
+	// ToolName is the agent's name for one of rein mcp's tools, or ""
+	// when the agent speaks no MCP (then the session serves none).
 	ToolName(tool string) string
 }

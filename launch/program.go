@@ -24,8 +24,10 @@ func SystemPath(dir string) bool {
 	return false
 }
 
-// MaxProgramDir bounds the entries of a program's directory rein vets.
-const MaxProgramDir = 20_000
+// MaxProgramDir bounds the entries of a program's directory rein vets: a
+// package tree the size of Pi's (about 21,250 files, 0.73.1) and twice
+// that, no more.
+const MaxProgramDir = 50_000
 
 // VetProgramDir says why the directory d of the session's program cannot
 // be bound read-only into the session: it holds a home directory, rein's

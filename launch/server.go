@@ -78,7 +78,9 @@ func (ss *Session) serve(ctx context.Context, runID string, store trace.Store, p
 	s := &server{session: ss, agent: ss.Agent.Hook(), l: l, mcp: srv, tools: map[string]bool{}, slots: make(chan struct{}, maxConns),
 		calls: rate.NewLimiter(hookRate, 2*hookRate)}
 	for _, spec := range specs {
-		s.tools[ss.Agent.ToolName(spec.Name)] = true
+		if name := ss.Agent.ToolName(spec.Name); name != "" {
+			s.tools[name] = true
+		}
 	}
 	s.wg.Add(1)
 	go func() {

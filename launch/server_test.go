@@ -34,7 +34,9 @@ func (testAgent) Reserved(string) bool                           { return false 
 func (testAgent) Env() []string                                  { return nil }
 func (testAgent) CheckArgs([]string) string                      { return "" }
 func (testAgent) ModelHosts(func(string) string) ([]Host, error) { return nil, nil }
-func (testAgent) Files(string) map[string][]byte                 { return nil }
+func (testAgent) Files(string, []Host) map[string][]byte         { return nil }
+func (testAgent) Guidance() []string                             { return nil }
+func (testAgent) ProgramDirs(string) []string                    { return nil }
 func (testAgent) Start(string, string, string) ([]string, map[string]string) {
 	return nil, nil
 }

@@ -219,11 +219,18 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	if s.Dir != "" && (s.Dir == ws || strings.HasPrefix(s.Dir, ws+"/")) {
 		p.Dir = s.Dir
 	}
-	if d := filepath.Dir(prog); !SystemPath(d) && d != ws && !strings.HasPrefix(d, ws+"/") {
+	dirs := []string{filepath.Dir(prog)}
+	if s.Agent != nil {
+		dirs = s.Agent.ProgramDirs(prog)
+	}
+	for _, d := range dirs {
+		if SystemPath(d) || d == ws || strings.HasPrefix(d, ws+"/") {
+			continue
+		}
 		if err := VetProgramDir(pol, ws, d); err != nil {
 			return res, &Error{ExitRefused, fmt.Sprintf("rein launch: %s cannot be shown to the session: %v; install it in a directory of its own", prog, err)}
 		}
-		p.HostReadPaths = []string{d}
+		p.HostReadPaths = append(p.HostReadPaths, d)
 	}
 	p.Limits = s.Limits
 	if len(hosts) > 0 {

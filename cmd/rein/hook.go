@@ -15,6 +15,7 @@ import (
 
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/hook/claudecode"
+	"github.com/reinhq/rein/hook/pi"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/sandbox/bwrap"
@@ -32,6 +33,16 @@ var hookAgents = []struct {
 	adapter     hook.Adapter
 	short, long string
 }{
+	{pi.Adapter{}, "Pi's gate: read a tool call from rein's Pi extension on stdin, answer allow, deny or ask",
+		`Read one Pi tool call as rein's extension for Pi sends it (rein hook install
+--agent pi prints the extension) and print rein's answer: allow, deny or
+ask, with a reason naming the rule and layer. bash goes through rein's
+grammar and policy, and an allowed line is rewritten to run through rein
+shell, in rein's sandbox; read, write and edit through the path rules, the
+protected set and the workspace, read in every spelling Pi's read may
+open; grep, find and ls as searches; any other tool through the tool
+rules. Malformed input, an internal error or a timeout answers deny. Every
+decision is recorded in the trace.`},
 	{claudecode.Adapter{}, "Claude Code's PreToolUse hook: read the call on stdin, answer allow, deny or ask",
 		`Read Claude Code's PreToolUse JSON on stdin and print its hook output
 JSON: permissionDecision allow, deny or ask, with a reason naming the rule
@@ -73,25 +84,45 @@ func newHookCmd(sf *scopeFlags) *cobra.Command {
 		tf.register(sub)
 		cmd.AddCommand(sub)
 	}
-	var settings string
+	var settings, agentName string
 	install := &cobra.Command{
-		Use:   "install [--settings FILE]",
-		Short: "Print, or merge into a settings.json, the hook entry that runs rein for every Claude Code tool",
-		Args:  cobra.NoArgs,
+		Use:   "install [--agent claude-code|pi] [--settings FILE]",
+		Short: "Print, or install into the agent's settings, what runs rein's hook for every tool call of Claude Code (or Pi)",
+		Long: `For claude-code (the default): print the PreToolUse hook entry that runs
+rein hook claude-code for every tool, or merge it into a settings.json.
+
+For pi: print rein's extension for Pi (plain JavaScript, which runs rein
+hook pi on every tool call and blocks the call on anything but rein's
+allow); with --settings FILE (Pi's settings.json, for example
+~/.pi/agent/settings.json), write it beside that file as rein/gate.js and
+add its path to the file's "extensions", keeping everything else.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			// Claude Code runs the command with a shell: the path is quoted.
-			entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shell.Quote(exe) + " hook claude-code", "timeout": 30}}}
-			if settings == "" {
-				return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
+			switch agentName {
+			case "", "claude-code":
+				// Claude Code runs the command with a shell: the path is quoted.
+				entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shell.Quote(exe) + " hook claude-code", "timeout": 30}}}
+				if settings == "" {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
+				}
+				return mergeHook(settings, entry, cmd.OutOrStdout())
+			case "pi":
+				ext := pi.Extension([]string{exe, "hook", "pi"})
+				if settings == "" {
+					_, err := io.WriteString(cmd.OutOrStdout(), ext)
+					return err
+				}
+				return installPi(settings, ext, cmd.OutOrStdout())
 			}
-			return mergeHook(settings, entry, cmd.OutOrStdout())
+			return &exitError{exitUsage, fmt.Sprintf("--agent %q: claude-code or pi", agentName)}
 		},
 	}
-	install.Flags().StringVar(&settings, "settings", "", "merge into this settings.json (for example .claude/settings.json), keeping everything else in it")
+	install.Flags().StringVar(&settings, "settings", "", "install into this settings.json (Claude Code's, for example .claude/settings.json; Pi's, for example ~/.pi/agent/settings.json), keeping everything else in it")
+	install.Flags().StringVar(&agentName, "agent", "claude-code", "the agent: claude-code or pi")
 	cmd.AddCommand(install)
 	return cmd
 }
@@ -280,12 +311,77 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".settings-*.json")
+	if err := writeFileAtomic(path, append(data, '\n'), mode); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "added to %s: rein decides every Claude Code tool call (%s)\n", path, want)
+	return nil
+}
+
+// installPi writes rein's extension beside Pi's settings file (rein/gate.js
+// in its directory, replaced if there) and adds its path to the file's
+// "extensions", keeping everything else; an entry already there is not
+// added twice.
+func installPi(path, ext string, out io.Writer) error {
+	settings := map[string]any{}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return &exitError{exitUsage, fmt.Sprintf("%s is not a regular file (a link?): edit the file it names", path)}
+		}
+		mode = fi.Mode().Perm()
+	}
+	if data, err := os.ReadFile(path); err == nil {
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.UseNumber()
+		if err := dec.Decode(&settings); err != nil {
+			return &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
+		}
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	exts, ok := settings["extensions"].([]any)
+	if _, present := settings["extensions"]; present && !ok {
+		return &exitError{exitUsage, fmt.Sprintf("%s: \"extensions\" is not an array", path)}
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	gate := filepath.Join(filepath.Dir(abs), "rein", "gate.js")
+	if err := os.MkdirAll(filepath.Dir(gate), 0o755); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(gate, []byte(ext), 0o644); err != nil {
+		return err
+	}
+	for _, e := range exts {
+		if e == gate {
+			fmt.Fprintf(out, "wrote %s; %s already loads it for every Pi session\n", gate, path)
+			return nil
+		}
+	}
+	settings["extensions"] = append(exts, gate)
+	data, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, append(data, '\n'), mode); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s and added it to %s: rein decides every Pi tool call\n", gate, path)
+	return nil
+}
+
+// writeFileAtomic writes data to path through a temporary file in its
+// directory, renamed over it: a reader sees the old file or the new one.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
 	}
 	tmp := f.Name()
-	_, err = f.Write(append(data, '\n'))
+	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(mode)
 	}
@@ -297,8 +393,6 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return err
 	}
-	fmt.Fprintf(out, "added to %s: rein decides every Claude Code tool call (%s)\n", path, want)
-	return nil
+	return err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/launch"
 	"github.com/reinhq/rein/launch/claudecode"
+	lpi "github.com/reinhq/rein/launch/pi"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 )
@@ -82,7 +83,8 @@ the whole tree is gone after).`,
 	f := cmd.Flags()
 	f.StringVar(&lo.workspace, "workspace", "", "the project, writable in the session (default: the current directory)")
 	f.DurationVar(&lo.timeout, "timeout", defaultLaunchTimeout, "end the session, its whole tree, after this long (at most 24h)")
-	f.StringVar(&lo.programPath, "claude", "", "the agent's binary (default: its name on PATH, claude for claude-code)")
+	f.StringVar(&lo.programPath, "claude", "", "Claude Code's binary (default: claude on PATH)")
+	f.StringVar(&lo.piPath, "pi", "", "Pi's binary (default: pi on PATH)")
 	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the program's model credential, passed into its environment only (repeatable; claude-code: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN)")
 	f.StringArrayVar(&lo.env, "env", nil, "pass this variable of the environment into the session (repeatable; never a credential)")
 	f.StringArrayVar(&lo.allowHosts, "allow-host", nil, "let the session reach this host (host or host:port; repeatable) besides the model API's")
@@ -102,6 +104,7 @@ type launchOptions struct {
 	workspace   string
 	timeout     time.Duration
 	programPath string
+	piPath      string
 	keyEnv      []string
 	env         []string
 	allowHosts  []string
@@ -110,7 +113,7 @@ type launchOptions struct {
 }
 
 // launchAgents are the agents rein launch runs, one entry each.
-var launchAgents = []launch.Agent{claudecode.Agent{}}
+var launchAgents = []launch.Agent{claudecode.Agent{}, lpi.Agent{}}
 
 // launchAgent is the agent registered under name, or nil.
 func launchAgent(name string) launch.Agent {
@@ -187,6 +190,9 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 			return &exitError{exitLaunchRefused, "rein launch: " + why}
 		}
 		name := lo.programPath
+		if lo.agent.Name() == "pi" {
+			name = lo.piPath
+		}
 		if name == "" {
 			name = lo.agent.Program()
 		}

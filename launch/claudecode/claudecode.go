@@ -83,7 +83,7 @@ func (Agent) ModelHosts(getenv func(string) string) ([]launch.Host, error) {
 
 // Files are settings.json, whose hook runs the bundle's hook.sh for every
 // tool, and mcp.json, which starts rein mcp through the relay.
-func (Agent) Files(at string) map[string][]byte {
+func (Agent) Files(at string, _ []launch.Host) map[string][]byte {
 	settings := map[string]any{
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
 			"type": "command", "command": "/bin/sh " + at + "/hook.sh", "timeout": 30}}}}},
@@ -101,6 +101,14 @@ func (Agent) Start(at, bundle, prompt string) ([]string, map[string]string) {
 	home := map[string]string{launch.BundleAt: bundle, ".claude/settings.json": filepath.Join(bundle, "settings.json")}
 	return []string{"--setting-sources", "user", "--mcp-config", at + "/mcp.json", "--append-system-prompt", prompt}, home
 }
+
+// Guidance: Claude Code reads the workspace's CLAUDE.md and AGENTS.md
+// itself.
+func (Agent) Guidance() []string { return nil }
+
+// ProgramDirs is the directory of Claude Code's program (its package
+// bundles what it runs).
+func (Agent) ProgramDirs(prog string) []string { return []string{filepath.Dir(prog)} }
 
 // ToolName is Claude Code's name for an MCP tool of the server "rein".
 func (Agent) ToolName(tool string) string { return "mcp__rein__" + tool }

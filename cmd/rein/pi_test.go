@@ -1,0 +1,348 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reinhq/rein/hook/pi"
+	"github.com/reinhq/rein/internal/testenv"
+	"github.com/reinhq/rein/trace/sqlite"
+)
+
+// The real Pi CLI (npm @mariozechner/pi-coding-agent, pinned in
+// testdata/pi; .ci/run installs it with npm ci) driven with -p against
+// the scripted Messages API of the Claude Code tests on 127.0.0.1, in a
+// network namespace holding only loopback.
+
+// piPath is where npm ci installs Pi, found before a test moves to its
+// workspace.
+var piPath, _ = filepath.Abs("testdata/pi/node_modules/.bin/pi")
+
+// piBin is the installed Pi CLI, or the test fails (skips outside CI).
+func piBin(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat(piPath); err != nil {
+		testenv.Missing(t, "Pi is not installed: npm ci --prefix testdata/pi (%v)", err)
+	}
+	return piPath
+}
+
+// piExtension writes rein's extension for Pi, running the test binary as
+// rein (hook pi), and returns its path.
+func piExtension(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "rein-gate.js")
+	if err := os.WriteFile(path, []byte(pi.Extension([]string{os.Args[0], "hook", "pi"})), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// runPi runs pi -p in ws against the server, with a private HOME whose
+// models.json points Pi's anthropic provider at it, the extensions given
+// (-e) and nothing else loaded, and returns its output and error.
+func runPi(t *testing.T, s *ccServer, ws, home string, exts []string, args ...string) (string, error) {
+	return runPiWith(t, s, ws, home, exts, true, args...)
+}
+
+// runPiWith is runPi, loading the extensions Pi's settings name too
+// unless isolated.
+func runPiWith(t *testing.T, s *ccServer, ws, home string, exts []string, isolated bool, args ...string) (string, error) {
+	t.Helper()
+	models := filepath.Join(home, ".pi", "agent", "models.json")
+	os.MkdirAll(filepath.Dir(models), 0o755)
+	data, _ := json.Marshal(map[string]any{"providers": map[string]any{"anthropic": map[string]any{"baseUrl": s.srv.URL}}})
+	if err := os.WriteFile(models, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := []string{"-p", "do the task", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session",
+		"--no-skills", "--no-context-files", "--no-prompt-templates", "--no-themes"}
+	if isolated {
+		argv = append(argv, "--no-extensions")
+	}
+	for _, e := range exts {
+		argv = append(argv, "-e", e)
+	}
+	cmd := exec.Command(piBin(t), append(argv, args...)...)
+	cmd.Dir = ws
+	cmd.Env = []string{"HOME=" + home, "TMPDIR=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-ant-test-key", "REIN_TEST_MAIN=1",
+		"PI_SKIP_VERSION_CHECK=1", "NO_COLOR=1"}
+	for _, k := range []string{"REIN_ORG_POLICY", "REIN_USER_POLICY", "REIN_PROJECT_POLICY", "REIN_CACHE_DIR", "XDG_CONFIG_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	inLoopbackNetns(t, cmd, s.srv.URL[strings.LastIndexByte(s.srv.URL, ':')+1:], s.sock)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestPiGate: with rein's extension, Pi's bash runs an allowed command
+// through rein, in rein's sandbox (a script an allow rule names cannot
+// write outside the workspace, and its output reaches the model); a read
+// of the key, directly or through a workspace link to it, and a write
+// into .git/hooks are refused, the model seeing rein's reason and never
+// the key; every call is a step of the session's run in the trace.
+func TestPiGate(t *testing.T) {
+	requireBwrap(t)
+	piBin(t)
+	home, ws := docFixture(t)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("SECRET-KEY-MATERIAL\n"), 0o600)
+	os.Symlink(filepath.Join(home, ".ssh", "id_rsa"), filepath.Join(ws, "innocent.txt"))
+	os.MkdirAll(filepath.Join(ws, ".git", "hooks"), 0o755)
+	marker := filepath.Join(home, "escaped")
+	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building in $(pwd)\necho x > "+marker+"\necho built > out.txt\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	s := newCCServer(t,
+		ccTool("bash", map[string]any{"command": "./build.sh"}),
+		ccTool("read", map[string]any{"path": "~/.ssh/id_rsa"}),
+		ccTool("read", map[string]any{"path": "innocent.txt"}),
+		ccTool("write", map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}),
+	)
+	out, err := runPi(t, s, ws, home, []string{piExtension(t)})
+	seen := s.seen()
+	if len(seen) != 4 {
+		t.Fatalf("the model saw %d tool results: %q\n%v\n%s", len(seen), seen, err, out)
+	}
+	t.Logf("the model saw: %q", seen)
+	if !strings.Contains(seen[0], "building in "+ws) {
+		t.Errorf("the allowed command's output did not reach the model: %q", seen[0])
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(data) != "built\n" {
+		t.Errorf("the allowed command's workspace write: %q", data)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the allowed script wrote outside the workspace: bash ran unconfined")
+	}
+	for i, want := range []string{"protected", "protected", ".git"} {
+		if r := seen[i+1]; !strings.Contains(r, "rein: ") || !strings.Contains(r, want) {
+			t.Errorf("call %d: the model saw %q, want rein's refusal naming %q", i+2, r, want)
+		}
+	}
+	if strings.Contains(strings.Join(seen, " "), "SECRET-KEY-MATERIAL") {
+		t.Errorf("the key reached the model: %q", seen)
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("the write into .git/hooks landed")
+	}
+	// The session is one run in the trace, every tool call a step of it.
+	code, runs, _ := rein(t, "trace", "runs", "--json")
+	var listed []struct {
+		ID      string `json:"id"`
+		Surface string `json:"surface"`
+	}
+	json.Unmarshal([]byte(runs), &listed)
+	run := ""
+	for _, r := range listed {
+		if r.Surface == "pi" {
+			run = r.ID
+		}
+	}
+	if code != 0 || !strings.HasPrefix(run, "pi-") {
+		t.Fatalf("no Pi session in the trace's runs: %s", runs)
+	}
+	code, show, _ := rein(t, "trace", "show", run)
+	if code != 0 || strings.Count(show, "step ") != 4 || !strings.Contains(show, "bash") || !strings.Contains(show, "read") || !strings.Contains(show, "write") {
+		t.Errorf("trace show %s: exit %d\n%s", run, code, show)
+	}
+}
+
+// TestPiGateFailsClosed: anything but rein's allow blocks the call: rein
+// missing, rein hanging past the extension's wait, an answer that is not
+// rein's; and a Pi told to load a gate that is not there refuses to start.
+func TestPiGateFailsClosed(t *testing.T) {
+	piBin(t)
+	home, ws := docFixture(t)
+	dir := t.TempDir()
+	ext := func(name string, timeout time.Duration, argv ...string) string {
+		path := filepath.Join(dir, name+".js")
+		if err := os.WriteFile(path, []byte(pi.ExtensionWithin(argv, timeout)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for _, c := range []struct {
+		name, ext, want string
+	}{
+		{"missing", ext("missing", 5*time.Second, filepath.Join(dir, "no-such-rein"), "hook", "pi"), "rein could not start"},
+		{"hanging", ext("hanging", 2*time.Second, "/bin/sh", "-c", "sleep 30"), "no answer within 2 s"},
+		{"crashing", ext("crashing", 5*time.Second, "/bin/sh", "-c", "exit 3"), "rein ended with exit 3"},
+		{"not rein's answer", ext("garbage", 5*time.Second, "/bin/sh", "-c", `echo '{"decision":"allowed","reason":"yes"}'`), "yes"},
+		{"not JSON", ext("notjson", 5*time.Second, "/bin/sh", "-c", "echo allow"), "not JSON"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ran := filepath.Join(ws, "ran-"+strings.ReplaceAll(c.name, " ", "-"))
+			s := newCCServer(t, ccTool("bash", map[string]any{"command": "touch " + ran}))
+			out, err := runPi(t, s, ws, home, []string{c.ext})
+			seen := s.seen()
+			if len(seen) != 1 || !strings.Contains(seen[0], c.want) {
+				t.Fatalf("the model saw %q, want a block naming %q\n%v\n%s", seen, c.want, err, out)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Errorf("the call ran")
+			}
+		})
+	}
+	s := newCCServer(t, ccTool("bash", map[string]any{"command": "true"}))
+	out, err := runPi(t, s, ws, home, []string{filepath.Join(dir, "absent.js")})
+	if err == nil || len(s.seen()) != 0 {
+		t.Errorf("a Pi told to load a gate that is not there: %v, %d tool results\n%s", err, len(s.seen()), out)
+	}
+}
+
+// TestLaunchPi: rein launch pi runs the real Pi whole in rein's sandbox,
+// its every tool call decided through the bundle's extension and the
+// relay: an allowed command runs and cannot write outside the workspace,
+// another host is refused, the caller's key is refused and never seen, a
+// write outside the workspace is refused; Pi's flags that would load
+// another extension are refused before it starts; the session is one
+// run in the trace.
+func TestLaunchPi(t *testing.T) {
+	requireBwrap(t)
+	bin := piBin(t)
+	home, ws := docFixture(t)
+	tr := filepath.Join(t.TempDir(), "trace.db")
+	t.Setenv("REIN_TRACE", tr)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("SECRET-KEY-MATERIAL\n"), 0o600)
+	outside := t.TempDir()
+	marker := filepath.Join(outside, "escaped")
+	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building in $(pwd) as $HOME\necho x > "+marker+"\necho built > out.txt\nls ~/.pi/agent\n"), 0o755)
+	os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("Run ./build.sh to build.\n"), 0o644)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var reached atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	other := l.Addr().(*net.TCPAddr).Port
+	os.WriteFile(filepath.Join(ws, "net.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", other)), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"./net.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+
+	s := newCCServer(t,
+		ccTool("bash", map[string]any{"command": "./build.sh"}),
+		ccTool("bash", map[string]any{"command": "./net.sh"}),
+		ccTool("read", map[string]any{"path": home + "/.ssh/id_rsa"}),
+		ccTool("write", map[string]any{"path": filepath.Join(outside, "note.txt"), "content": "x"}),
+	)
+	env := []string{"ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
+	code, out, errOut := launchProc(t, env, "--pi", bin, "pi", "--", "-p", "do the task", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session")
+	seen := s.seen()
+	if code != 0 || len(seen) != 4 {
+		t.Fatalf("exit %d, the model saw %d results: %q\nstdout %s\nstderr %s", code, len(seen), seen, out, errOut)
+	}
+	t.Logf("the model saw: %q", seen)
+	if !strings.Contains(seen[0], "building in "+ws+" as /run/rein/home") || !strings.Contains(seen[0], "models.json") {
+		t.Errorf("the allowed command's output: %q", seen[0])
+	}
+	if data, _ := os.ReadFile(filepath.Join(ws, "out.txt")); string(data) != "built\n" {
+		t.Errorf("the workspace write: %q", data)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("a command in the session wrote outside the workspace")
+	}
+	if !strings.Contains(seen[1], "403") || reached.Load() != 0 {
+		t.Errorf("another host: %q, reached %d times", seen[1], reached.Load())
+	}
+	if !strings.Contains(seen[2], "rein: ") || strings.Contains(strings.Join(seen, " "), "SECRET") {
+		t.Errorf("the read of the key: %q", seen[2])
+	}
+	if !strings.Contains(seen[3], "rein: ") {
+		t.Errorf("the write outside the workspace: %q", seen[3])
+	}
+	if _, err := os.Stat(filepath.Join(outside, "note.txt")); err == nil {
+		t.Errorf("the write outside the workspace landed")
+	}
+	store, err := sqlite.Open(tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	runs, err := store.Runs(context.Background(), 10)
+	if err != nil || len(runs) != 1 || !strings.HasPrefix(runs[0].ID, "launch-") || runs[0].Surface != "pi" {
+		t.Fatalf("the trace's runs: %+v %v", runs, err)
+	}
+	steps, _ := store.Steps(context.Background(), runs[0].ID)
+	tools := map[string]int{}
+	for _, st := range steps {
+		tools[st.Tool]++
+	}
+	if tools["bash"] != 2 || tools["read"] != 1 || tools["write"] != 1 {
+		t.Errorf("the session's steps: %v", tools)
+	}
+
+	for _, args := range [][]string{{"-e", "/tmp/other.js"}, {"--extension=/tmp/other.js"}, {"install", "npm:evil"}, {"--api-key", "k"}, {"--brand-new-flag"}} {
+		if code, _, errOut := launchProc(t, env, append([]string{"--pi", bin, "pi", "--"}, args...)...); code != exitLaunchRefused || !strings.Contains(errOut, "Pi's") {
+			t.Errorf("rein launch pi -- %q: exit %d: %s", args, code, errOut)
+		}
+	}
+}
+
+// TestPiHookInstall: rein hook install --agent pi prints the extension,
+// and with --settings writes it beside Pi's settings and adds it to their
+// extensions once, keeping the rest; a Pi started with those settings
+// (and no -e) has every tool call decided by rein.
+func TestPiHookInstall(t *testing.T) {
+	piBin(t)
+	home, ws := docFixture(t)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("SECRET-KEY-MATERIAL\n"), 0o600)
+	code, printed, _ := rein(t, "hook", "install", "--agent", "pi")
+	if code != 0 || !strings.HasPrefix(printed, "// rein's gate for Pi") || !strings.Contains(printed, `"hook","pi"]`) {
+		t.Fatalf("rein hook install --agent pi: exit %d\n%.300s", code, printed)
+	}
+	settings := filepath.Join(home, ".pi", "agent", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	os.WriteFile(settings, []byte(`{"defaultThinkingLevel": "off", "extensions": []}`), 0o644)
+	for range 2 {
+		if code, _, errOut := rein(t, "hook", "install", "--agent", "pi", "--settings", settings); code != 0 {
+			t.Fatalf("install: exit %d: %s", code, errOut)
+		}
+	}
+	var got struct {
+		Thinking   string   `json:"defaultThinkingLevel"`
+		Extensions []string `json:"extensions"`
+	}
+	data, _ := os.ReadFile(settings)
+	gate := filepath.Join(filepath.Dir(settings), "rein", "gate.js")
+	if err := json.Unmarshal(data, &got); err != nil || got.Thinking != "off" || len(got.Extensions) != 1 || got.Extensions[0] != gate {
+		t.Fatalf("the settings after two installs: %v %s", err, data)
+	}
+	if ext, _ := os.ReadFile(gate); string(ext) != printed {
+		t.Errorf("the gate written differs from the one printed")
+	}
+	if code, _, _ := rein(t, "hook", "install", "--agent", "codex"); code != exitUsage {
+		t.Errorf("an agent rein does not know: exit %d", code)
+	}
+	s := newCCServer(t, ccTool("read", map[string]any{"path": "~/.ssh/id_rsa"}))
+	out, err := runPiWith(t, s, ws, home, nil, false)
+	seen := s.seen()
+	if len(seen) != 1 || !strings.Contains(seen[0], "rein: ") || strings.Contains(seen[0], "SECRET") {
+		t.Fatalf("the installed gate: the model saw %q\n%v\n%s", seen, err, out)
+	}
+}
