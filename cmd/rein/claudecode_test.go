@@ -51,7 +51,7 @@ func ccTool(name string, input any) ccTurn {
 // plays a script. Requests without tools (Claude Code's own side queries)
 // get a short text and do not advance the script.
 type ccServer struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *httptest.Server
 	mu      sync.Mutex
 	turns   []ccTurn
@@ -61,7 +61,7 @@ type ccServer struct {
 	sock    string   // the same API on a unix socket, for a network namespace
 }
 
-func newCCServer(t *testing.T, turns ...ccTurn) *ccServer {
+func newCCServer(t testing.TB, turns ...ccTurn) *ccServer {
 	s := &ccServer{t: t, turns: turns}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)

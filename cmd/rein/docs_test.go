@@ -154,7 +154,7 @@ func TestDocsPolicyFiles(t *testing.T) {
 
 // docFixture makes a HOME with a key and a workspace with a Go file, points
 // every scope at empty or absent files, and moves into the workspace.
-func docFixture(t *testing.T) (home, ws string) {
+func docFixture(t testing.TB) (home, ws string) {
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

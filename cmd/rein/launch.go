@@ -44,7 +44,7 @@ func newLaunchCmd(sf *scopeFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "launch [flags] AGENT [-- AGENT_ARGS...] | launch [flags] -- PROGRAM ARGS...",
-		Short: "Run Claude Code (or any agent CLI) whole inside rein's sandbox, as a managed session",
+		Short: "Run Claude Code or Pi (or any agent CLI) whole inside rein's sandbox, as a managed session",
 		Long: `Run an agent's CLI inside rein's bwrap sandbox for a whole session: its own
 pid namespace, the workspace writable (rein's protected paths read-only or
 hidden), a private HOME holding only rein's launch bundle, and an egress
@@ -55,10 +55,12 @@ credentials (naming them); only the model's key goes in.
 For claude-code, rein writes a launch bundle (prompt.md, settings.json with
 rein's hook, mcp.json with rein mcp, policy.json, manifest.json with the
 sha256 of each file and of rein's binary, keyed with rein's trace key),
-verifies it, and starts Claude Code with it. Every tool call is decided by
-rein's hook on the host; a hook that crashes, hangs or is missing blocks
-the call. Flags that skip hooks are refused. The session is one run in the
-trace: every hook decision, MCP call and connection under it.
+verifies it, and starts Claude Code with it. For pi, the bundle holds
+rein's extension for Pi and a models.json instead, and Pi starts with that
+extension and nothing else loaded. Every tool call is decided by rein's
+gate on the host; a gate that crashes, hangs or is missing blocks the
+call. Flags that skip the gate are refused. The session is one run in the
+trace: every decision, MCP call and connection under it.
 
 Exit status: the program's own; 121 the bundle failed its verification;
 122 credentials in the environment; 123 a refused argument; 124 the

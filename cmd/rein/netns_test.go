@@ -30,7 +30,7 @@ import (
 const netnsEnv = "REIN_TEST_NETNS"
 
 // serveUnix serves h on a unix socket too, for the namespace's forwarder.
-func serveUnix(t *testing.T, h http.Handler) string {
+func serveUnix(t testing.TB, h http.Handler) string {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "api.sock")
 	l, err := net.Listen("unix", sock)
@@ -46,7 +46,7 @@ func serveUnix(t *testing.T, h http.Handler) string {
 // inLoopbackNetns makes cmd run in a network namespace holding only
 // loopback, with port forwarded to the unix socket sock; it fails the test
 // where such a namespace cannot be made (it needs root).
-func inLoopbackNetns(t *testing.T, cmd *exec.Cmd, port, sock string) {
+func inLoopbackNetns(t testing.TB, cmd *exec.Cmd, port, sock string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		testenv.Missing(t, "a network namespace for Claude Code needs root")

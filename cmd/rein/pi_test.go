@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/reinhq/rein/hook/pi"
 	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/trace/sqlite"
+	"golang.org/x/text/unicode/norm"
 )
 
 // The real Pi CLI (npm @mariozechner/pi-coding-agent, pinned in
@@ -30,7 +32,7 @@ import (
 var piPath, _ = filepath.Abs("testdata/pi/node_modules/.bin/pi")
 
 // piBin is the installed Pi CLI, or the test fails (skips outside CI).
-func piBin(t *testing.T) string {
+func piBin(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(piPath); err != nil {
 		testenv.Missing(t, "Pi is not installed: npm ci --prefix testdata/pi (%v)", err)
@@ -40,7 +42,7 @@ func piBin(t *testing.T) string {
 
 // piExtension writes rein's extension for Pi, running the test binary as
 // rein (hook pi), and returns its path.
-func piExtension(t *testing.T) string {
+func piExtension(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "rein-gate.js")
 	if err := os.WriteFile(path, []byte(pi.Extension([]string{os.Args[0], "hook", "pi"})), 0o644); err != nil {
@@ -52,13 +54,13 @@ func piExtension(t *testing.T) string {
 // runPi runs pi -p in ws against the server, with a private HOME whose
 // models.json points Pi's anthropic provider at it, the extensions given
 // (-e) and nothing else loaded, and returns its output and error.
-func runPi(t *testing.T, s *ccServer, ws, home string, exts []string, args ...string) (string, error) {
+func runPi(t testing.TB, s *ccServer, ws, home string, exts []string, args ...string) (string, error) {
 	return runPiWith(t, s, ws, home, exts, true, args...)
 }
 
 // runPiWith is runPi, loading the extensions Pi's settings name too
 // unless isolated.
-func runPiWith(t *testing.T, s *ccServer, ws, home string, exts []string, isolated bool, args ...string) (string, error) {
+func runPiWith(t testing.TB, s *ccServer, ws, home string, exts []string, isolated bool, args ...string) (string, error) {
 	t.Helper()
 	models := filepath.Join(home, ".pi", "agent", "models.json")
 	os.MkdirAll(filepath.Dir(models), 0o755)
@@ -346,3 +348,178 @@ func TestPiHookInstall(t *testing.T) {
 		t.Fatalf("the installed gate: the model saw %q\n%v\n%s", seen, err, out)
 	}
 }
+
+// TestPiReadSpellings: Pi's read really opens the fallback spellings of a
+// name that does not exist (a narrow no-break space before PM., the NFD
+// form, a curly apostrophe, NFD with a curly apostrophe): without rein's
+// gate, a read of each name reaches the file its fallback links to,
+// outside the workspace; with it, each is refused and the file's bytes
+// never reach the model. A tool of another extension that no [tool] rule
+// names is asked, and under -p blocked.
+func TestPiReadSpellings(t *testing.T) {
+	piBin(t)
+	home, ws := docFixture(t)
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	os.WriteFile(outside, []byte("OUTSIDE-CONTENT\n"), 0o644)
+	names := [][2]string{
+		{"Shot 1.02.03 PM.png", "Shot 1.02.03\u202FPM.png"},
+		{"café.txt", norm.NFD.String("café.txt")},
+		{"l'image.txt", "l\u2019image.txt"},
+		{"d'écran.txt", norm.NFD.String("d\u2019écran.txt")},
+	}
+	for _, n := range names {
+		if err := os.Symlink(outside, filepath.Join(ws, n[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var turns []ccTurn
+	for _, n := range names {
+		turns = append(turns, ccTool("read", map[string]any{"path": n[0]}))
+	}
+	s := newCCServer(t, turns...)
+	if out, err := runPi(t, s, ws, home, nil); len(s.seen()) != len(names) {
+		t.Fatalf("ungated: %q\n%v\n%s", s.seen(), err, out)
+	}
+	for i, r := range s.seen() {
+		if !strings.Contains(r, "OUTSIDE-CONTENT") {
+			t.Errorf("ungated, Pi's read of %q did not open its fallback %q: %q (the spellings changed: read Pi's path-utils.js again)", names[i][0], names[i][1], r)
+		}
+	}
+	s = newCCServer(t, append(turns, ccTool("deploy", map[string]any{"target": "prod"}))...)
+	other := filepath.Join(t.TempDir(), "deploy.js")
+	os.WriteFile(other, []byte(`import { Type } from "typebox";
+export default function (pi) {
+  pi.registerTool({ name: "deploy", label: "Deploy", description: "Deploy", parameters: Type.Object({ target: Type.String() }),
+    async execute() { return { content: [{ type: "text", text: "DEPLOYED" }], details: {} }; } });
+}
+`), 0o644)
+	out, err := runPi(t, s, ws, home, []string{piExtension(t), other})
+	seen := s.seen()
+	if len(seen) != len(names)+1 {
+		t.Fatalf("gated: %q\n%v\n%s", seen, err, out)
+	}
+	for i, r := range seen[:len(names)] {
+		if !strings.Contains(r, "rein: ") || !strings.Contains(r, "leads out of the workspace") || strings.Contains(r, "OUTSIDE-CONTENT") {
+			t.Errorf("gated, the read of %q: %q", names[i][0], r)
+		}
+	}
+	if r := seen[len(names)]; !strings.Contains(r, "rein: ") || strings.Contains(r, "DEPLOYED") {
+		t.Errorf("another extension's tool no rule names: %q", r)
+	}
+}
+
+// TestPiAskConfirms: in a session Pi has a user for (its RPC mode, as an
+// editor drives it), rein's ask is Pi's own confirmation: yes runs the
+// line through rein (approved, confined), no blocks it, saying so.
+func TestPiAskConfirms(t *testing.T) {
+	requireBwrap(t)
+	bin := piBin(t)
+	home, ws := docFixture(t)
+	os.WriteFile(filepath.Join(ws, "deploy.sh"), []byte("#!/bin/sh\necho deployed > deployed.txt\necho deploying\n"), 0o755)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nask = [\"./deploy.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	models := filepath.Join(home, ".pi", "agent", "models.json")
+	os.MkdirAll(filepath.Dir(models), 0o755)
+	ext := piExtension(t)
+	for _, answer := range []bool{true, false} {
+		t.Run(fmt.Sprint(answer), func(t *testing.T) {
+			os.Remove(filepath.Join(ws, "deployed.txt"))
+			s := newCCServer(t, ccTool("bash", map[string]any{"command": "./deploy.sh"}))
+			data, _ := json.Marshal(map[string]any{"providers": map[string]any{"anthropic": map[string]any{"baseUrl": s.srv.URL}}})
+			os.WriteFile(models, data, 0o644)
+			cmd := exec.Command(bin, "--mode", "rpc", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session",
+				"--no-extensions", "--no-skills", "--no-context-files", "--no-prompt-templates", "--no-themes", "-e", ext)
+			cmd.Dir = ws
+			cmd.Env = []string{"HOME=" + home, "TMPDIR=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-ant-test-key", "REIN_TEST_MAIN=1", "PI_SKIP_VERSION_CHECK=1"}
+			for _, k := range []string{"REIN_ORG_POLICY", "REIN_USER_POLICY", "REIN_PROJECT_POLICY", "REIN_CACHE_DIR", "XDG_CONFIG_HOME"} {
+				if v, ok := os.LookupEnv(k); ok {
+					cmd.Env = append(cmd.Env, k+"="+v)
+				}
+			}
+			inLoopbackNetns(t, cmd, s.srv.URL[strings.LastIndexByte(s.srv.URL, ':')+1:], s.sock)
+			stdin, _ := cmd.StdinPipe()
+			stdout, _ := cmd.StdoutPipe()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			fmt.Fprintln(stdin, `{"id":"p1","type":"prompt","message":"do the task"}`)
+			asked := ""
+			sc := bufio.NewScanner(stdout)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			deadline := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+			defer deadline.Stop()
+			for sc.Scan() {
+				var ev struct {
+					Type, ID, Method, Title, Message string
+				}
+				if json.Unmarshal(sc.Bytes(), &ev) != nil {
+					continue
+				}
+				if ev.Type == "extension_ui_request" && ev.Method == "confirm" {
+					asked = ev.Title + ": " + ev.Message
+					resp, _ := json.Marshal(map[string]any{"type": "extension_ui_response", "id": ev.ID, "confirmed": answer})
+					stdin.Write(append(resp, '\n'))
+				}
+				if ev.Type == "agent_end" {
+					break
+				}
+			}
+			stdin.Close()
+			cmd.Process.Kill()
+			cmd.Wait()
+			seen := s.seen()
+			if !strings.Contains(asked, "./deploy.sh") || len(seen) != 1 {
+				t.Fatalf("asked %q; the model saw %q", asked, seen)
+			}
+			_, err := os.Stat(filepath.Join(ws, "deployed.txt"))
+			switch {
+			case answer && (err != nil || !strings.Contains(seen[0], "deploying")):
+				t.Errorf("confirmed, the line did not run: %q", seen[0])
+			case !answer && (err == nil || !strings.Contains(seen[0], "you declined")):
+				t.Errorf("declined, the line ran or the model was not told: %q", seen[0])
+			}
+		})
+	}
+}
+
+// BenchmarkPiToolCall is the wall time the gate adds to one of the real
+// Pi's tool calls: each iteration runs a Pi session of piBenchCalls reads
+// and one of none, ungated and gated (rein's extension, rein hook pi as
+// its own process, the decision recorded in the trace), and reports each
+// session's time per call over the empty session's, and their difference.
+func BenchmarkPiToolCall(b *testing.B) {
+	piBin(b)
+	home, ws := docFixture(b)
+	os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("notes\n"), 0o644)
+	ext := piExtension(b)
+	session := func(exts []string, calls int) time.Duration {
+		var turns []ccTurn
+		for range calls {
+			turns = append(turns, ccTool("read", map[string]any{"path": "notes.txt"}))
+		}
+		s := newCCServer(b, turns...)
+		start := time.Now()
+		out, err := runPi(b, s, ws, home, exts)
+		took := time.Since(start)
+		if len(s.seen()) != calls {
+			b.Fatalf("%d of %d calls: %v\n%s", len(s.seen()), calls, err, out)
+		}
+		return took
+	}
+	var per [2]time.Duration
+	for b.Loop() {
+		for i, exts := range [][]string{nil, {ext}} {
+			per[i] += (session(exts, piBenchCalls) - session(exts, 0)) / piBenchCalls
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(per[0].Microseconds())/1000/n, "ungated-ms/call")
+	b.ReportMetric(float64(per[1].Microseconds())/1000/n, "gated-ms/call")
+	b.ReportMetric(float64((per[1]-per[0]).Microseconds())/1000/n, "gate-ms/call")
+}
+
+// piBenchCalls are the tool calls of a benchmark session.
+const piBenchCalls = 20

@@ -163,7 +163,7 @@ func TestDoctor(t *testing.T) {
 
 // requireBwrap skips a test that needs bubblewrap where it is missing,
 // and fails it instead when REIN_REQUIRE_SANDBOX=1 (as in CI).
-func requireBwrap(t *testing.T) {
+func requireBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := bwrap.Find(); err != nil {
 		testenv.Missing(t, "the sandbox tests need bubblewrap: %v", err)
