@@ -107,17 +107,19 @@ func TestPiGate(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building in $(pwd)\necho x > "+marker+"\necho built > out.txt\n"), 0o755)
 	user := filepath.Join(home, ".config", "rein", "policy.toml")
 	os.MkdirAll(filepath.Dir(user), 0o755)
-	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\"]\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "fail.sh"), []byte("#!/bin/sh\necho token=sk-ant-api03-"+strings.Repeat("x", 40)+"\nexit 3\n"), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"./fail.sh\"]\n"), 0o644)
 	t.Setenv("REIN_USER_POLICY", user)
 	s := newCCServer(t,
 		ccTool("bash", map[string]any{"command": "./build.sh"}),
 		ccTool("read", map[string]any{"path": "~/.ssh/id_rsa"}),
 		ccTool("read", map[string]any{"path": "innocent.txt"}),
 		ccTool("write", map[string]any{"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}),
+		ccTool("bash", map[string]any{"command": "./fail.sh"}),
 	)
 	out, err := runPi(t, s, ws, home, []string{piExtension(t)})
 	seen := s.seen()
-	if len(seen) != 4 {
+	if len(seen) != 5 {
 		t.Fatalf("the model saw %d tool results: %q\n%v\n%s", len(seen), seen, err, out)
 	}
 	t.Logf("the model saw: %q", seen)
@@ -137,6 +139,10 @@ func TestPiGate(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(seen, " "), "SECRET-KEY-MATERIAL") {
 		t.Errorf("the key reached the model: %q", seen)
+	}
+	// The confined command's exit status is Pi's, its output redacted.
+	if r := seen[4]; !strings.Contains(r, "code 3") || !strings.Contains(r, "token=") || strings.Contains(r, strings.Repeat("x", 40)) {
+		t.Errorf("a failing confined command: the model saw %q", r)
 	}
 	if _, err := os.Stat(filepath.Join(ws, ".git", "hooks", "pre-commit")); err == nil {
 		t.Error("the write into .git/hooks landed")
@@ -158,7 +164,7 @@ func TestPiGate(t *testing.T) {
 		t.Fatalf("no Pi session in the trace's runs: %s", runs)
 	}
 	code, show, _ := rein(t, "trace", "show", run)
-	if code != 0 || strings.Count(show, "step ") != 4 || !strings.Contains(show, "bash") || !strings.Contains(show, "read") || !strings.Contains(show, "write") {
+	if code != 0 || strings.Count(show, "step ") != 5 || !strings.Contains(show, "bash") || !strings.Contains(show, "read") || !strings.Contains(show, "write") {
 		t.Errorf("trace show %s: exit %d\n%s", run, code, show)
 	}
 }
