@@ -109,7 +109,13 @@ func TestWarmLandlockEarlyResult(t *testing.T) {
 			waitWarm(t, pool)
 		}
 		res := poolRun(t, pool, "sh -c 'sleep "+marker+" & echo $HOME $TMPDIR'", p)
-		if res.Warm != want || res.Status != OK || res.Containment != "subreaper" || res.Poisoned != "" {
+		// The init reports its swept tree and then ends: which of the two
+		// the run sees first is the machine's timing. The report first is
+		// the subreaper's confirmation; the end first is the cgroup's
+		// (the run then waits, and confirms the group empty). Either way
+		// the tree is confirmed dead before the result, which the check of
+		// the background sleep below holds.
+		if res.Warm != want || res.Status != OK || (res.Containment != "subreaper" && res.Containment != "cgroup") || res.Poisoned != "" {
 			t.Fatalf("run %d: warm=%v %s containment %q poisoned %q %q", i, res.Warm, res.Status, res.Containment, res.Poisoned, res.Stderr.Text)
 		}
 		if left := testenv.ProcessesWith(marker); len(left) > 0 {

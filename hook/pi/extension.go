@@ -96,9 +96,21 @@ function decide(call) {
 }
 
 function replaceInput(input, updated) {
-  if (updated === undefined || updated === null) return;
-  for (const k of Object.keys(input)) delete input[k];
-  Object.assign(input, updated);
+  if (updated !== undefined && updated !== null) {
+    for (const k of Object.keys(input)) delete input[k];
+    Object.assign(input, updated);
+  }
+  // What rein decided is what runs: a handler after this one that changes
+  // the input throws, and Pi blocks a call whose handler throws.
+  deepFreeze(input);
+}
+
+function deepFreeze(v) {
+  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze(v[k]);
+  }
+  return v;
 }
 
 export default function (pi) {
