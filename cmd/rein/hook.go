@@ -261,21 +261,8 @@ func recordHook(a hook.Adapter, p *policy.Policy, tf *traceFlag, c hook.Call, d 
 // keeping everything else; an entry running the same command is not
 // added twice.
 func mergeHook(path string, entry map[string]any, out io.Writer) error {
-	settings := map[string]any{}
-	mode := os.FileMode(0o644)
-	if fi, err := os.Lstat(path); err == nil {
-		if !fi.Mode().IsRegular() {
-			return &exitError{exitUsage, fmt.Sprintf("%s is not a regular file (a link?): edit the file it names", path)}
-		}
-		mode = fi.Mode().Perm()
-	}
-	if data, err := os.ReadFile(path); err == nil {
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.UseNumber()
-		if err := dec.Decode(&settings); err != nil {
-			return &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
-		}
-	} else if !os.IsNotExist(err) {
+	settings, mode, err := readSettings(path)
+	if err != nil {
 		return err
 	}
 	hooks, ok := settings["hooks"].(map[string]any)
@@ -323,21 +310,8 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 // "extensions", keeping everything else; an entry already there is not
 // added twice.
 func installPi(path, ext string, out io.Writer) error {
-	settings := map[string]any{}
-	mode := os.FileMode(0o644)
-	if fi, err := os.Lstat(path); err == nil {
-		if !fi.Mode().IsRegular() {
-			return &exitError{exitUsage, fmt.Sprintf("%s is not a regular file (a link?): edit the file it names", path)}
-		}
-		mode = fi.Mode().Perm()
-	}
-	if data, err := os.ReadFile(path); err == nil {
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.UseNumber()
-		if err := dec.Decode(&settings); err != nil {
-			return &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
-		}
-	} else if !os.IsNotExist(err) {
+	settings, mode, err := readSettings(path)
+	if err != nil {
 		return err
 	}
 	exts, ok := settings["extensions"].([]any)
@@ -395,4 +369,32 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		os.Remove(tmp)
 	}
 	return err
+}
+
+// readSettings reads an agent's settings file, a JSON object ({} when it
+// does not exist yet), with the mode to write it back with; a link or a
+// file that is not JSON is refused.
+func readSettings(path string) (map[string]any, os.FileMode, error) {
+	settings := map[string]any{}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return nil, 0, &exitError{exitUsage, fmt.Sprintf("%s is not a regular file (a link?): edit the file it names", path)}
+		}
+		mode = fi.Mode().Perm()
+	}
+	if data, err := os.ReadFile(path); err == nil {
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.UseNumber()
+		if err := dec.Decode(&settings); err != nil {
+			return nil, 0, &exitError{exitUsage, fmt.Sprintf("%s is not JSON: %v", path, err)}
+		}
+		if settings == nil {
+			// The file says null.
+			settings = map[string]any{}
+		}
+	} else if !os.IsNotExist(err) {
+		return nil, 0, err
+	}
+	return settings, mode, nil
 }

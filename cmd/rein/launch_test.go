@@ -139,24 +139,7 @@ func TestLaunchClaudeCode(t *testing.T) {
 		"echo '{}' > $HOME/.claude/settings.json 2>/dev/null && echo settings-changed || echo settings-readonly\n"+
 		"mv $HOME/.claude $HOME/.claude-old 2>/dev/null && echo moved || echo unmovable\n"), 0o755)
 	// Another host the session must not reach.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var reached atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			reached.Add(1)
-			c.Close()
-		}
-	}()
-	other := l.Addr().(*net.TCPAddr).Port
-	os.WriteFile(filepath.Join(ws, "net.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", other)), 0o755)
+	other, reached := otherHost(t, ws)
 	user := filepath.Join(home, ".config", "rein", "policy.toml")
 	os.MkdirAll(filepath.Dir(user), 0o755)
 	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"./net.sh\"]\n"), 0o644)
@@ -389,4 +372,31 @@ func TestLaunchReadmeBuild(t *testing.T) {
 	if err != nil || len(seen) != 2 || !strings.Contains(seen[0], "hi from bash") || !strings.Contains(seen[1], "hello from mcp") {
 		t.Fatalf("%v: the model saw %q\n%s", err, seen, out)
 	}
+}
+
+// otherHost is a listener on 127.0.0.1 a launched session must not reach:
+// its port, and the count of connections it took; net.sh in ws asks the
+// session's egress proxy for it (CONNECT) and prints the answer's first
+// line.
+func otherHost(t *testing.T, ws string) (int, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	reached := new(atomic.Int32)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	port := l.Addr().(*net.TCPAddr).Port
+	os.WriteFile(filepath.Join(ws, "net.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", port)), 0o755)
+	return port, reached
 }

@@ -7,12 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,24 +229,7 @@ func TestLaunchPi(t *testing.T) {
 	os.WriteFile(filepath.Join(ws, "build.sh"), []byte("#!/bin/sh\necho building in $(pwd) as $HOME\necho x > "+marker+"\necho built > out.txt\nls ~/.pi/agent\n"+
 		"cat "+filepath.Join(home, ".ssh", "id_rsa")+" 2>&1 | sed 's/^/key: /'\n"), 0o755)
 	os.WriteFile(filepath.Join(ws, "AGENTS.md"), []byte("Run ./build.sh to build.\n"), 0o644)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var reached atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			reached.Add(1)
-			c.Close()
-		}
-	}()
-	other := l.Addr().(*net.TCPAddr).Port
-	os.WriteFile(filepath.Join(ws, "net.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", other)), 0o755)
+	_, reached := otherHost(t, ws)
 	user := filepath.Join(home, ".config", "rein", "policy.toml")
 	os.MkdirAll(filepath.Dir(user), 0o755)
 	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"./net.sh\"]\n"), 0o644)

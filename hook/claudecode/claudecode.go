@@ -117,9 +117,6 @@ var stoppers = map[string]string{
 	"KillShell": "stops a background command of this session (TaskStop's former name), which reaches nothing new",
 }
 
-// commandKeys are the input fields by which a tool takes a command line.
-var commandKeys = []string{"command", "cmd"}
-
 // Decide decides one call.
 func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 	name := c.Tool()
@@ -179,21 +176,9 @@ func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 	if why, ok := stoppers[name]; ok {
 		return e.Decide(hook.Action{Kind: hook.StopTask, Tool: name, Why: why})
 	}
-	d := e.Decide(hook.Action{Kind: hook.CallTool, Tool: name})
 	// A tool whose input carries a command (Monitor, a plugin's runner)
-	// runs it as Bash would: it is decided as a command line too, and a
-	// [tool] allow rule for the tool does not let the command through.
-	for _, k := range commandKeys {
-		v, present := m[k]
-		switch cmd, ok := v.(string); {
-		case ok:
-			// Every command field, each decided: the stricter answer wins.
-			d = hook.Stricter(e.Decide(hook.Action{Kind: hook.Run, Tool: name, Command: cmd}), d)
-		case present && v != nil:
-			d = hook.Stricter(hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("%s's %s is not a command line rein can decide (%T)", name, k, v)}, d)
-		}
-	}
-	return d
+	// runs it as the shell would: it is decided as a command line too.
+	return e.DecideTool(name, m)
 }
 
 // Confine rewrites an allowed or asked call so that Claude Code runs each
@@ -203,39 +188,14 @@ func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 // Claude Code's (which the model reads and stops by its id). A denial is
 // left as it is.
 func (Adapter) Confine(c hook.Call, d hook.Decision, x hook.Confiner) hook.Decision {
-	if d.Answer == hook.Deny {
-		return d
-	}
-	var m map[string]any
-	if json.Unmarshal(c.Input(), &m) != nil {
-		return hook.Denied("the tool input is not a JSON object")
-	}
-	// Every command field is rewritten, not the first: a tool that took
-	// both would otherwise run the other unconfined.
-	rewritten, other := false, false
-	for _, k := range commandKeys {
-		switch v, present := m[k]; line := v.(type) {
-		case string:
-			if fg, ok := x.Foreground(line); ok {
-				line = fg
-				m["run_in_background"] = true
-			}
-			bg, _ := m["run_in_background"].(bool)
-			m[k] = x.Line(line, d.Answer == hook.Ask, timeout(m), bg)
-			rewritten = true
-		default:
-			other = other || present && v != nil
+	return hook.ConfineCommands(c, d, func(m map[string]any, line string) (string, *hook.Decision) {
+		if fg, ok := x.Foreground(line); ok {
+			line = fg
+			m["run_in_background"] = true
 		}
-	}
-	if rewritten {
-		d.UpdatedInput = m
-		if other {
-			d.Reason += "; its string command runs in rein's sandbox, the other is not rein's to run"
-		} else {
-			d.Reason += "; runs in rein's sandbox"
-		}
-	}
-	return d
+		bg, _ := m["run_in_background"].(bool)
+		return x.Line(line, d.Answer == hook.Ask, timeout(m), bg), nil
+	})
 }
 
 // timeout is Claude Code's own timeout for the call (milliseconds, taken

@@ -115,9 +115,6 @@ func Parse(data []byte) (*Input, error) {
 // Encode writes the decision as the extension reads it.
 func (Adapter) Encode(d hook.Decision) ([]byte, error) { return json.Marshal(OutputOf(d)) }
 
-// commandKeys are the input fields by which a tool takes a command line.
-var commandKeys = []string{"command", "cmd"}
-
 // Decide decides one call.
 func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 	name := c.Tool()
@@ -170,17 +167,9 @@ func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 		}
 		return e.Decide(a)
 	}
-	d := e.Decide(hook.Action{Kind: hook.CallTool, Tool: name})
-	for _, k := range commandKeys {
-		v, present := m[k]
-		switch cmd, ok := v.(string); {
-		case ok:
-			d = hook.Stricter(e.Decide(hook.Action{Kind: hook.Run, Tool: name, Command: cmd}), d)
-		case present && v != nil:
-			d = hook.Stricter(hook.Decision{Answer: hook.Ask, Reason: fmt.Sprintf("%s's %s is not a command line rein can decide (%T)", name, k, v)}, d)
-		}
-	}
-	return d
+	// A tool whose input carries a command (Monitor, a plugin's runner)
+	// runs it as the shell would: it is decided as a command line too.
+	return e.DecideTool(name, m)
 }
 
 // unicodeSpaces are the characters Pi reads as a plain space in a path.
@@ -282,37 +271,15 @@ func spellings(path, cwd, home string, read bool) []spelling {
 // rein's sandbox from the directory Pi runs it in. A denial is left as it
 // is.
 func (Adapter) Confine(c hook.Call, d hook.Decision, x hook.Confiner) hook.Decision {
-	if d.Answer == hook.Deny {
-		return d
-	}
-	var m map[string]any
-	if json.Unmarshal(c.Input(), &m) != nil {
-		return hook.Denied("the tool input is not a JSON object")
-	}
-	rewritten, other := false, false
-	for _, k := range commandKeys {
-		switch v, present := m[k]; line := v.(type) {
-		case string:
-			if _, ok := x.Foreground(line); ok {
-				// Pi runs bash to its end: a command left running would
-				// hold the call until rein's ceiling.
-				return hook.Denied("a command ended by & runs in the background, which Pi's bash cannot: run it in the foreground, bounded (timeout 60 CMD), or start it outside Pi")
-			}
-			m[k] = x.Line(line, d.Answer == hook.Ask, timeout(m), false)
-			rewritten = true
-		default:
-			other = other || present && v != nil
+	return hook.ConfineCommands(c, d, func(m map[string]any, line string) (string, *hook.Decision) {
+		if _, ok := x.Foreground(line); ok {
+			// Pi runs bash to its end: a command left running would hold
+			// the call until rein's ceiling.
+			refused := hook.Denied("a command ended by & runs in the background, which Pi's bash cannot: run it in the foreground, bounded (timeout 60 CMD), or start it outside Pi")
+			return "", &refused
 		}
-	}
-	if rewritten {
-		d.UpdatedInput = m
-		if other {
-			d.Reason += "; its string command runs in rein's sandbox, the other is not rein's to run"
-		} else {
-			d.Reason += "; runs in rein's sandbox"
-		}
-	}
-	return d
+		return x.Line(line, d.Answer == hook.Ask, timeout(m), false), nil
+	})
 }
 
 // timeout is Pi's own timeout for a bash call (seconds, taken at most a
