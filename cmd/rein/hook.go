@@ -26,13 +26,18 @@ import (
 // hookTimeout bounds one hook answer; past it the answer is deny.
 const hookTimeout = hook.Timeout
 
-// hookAgents are the agents rein hook answers for, one entry each: the
-// adapter that reads and writes the agent's wire format, and the
-// subcommand's help.
-var hookAgents = []struct {
+// hookAgent is one agent rein hook answers for: the adapter that reads
+// and writes its wire format, the subcommand's help, and how rein hook
+// install prints (settings "") or installs into its settings what runs
+// rein for every tool call of it.
+type hookAgent struct {
 	adapter     hook.Adapter
 	short, long string
-}{
+	install     func(exe, settings string, out io.Writer) error
+}
+
+// hookAgents are the agents rein hook answers for, one entry each.
+var hookAgents = []hookAgent{
 	{pi.Adapter{}, "Pi's gate: read a tool call from rein's Pi extension on stdin, answer allow, deny or ask",
 		`Read one Pi tool call as rein's extension for Pi sends it (rein hook install
 --agent pi prints the extension) and print rein's answer: allow, deny or
@@ -42,7 +47,7 @@ shell, in rein's sandbox; read, write and edit through the path rules, the
 protected set and the workspace, read in every spelling Pi's read may
 open; grep, find and ls as searches; any other tool through the tool
 rules. Malformed input, an internal error or a timeout answers deny. Every
-decision is recorded in the trace.`},
+decision is recorded in the trace.`, installPi},
 	{claudecode.Adapter{}, "Claude Code's PreToolUse hook: read the call on stdin, answer allow, deny or ask",
 		`Read Claude Code's PreToolUse JSON on stdin and print its hook output
 JSON: permissionDecision allow, deny or ask, with a reason naming the rule
@@ -50,7 +55,7 @@ and layer. Bash goes through rein's grammar and policy; Read, Write, Edit,
 MultiEdit, NotebookEdit, Glob and Grep through the path rules and the
 workspace; WebFetch and WebSearch through the net rules; MCP tools and any
 other through the tool rules. Malformed input, an internal error or a
-timeout answers deny. Every decision is recorded in the trace.`},
+timeout answers deny. Every decision is recorded in the trace.`, installClaudeCode},
 }
 
 func newHookCmd(sf *scopeFlags) *cobra.Command {
@@ -102,23 +107,14 @@ add its path to the file's "extensions", keeping everything else.`,
 			if err != nil {
 				return err
 			}
-			switch agentName {
-			case "", "claude-code":
-				// Claude Code runs the command with a shell: the path is quoted.
-				entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shell.Quote(exe) + " hook claude-code", "timeout": 30}}}
-				if settings == "" {
-					return writeJSON(cmd.OutOrStdout(), map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
+			var names []string
+			for _, a := range hookAgents {
+				if a.adapter.Name() == agentName {
+					return a.install(exe, settings, cmd.OutOrStdout())
 				}
-				return mergeHook(settings, entry, cmd.OutOrStdout())
-			case "pi":
-				ext := pi.Extension([]string{exe, "hook", "pi"})
-				if settings == "" {
-					_, err := io.WriteString(cmd.OutOrStdout(), ext)
-					return err
-				}
-				return installPi(settings, ext, cmd.OutOrStdout())
+				names = append(names, a.adapter.Name())
 			}
-			return &exitError{exitUsage, fmt.Sprintf("--agent %q: claude-code or pi", agentName)}
+			return &exitError{exitUsage, fmt.Sprintf("--agent %q: one of %s", agentName, strings.Join(names, ", "))}
 		},
 	}
 	install.Flags().StringVar(&settings, "settings", "", "install into this settings.json (Claude Code's, for example .claude/settings.json; Pi's, for example ~/.pi/agent/settings.json), keeping everything else in it")
@@ -305,11 +301,27 @@ func mergeHook(path string, entry map[string]any, out io.Writer) error {
 	return nil
 }
 
-// installPi writes rein's extension beside Pi's settings file (rein/gate.js
-// in its directory, replaced if there) and adds its path to the file's
-// "extensions", keeping everything else; an entry already there is not
-// added twice.
-func installPi(path, ext string, out io.Writer) error {
+// installClaudeCode prints the PreToolUse entry that runs rein hook
+// claude-code for every tool, or merges it into the settings file.
+func installClaudeCode(exe, settings string, out io.Writer) error {
+	// Claude Code runs the command with a shell: the path is quoted.
+	entry := map[string]any{"matcher": "*", "hooks": []any{map[string]any{"type": "command", "command": shell.Quote(exe) + " hook claude-code", "timeout": 30}}}
+	if settings == "" {
+		return writeJSON(out, map[string]any{"hooks": map[string]any{"PreToolUse": []any{entry}}}, 0)
+	}
+	return mergeHook(settings, entry, out)
+}
+
+// installPi prints rein's extension for Pi, or writes it beside Pi's
+// settings file (rein/gate.js in its directory, replaced if there) and
+// adds its path to the file's "extensions", keeping everything else; an
+// entry already there is not added twice.
+func installPi(exe, path string, out io.Writer) error {
+	ext := pi.Extension([]string{exe, "hook", "pi"})
+	if path == "" {
+		_, err := io.WriteString(out, ext)
+		return err
+	}
 	settings, mode, err := readSettings(path)
 	if err != nil {
 		return err

@@ -85,8 +85,11 @@ the whole tree is gone after).`,
 	f := cmd.Flags()
 	f.StringVar(&lo.workspace, "workspace", "", "the project, writable in the session (default: the current directory)")
 	f.DurationVar(&lo.timeout, "timeout", defaultLaunchTimeout, "end the session, its whole tree, after this long (at most 24h)")
-	f.StringVar(&lo.programPath, "claude", "", "Claude Code's binary (default: claude on PATH)")
-	f.StringVar(&lo.piPath, "pi", "", "Pi's binary (default: pi on PATH)")
+	// --NAME PATH for each agent, NAME its program's name (--claude, --pi).
+	lo.programs = map[string]*string{}
+	for _, a := range launchAgents {
+		lo.programs[a.Name()] = f.String(a.Program(), "", fmt.Sprintf("%s's binary (default: %s on PATH)", a.Title(), a.Program()))
+	}
 	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the program's model credential, passed into its environment only (repeatable; claude-code: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN)")
 	f.StringArrayVar(&lo.env, "env", nil, "pass this variable of the environment into the session (repeatable; never a credential)")
 	f.StringArrayVar(&lo.allowHosts, "allow-host", nil, "let the session reach this host (host or host:port; repeatable) besides the model API's")
@@ -101,17 +104,17 @@ type launchOptions struct {
 	sf *scopeFlags
 	tf *traceFlag
 	// agent is the agent launched, or nil for a program.
-	agent       launch.Agent
-	args        []string
-	workspace   string
-	timeout     time.Duration
-	programPath string
-	piPath      string
-	keyEnv      []string
-	env         []string
-	allowHosts  []string
-	bundle      string
-	writeOnly   string
+	agent     launch.Agent
+	args      []string
+	workspace string
+	timeout   time.Duration
+	// programs are the --NAME PATH flags, by agent.
+	programs   map[string]*string
+	keyEnv     []string
+	env        []string
+	allowHosts []string
+	bundle     string
+	writeOnly  string
 }
 
 // launchAgents are the agents rein launch runs, one entry each.
@@ -191,9 +194,9 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 		if why := lo.agent.CheckArgs(lo.args); why != "" {
 			return &exitError{exitLaunchRefused, "rein launch: " + why}
 		}
-		name := lo.programPath
-		if lo.agent.Name() == "pi" {
-			name = lo.piPath
+		name := ""
+		if p := lo.programs[lo.agent.Name()]; p != nil {
+			name = *p
 		}
 		if name == "" {
 			name = lo.agent.Program()
