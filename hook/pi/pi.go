@@ -154,10 +154,10 @@ func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 		return d
 	case "grep", "find", "ls":
 		path, _ := str("path")
-		if path != "" {
-			path = expand(path, e.Policy.Home)
+		if path == "" {
+			path = "."
 		}
-		a := hook.Action{Kind: hook.Search, Tool: name, Path: path, Contents: name == "grep"}
+		a := hook.Action{Kind: hook.Search, Tool: name, Contents: name == "grep"}
 		if name == "find" {
 			pat, _ := str("pattern")
 			a.Patterns = append(a.Patterns, pat)
@@ -165,7 +165,18 @@ func (Adapter) Decide(e *hook.Engine, c hook.Call) hook.Decision {
 		if g, _ := str("glob"); g != "" {
 			a.Patterns = append(a.Patterns, g)
 		}
-		return e.Decide(a)
+		// The directory searched, from Pi's directory as given and from
+		// its real path: the stricter answer wins.
+		var d hook.Decision
+		for i, sp := range spellings(path, c.Cwd(), e.Policy.Home, false) {
+			a.Path = sp.path
+			if sd := e.Decide(a); i == 0 {
+				d = sd
+			} else {
+				d = hook.Stricter(d, sd)
+			}
+		}
+		return d
 	}
 	// A tool whose input carries a command (Monitor, a plugin's runner)
 	// runs it as the shell would: it is decided as a command line too.

@@ -143,6 +143,17 @@ func TestReadSpellings(t *testing.T) {
 	if got := spellings("../x", via, home, false); fmt.Sprint(got) != fmt.Sprint([]spelling{{via + "/../x", false}, {filepath.Join(root, "real", "sub") + "/../x", false}}) {
 		t.Errorf("spellings from a linked directory: %v", got)
 	}
+	// So is a search: ".." from the link is the workspace, from its real
+	// path a directory outside it.
+	os.MkdirAll(filepath.Join(root, "real", "secrets"), 0o755)
+	e = &hook.Engine{Policy: p, Workspace: w, Cwd: via, Agent: "Pi"}
+	for _, tool := range []string{"ls", "find", "grep"} {
+		in, _ := json.Marshal(map[string]any{"session_id": "s", "cwd": via, "tool_name": tool, "tool_call_id": "c", "input": map[string]any{"path": "..", "pattern": "x"}})
+		call, _ := Parse(in)
+		if d := (Adapter{}).Decide(e, call); d.Answer == hook.Allow {
+			t.Errorf("%s of .. from a directory reached through a link: %s (%s)", tool, d.Answer, d.Reason)
+		}
+	}
 }
 
 // TestPiPathUtils pins the path rules above to the Pi this adapter was
