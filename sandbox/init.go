@@ -88,9 +88,10 @@ type request struct {
 	GoPrefill *goPrefill `json:"go_prefill,omitempty"`
 	// Check, when set, makes this run a preflight.
 	Check *check `json:"check,omitempty"`
-	// Forward, in network proxy on the bwrap rung, is the forwarder the
-	// init runs from the sandbox's loopback to the proxy's socket.
-	Forward *forward `json:"forward,omitempty"`
+	// Forwards, on the bwrap rung, are the forwarders the init runs from
+	// the sandbox's loopback to rein's sockets: the egress proxy's in
+	// network proxy, and a session's services'.
+	Forwards []forward `json:"forwards,omitempty"`
 	// NetGoFD, in network full, is a pipe on which one byte says that the
 	// network is up; the plan waits for it.
 	NetGoFD int `json:"net_go_fd,omitempty"`
@@ -274,13 +275,13 @@ func initMain(dir string) int {
 			return fail(fmt.Errorf("the sandbox's network did not come up"))
 		}
 	}
-	if req.Forward != nil {
+	for _, f := range req.Forwards {
 		// Bound before the confinement, which refuses binding.
-		l, err := req.Forward.listen()
+		l, err := f.listen()
 		if err != nil {
 			return fail(err)
 		}
-		go req.Forward.serve(l)
+		go f.serve(l)
 	}
 	if req.GoPrefill != nil {
 		// Before the confinement, whose checks of each path would cost

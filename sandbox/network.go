@@ -28,9 +28,6 @@ const (
 	// sandboxNet is where the bwrap rung mounts the proxy's socket
 	// directory.
 	sandboxNet = "/rein/net"
-	// sandboxProxyPort is the port of the forwarder rein's init runs on
-	// the sandbox's own loopback, on the bwrap rung.
-	sandboxProxyPort = 3128
 	// maxEgressEvents bounds the connections a result lists.
 	maxEgressEvents = 256
 	// netReadyWait bounds how long the user-mode network may take to come
@@ -79,9 +76,8 @@ func (r *run) startEgress() error {
 	var l net.Listener
 	var err error
 	if r.rung == RungBwrap {
-		r.hostNet = filepath.Join(r.scratch, "net")
-		if err := os.Mkdir(r.hostNet, 0o700); err != nil {
-			return refuse(Unavailable, "making the proxy's directory: %v", err)
+		if err := r.netDir(); err != nil {
+			return err
 		}
 		var ul *net.UnixListener
 		if ul, err = ListenUnixIn(r.hostNet, "proxy.sock"); err == nil {
@@ -101,6 +97,55 @@ func (r *run) startEgress() error {
 	r.egress = e
 	go e.proxy.Serve(l)
 	return nil
+}
+
+// netDir makes the bwrap rung's socket directory, bound into the sandbox
+// at sandboxNet, once.
+func (r *run) netDir() error {
+	if r.hostNet != "" {
+		return nil
+	}
+	dir := filepath.Join(r.scratch, "net")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return refuse(Unavailable, "making the sandbox's socket directory: %v", err)
+	}
+	r.hostNet = dir
+	return nil
+}
+
+// serviceSocket is the socket of a session's service on port.
+func serviceSocket(port uint16) string { return fmt.Sprintf("service-%d.sock", port) }
+
+// startServices listens for each of a session's services, on a unix
+// socket of the bwrap rung's socket directory, and starts its server;
+// the init's forwarder on the port hands it each connection.
+func (r *run) startServices() error {
+	if r.p.Session == nil || len(r.p.Session.Services) == 0 {
+		return nil
+	}
+	if err := r.netDir(); err != nil {
+		return err
+	}
+	for _, svc := range r.p.Session.Services {
+		ul, err := ListenUnixIn(r.hostNet, serviceSocket(svc.Port))
+		if err != nil {
+			r.stopServices()
+			return refuse(Unavailable, "listening for the session's service on port %d: %v", svc.Port, err)
+		}
+		l := newFDListener(ul)
+		r.services = append(r.services, l)
+		go svc.Serve(l)
+	}
+	return nil
+}
+
+// stopServices closes the services' listeners; their servers end their
+// connections themselves.
+func (r *run) stopServices() {
+	for _, l := range r.services {
+		l.Close()
+	}
+	r.services = nil
 }
 
 // ListenUnixIn listens on a unix socket named name in the directory dir,
@@ -155,6 +200,7 @@ func proxyEnv(env []string, port int) []string {
 // stopEgress closes the proxy and every connection through it, and puts
 // what it recorded in the result.
 func (r *run) stopEgress(res *Result) {
+	r.stopServices()
 	if r.egress == nil {
 		return
 	}

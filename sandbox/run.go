@@ -88,7 +88,8 @@ type run struct {
 	preflight    bool
 	notFound     map[int]string // the stages whose program is not found, by index
 	egress       *egress        // the proxy, in network proxy
-	hostNet      string         // the proxy's socket directory, on the bwrap rung
+	hostNet      string         // the proxy's and the services' socket directory, on the bwrap rung
+	services     []*fdListener  // a session's services' listeners
 	full         *fullNet       // the user-mode network, in network full
 
 	// taking is held while a warm sandbox is being taken: its end (an
@@ -198,6 +199,9 @@ func start(ctx context.Context, line *shell.Line, p Profile, rung Rung, prefligh
 		if r.full, err = r.prepareFull(); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.startServices(); err != nil {
+		return nil, err
 	}
 	if err := r.scanStart(); err != nil {
 		return nil, err

@@ -57,10 +57,20 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	mounts := map[string]string{r.hostIO: ioDir}
 	env := withDefaults(withPath(p), "HOME="+bwrap.SandboxHome, "TMPDIR=/tmp")
 	var ports []uint16
-	if r.egress != nil {
+	var forwards []forward
+	if r.hostNet != "" {
 		mounts[r.hostNet] = sandboxNet
+	}
+	if r.egress != nil {
 		env = proxyEnv(env, sandboxProxyPort)
 		ports = []uint16{sandboxProxyPort}
+		forwards = append(forwards, forward{Listen: "127.0.0.1:" + strconv.Itoa(sandboxProxyPort), Socket: sandboxNet + "/proxy.sock"})
+	}
+	if p.Session != nil {
+		for _, svc := range p.Session.Services {
+			ports = append(ports, svc.Port)
+			forwards = append(forwards, forward{Listen: "127.0.0.1:" + strconv.Itoa(int(svc.Port)), Socket: sandboxNet + "/" + serviceSocket(svc.Port)})
+		}
 	}
 	rw := []string{"/tmp", bwrap.SandboxHome, "/dev/null", "/dev/zero", "/dev/full", "/dev/tty"}
 	ro := append(systemDirs(), "/proc", "/dev/urandom", "/dev/random", bwrap.SandboxInit)
@@ -97,13 +107,12 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	}
 	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: rlimits(p.Limits), GoPrefill: own.prefillOf(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
-		// With a proxy, the one port: the init's forwarder on the
-		// sandbox's own loopback, the only interface it has.
+		// With a proxy or a session's services, their ports: the init's
+		// forwarders on the sandbox's own loopback, the only interface
+		// it has.
 		NetworkTCP: ports,
 	}}
-	if r.egress != nil {
-		req.Forward = &forward{Listen: "127.0.0.1:" + strconv.Itoa(sandboxProxyPort), Socket: sandboxNet + "/proxy.sock"}
-	}
+	req.Forwards = forwards
 	if r.full != nil {
 		// Full: inet sockets of every kind (DNS needs UDP); the
 		// namespace's only way out is slirp4netns, with the host's

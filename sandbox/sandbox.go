@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -227,6 +228,26 @@ type Session struct {
 	// session's settings, a bundle, a socket's directory. The caller vets
 	// them, as it does HostReadPaths.
 	HomeFiles map[string]string
+	// Services are ports on the session's own loopback whose connections
+	// rein's process serves (a model gateway): the init listens on each
+	// and hands every connection, the socket itself, to rein, which
+	// accepts it from the listener Serve is given. No process outside the
+	// session can reach one, and the session reaches rein no other way.
+	Services []Service
+}
+
+// sandboxProxyPort is the port of the forwarder rein's init runs on the
+// sandbox's own loopback for the egress proxy, on the bwrap rung.
+const sandboxProxyPort = 3128
+
+// Service is one port of a session's loopback served by rein's process.
+type Service struct {
+	// Port is the port on 127.0.0.1 inside the session; not the egress
+	// proxy's (3128).
+	Port uint16
+	// Serve serves the port's connections from l until l is closed, when
+	// the session ends.
+	Serve func(l net.Listener)
 }
 
 // Result is how a run ended.
@@ -425,6 +446,16 @@ func (p *Profile) validate() error {
 			if _, err := os.Stat(host); err != nil {
 				return refuse(NotFound, "home file %s: %v", rel, err)
 			}
+		}
+		seen := map[uint16]bool{sandboxProxyPort: true}
+		for _, svc := range s.Services {
+			if svc.Port == 0 || seen[svc.Port] || svc.Serve == nil {
+				return refuse(Denied, "service port %d: a port of its own (not 0, not %d, not twice) with a server", svc.Port, sandboxProxyPort)
+			}
+			seen[svc.Port] = true
+		}
+		if len(s.Services) > 0 && p.Network == NetworkFull {
+			return refuse(Denied, "a session's services need a network namespace holding only loopback (network off or proxy), not full")
 		}
 	}
 	if err := validateLimits(p.Limits); err != nil {

@@ -4,9 +4,13 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -116,10 +120,65 @@ func TestSessionRefusals(t *testing.T) {
 		{Profile{Workspace: ws, Session: &Session{HomeFiles: map[string]string{"../x": "/etc"}}}, "not a clean path inside"},
 		{Profile{Workspace: ws, Session: &Session{HomeFiles: map[string]string{"x": ws}}}, "overlaps the workspace"},
 		{Profile{Workspace: ws, Session: &Session{HomeFiles: map[string]string{"x": "etc"}}}, "not a clean absolute path"},
+		{Profile{Workspace: ws, Session: &Session{Services: []Service{{Port: 3128, Serve: func(net.Listener) {}}}}}, "port 3128"},
+		{Profile{Workspace: ws, Session: &Session{Services: []Service{{Port: 0, Serve: func(net.Listener) {}}}}}, "port 0"},
+		{Profile{Workspace: ws, Session: &Session{Services: []Service{{Port: 9, Serve: func(net.Listener) {}}, {Port: 9, Serve: func(net.Listener) {}}}}}, "port 9"},
+		{Profile{Workspace: ws, Session: &Session{Services: []Service{{Port: 9}}}}, "port 9"},
+		{Profile{Workspace: ws, Network: NetworkFull, Session: &Session{Services: []Service{{Port: 9, Serve: func(net.Listener) {}}}}}, "not full"},
 	} {
 		_, err := Start(context.Background(), &shell.Line{Pipelines: []*shell.Pipeline{{}}}, c.p, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
+	}
+}
+
+// A session's service answers on the session's own loopback, served by
+// this process; no other port of that loopback is open, and when the
+// session ends so does the listener.
+func TestSessionService(t *testing.T) {
+	requireRung(t, RungBwrap)
+	ws := workspaceDir(t)
+	out := filepath.Join(t.TempDir(), "out")
+	var served atomic.Int32
+	var ended = make(chan struct{})
+	serve := func(l net.Listener) {
+		defer close(ended)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served.Add(1)
+			fmt.Fprintf(w, "served %s %s", r.Method, r.URL.Path)
+		})}
+		srv.Serve(l)
+	}
+	for _, network := range []Network{NetworkOff, NetworkProxy} {
+		ended = make(chan struct{})
+		o, _ := os.Create(out)
+		l, err := shell.Parser{}.Parse(`sh -c 'curl -sS --noproxy "*" http://127.0.0.1:4100/v1/x; echo; curl -sS --noproxy "*" --max-time 5 http://127.0.0.1:4101/ || echo refused'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Profile{Workspace: ws, Timeout: time.Minute, Env: []string{"PATH=/usr/bin:/bin"}, Network: network,
+			Session: &Session{Stdout: o, Stderr: o, Services: []Service{{Port: 4100, Serve: serve}}}}
+		if network == NetworkProxy {
+			p.Egress = &testEgress{}
+		}
+		h, err := Start(context.Background(), l, p, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := h.Wait()
+		o.Close()
+		got, _ := os.ReadFile(out)
+		if res.Status != OK || !strings.HasPrefix(string(got), "served GET /v1/x\n") || !strings.HasSuffix(string(got), "refused\n") {
+			t.Fatalf("%s: %s %q\n%s", network, res.Status, res.Reason, got)
+		}
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the service's listener outlived the session", network)
+		}
+	}
+	if served.Load() != 2 {
+		t.Errorf("served %d requests, want 2", served.Load())
 	}
 }
