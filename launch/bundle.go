@@ -70,21 +70,22 @@ printf '%s\n' "$out"
 `
 
 // NewBundle is the bundle of agent's session in the workspace ws, running
-// the program prog, which reaches hosts.
-func NewBundle(agent Agent, pol *policy.Policy, ws, prog string, hosts []Host) *Bundle {
+// the program prog, whose model is m and which reaches hosts besides.
+func NewBundle(agent Agent, pol *policy.Policy, ws, prog string, m Model, hosts []Host) *Bundle {
 	at := bwrap.SandboxHome + "/" + BundleAt
 	rules := make([]map[string]any, 0, len(pol.Rules))
 	for _, r := range pol.Rules {
 		rules = append(rules, map[string]any{"act": string(r.Act), "effect": r.Effect.String(), "pattern": r.Pattern, "layer": r.Layer.String(), "file": r.File, "line": r.Line})
 	}
 	resolved := map[string]any{"mode": pol.Mode.String(), "workspace": pol.Workspace, "sources": pol.Sources, "rules": rules,
-		"limits": bundleLimits(pol.Limits), "network": map[string]any{"mode": "proxy", "hosts": Strings(hosts)}}
+		"limits": bundleLimits(pol.Limits), "network": map[string]any{"mode": "proxy", "hosts": Strings(hosts)},
+		"model": map[string]any{"provider": m.Provider, "api": string(m.Family), "base_url": m.Base, "gateway": m.Local()}}
 	b := &Bundle{workspace: ws, program: prog, files: map[string][]byte{
-		"prompt.md":   []byte(Prompt(agent, pol, ws, hosts)),
+		"prompt.md":   []byte(Prompt(agent, pol, ws, m, hosts)),
 		"policy.json": JSON(resolved),
 		"hook.sh":     []byte(hookScript),
 	}}
-	for name, data := range agent.Files(at, hosts) {
+	for name, data := range agent.Files(at, m) {
 		b.files[name] = data
 	}
 	return b
@@ -104,13 +105,18 @@ func JSON(v any) []byte {
 
 // Prompt is rein's section of the session's system prompt: the boundary
 // the agent works inside.
-func Prompt(agent Agent, pol *policy.Policy, ws string, hosts []Host) string {
+func Prompt(agent Agent, pol *policy.Policy, ws string, m Model, hosts []Host) string {
 	var b strings.Builder
 	b.WriteString("# The boundary you work inside (rein)\n\n")
 	b.WriteString("This session runs inside rein's sandbox (bubblewrap, its own pid namespace).\n\n")
 	fmt.Fprintf(&b, "- Workspace: %s is writable; rein's protected paths in it (.git/hooks,\n  .git/config, agent configuration, secrets) are read-only or hidden.\n", ws)
 	fmt.Fprintf(&b, "- Home: %s is private to this session and holds only rein's files; the\n  user's real home directory is not visible.\n", bwrap.SandboxHome)
-	fmt.Fprintf(&b, "- Network: only %s is reachable, through rein's egress proxy; every other\n  connection is refused and recorded.\n", strings.Join(Strings(hosts), ", "))
+	fmt.Fprintf(&b, "- Model: your model calls go through rein's gateway at %s, which holds\n  the real key, records each call and bounds the session's tokens and cost.\n", m.Local())
+	if len(hosts) > 0 {
+		fmt.Fprintf(&b, "- Network: only %s is reachable, through rein's egress proxy; every other\n  connection is refused and recorded.\n", strings.Join(Strings(hosts), ", "))
+	} else {
+		b.WriteString("- Network: none besides the gateway; every other connection is refused.\n")
+	}
 	b.WriteString(boundary.Decided(pol.Mode.String()))
 	b.WriteString(boundary.Grammar(false))
 	if name := agent.ToolName("*"); name != "" {
@@ -237,7 +243,7 @@ func Verify(agent Agent, dir, exe string, key *trace.Key) (*Manifest, error) {
 		return nil, fmt.Errorf("it holds files the manifest does not list: %s", strings.Join(extra, ", "))
 	}
 	want := slices.Clone(reinFiles)
-	for name := range agent.Files("", nil) {
+	for name := range agent.Files("", Model{}) {
 		want = append(want, name)
 	}
 	for _, name := range want {

@@ -77,13 +77,17 @@ func IsCredential(k string) bool {
 }
 
 // Env is a session's environment: the locale, terminal and PATH, the
-// model's keys, the variables pass names, and the agent's own settings
-// (agent nil: a program, none).
-func Env(env []string, keys, pass []string, agent Agent) []string {
+// variables pass names, and the agent's own settings, which point it at
+// its model m through the gateway with the placeholder key; a program
+// (agent nil) gets the variables keys names as they are, and no
+// gateway.
+func Env(env []string, keys, pass []string, agent Agent, m Model, keyVar, placeholder string) []string {
 	var out []string
-	pass = append(slices.Clone(keys), pass...)
 	if agent != nil {
-		pass = append(pass, agent.ConfigVars()...)
+		// An agent's key stays out: its gateway holds it.
+		pass = append(slices.Clone(pass), agent.ConfigVars()...)
+	} else {
+		pass = append(slices.Clone(keys), pass...)
 	}
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
@@ -92,7 +96,7 @@ func Env(env []string, keys, pass []string, agent Agent) []string {
 		}
 	}
 	if agent != nil {
-		out = append(out, agent.Env()...)
+		out = append(out, agent.Env(m, keyVar, placeholder)...)
 	}
 	return out
 }

@@ -40,20 +40,22 @@ type Agent interface {
 	// --env may not pass it (it could make the agent skip rein's hook or
 	// its settings).
 	Reserved(name string) bool
-	// Env are the settings the session sets for the agent.
-	Env() []string
+	// Env are the settings the session sets for the agent: m's gateway
+	// (m.Local()) and the placeholder key in keyVar, one of KeyVars (the
+	// real key never enters the session).
+	Env(m Model, keyVar, key string) []string
 	// CheckArgs says why one of the agent's arguments is refused, or "":
 	// a flag that would skip rein's hook, its settings or its sandbox,
 	// or one not known not to.
 	CheckArgs(args []string) string
-	// ModelHosts are the hosts of the agent's model API, as getenv
-	// configures them.
-	ModelHosts(getenv func(string) string) ([]Host, error)
+	// Model is where the agent's model is, as getenv configures it: rein
+	// forwards the session's model calls there, through the gateway.
+	Model(getenv func(string) string) (Model, error)
 	// Files are the agent's own files of the bundle (besides rein's
 	// prompt.md, policy.json and hook.sh), for a bundle at at inside the
-	// session whose hosts are hosts (the model's first); their names do
-	// not depend on either.
-	Files(at string, hosts []Host) map[string][]byte
+	// session whose model is m (reached at m.Local()); their names do not
+	// depend on either.
+	Files(at string, m Model) map[string][]byte
 	// Guidance are the workspace's files (AGENTS.md) rein's prompt
 	// carries, for an agent started without reading them itself.
 	Guidance() []string

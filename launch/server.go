@@ -168,6 +168,10 @@ func (s *server) serve(ctx context.Context, c net.Conn, runID string, store trac
 	}
 	switch string(name) {
 	case "hook":
+		if s.agent == nil {
+			// An agent without rein's hook (Codex) makes no hook calls.
+			return
+		}
 		c.SetDeadline(time.Now().Add(hook.Timeout + 5*time.Second))
 		if !s.calls.Allow() {
 			// Anything in the session can call; an agent makes a call

@@ -24,19 +24,19 @@ import (
 // are named as Claude Code names them: what the server needs of one.
 type testAgent struct{}
 
-func (testAgent) Name() string                                   { return "test-agent" }
-func (testAgent) Title() string                                  { return "Test Agent" }
-func (testAgent) Program() string                                { return "true" }
-func (testAgent) Hook() hook.Adapter                             { return hookcc.Adapter{} }
-func (testAgent) KeyVars() []string                              { return nil }
-func (testAgent) ConfigVars() []string                           { return nil }
-func (testAgent) Reserved(string) bool                           { return false }
-func (testAgent) Env() []string                                  { return nil }
-func (testAgent) CheckArgs([]string) string                      { return "" }
-func (testAgent) ModelHosts(func(string) string) ([]Host, error) { return nil, nil }
-func (testAgent) Files(string, []Host) map[string][]byte         { return nil }
-func (testAgent) Guidance() []string                             { return nil }
-func (testAgent) ProgramDirs(string) []string                    { return nil }
+func (testAgent) Name() string                             { return "test-agent" }
+func (testAgent) Title() string                            { return "Test Agent" }
+func (testAgent) Program() string                          { return "true" }
+func (testAgent) Hook() hook.Adapter                       { return hookcc.Adapter{} }
+func (testAgent) KeyVars() []string                        { return nil }
+func (testAgent) ConfigVars() []string                     { return nil }
+func (testAgent) Reserved(string) bool                     { return false }
+func (testAgent) Env(Model, string, string) []string       { return nil }
+func (testAgent) CheckArgs([]string) string                { return "" }
+func (testAgent) Model(func(string) string) (Model, error) { return Model{}, nil }
+func (testAgent) Files(string, Model) map[string][]byte    { return nil }
+func (testAgent) Guidance() []string                       { return nil }
+func (testAgent) ProgramDirs(string) []string              { return nil }
 func (testAgent) Start(string, string, string) ([]string, map[string]string) {
 	return nil, nil
 }

@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/reinhq/rein/launch/gateway"
 	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/limits"
 	"github.com/reinhq/rein/policy"
@@ -35,6 +37,7 @@ import (
 // program's.
 const (
 	ExitUsage   = 2   // a bad argument
+	ExitBudget  = 120 // the session reached its token or cost budget (--max-tokens, --max-cost)
 	ExitBundle  = 121 // the launch bundle failed its verification
 	ExitCreds   = 122 // the environment holds credentials
 	ExitRefused = 123 // an argument that would skip rein's hook, or a program rein cannot confine
@@ -50,6 +53,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Msg }
+
+// spentGrace is how long a session whose budget was reached has to end
+// on its own, once its agent has been refused, before it is killed.
+const spentGrace = 5 * time.Second
 
 // stopGrace is how long a stopped session's program has, after the signal
 // is passed on, before its whole tree is killed.
@@ -74,12 +81,19 @@ type Session struct {
 	// Program is the program's real path, and Args its arguments.
 	Program string
 	Args    []string
-	// Keys are the variables of the model's credential, and Pass the
+	// Keys are the variables of the model's credential: an agent's
+	// gateway sends the first that is set to its model, and the session
+	// gets a placeholder; a program gets them as they are. Pass are the
 	// others passed into the session's environment.
 	Keys, Pass []string
-	Hosts      []Host
-	Timeout    time.Duration
-	Limits     limits.Limits
+	// Model is the agent's model, which the session reaches through the
+	// gateway alone; Budget bounds its calls. Hosts are the other hosts
+	// the session may reach (--allow-host).
+	Model   Model
+	Budget  Budget
+	Hosts   []Host
+	Timeout time.Duration
+	Limits  limits.Limits
 	// Exe is rein's binary, and Key the user's trace key: the bundle is
 	// written with both and verified against both. Bundle, when set, is
 	// a bundle written before, verified before the session starts.
@@ -129,11 +143,16 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	}
 	defer os.RemoveAll(dir)
 	home := map[string]string{}
+	var realKey, keyHeader, keyVar, ph string
 	if s.Agent != nil {
+		if realKey, keyHeader, keyVar = modelKey(s.Model.Family, s.Keys); realKey == "" {
+			return res, &Error{ExitUsage, fmt.Sprintf("rein launch %s: no model key: set %s (or name the variable with --key-env); rein's gateway sends it to the model, and the session gets a placeholder", s.Agent.Name(), strings.Join(s.Keys, " or "))}
+		}
+		ph = placeholder()
 		bundle := s.Bundle
 		if bundle == "" {
 			bundle = filepath.Join(dir, "bundle")
-			if err := NewBundle(s.Agent, pol, ws, prog, hosts).Write(bundle, exe, key); err != nil {
+			if err := NewBundle(s.Agent, pol, ws, prog, s.Model, hosts).Write(bundle, exe, key); err != nil {
 				return res, &Error{ExitBundle, "rein launch: writing the bundle: " + err.Error()}
 			}
 		} else if bundle, err = filepath.Abs(bundle); err != nil {
@@ -161,7 +180,8 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	if _, err := store.AppendAll(ctx,
 		trace.Run{ID: runID, StartedAt: time.Now(), Workspace: ws, Surface: kind, Mode: pol.Mode.String(), Source: "launch", PID: os.Getpid()},
 		trace.Audit{RunID: runID, Kind: "launch_start", At: time.Now(), Meta: toJSON(map[string]any{
-			"program": prog, "args": argv, "hosts": Strings(hosts), "pid": os.Getpid(), "host": host, "bundle": home[BundleAt]})},
+			"program": prog, "args": argv, "hosts": Strings(hosts), "pid": os.Getpid(), "host": host, "bundle": home[BundleAt],
+			"model": s.Model.Base, "key_var": keyVar, "max_tokens": s.Budget.Tokens, "max_cost": s.Budget.Cost})},
 	); err != nil {
 		return res, &Error{ExitSandbox, "recording the session: " + err.Error()}
 	}
@@ -176,9 +196,15 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		bounded.Limit = traceDefault
 	}
 	status := "ended"
+	var gw *gateway.Gateway
 	defer func() {
+		meta := map[string]any{"status": status}
+		if gw != nil {
+			tokens, cost, unpriced := gw.Totals()
+			meta["tokens"], meta["cost_usd"], meta["unpriced_models"] = tokens, cost, unpriced
+		}
 		store.AppendAll(context.Background(), trace.RunEnd{RunID: runID, EndedAt: time.Now(), Status: status},
-			trace.Audit{RunID: runID, Kind: "launch_end", At: time.Now(), Meta: toJSON(map[string]string{"status": status})})
+			trace.Audit{RunID: runID, Kind: "launch_end", At: time.Now(), Meta: toJSON(meta)})
 	}()
 
 	var refused sync.WaitGroup
@@ -195,6 +221,8 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		bounded.AppendAll(context.Background(), tool.EgressRecords(runID, ev)...)
 	}
 	closeServer := func() {}
+	var services []sandbox.Service
+	spent := make(chan string, 1)
 	if s.Agent != nil {
 		// A unix socket's path is short: not below rein's state
 		// directory, which may be deep, but in a directory of its own
@@ -211,9 +239,25 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		defer srv.close()
 		closeServer = srv.close
 		home[relay.SocketAt] = sockDir
+		var svc sandbox.Service
+		if gw, svc, err = s.startGateway(ctx, runID, bounded, realKey, keyHeader, ph, func(why string) {
+			select {
+			case spent <- why:
+			default:
+			}
+		}); err != nil {
+			return res, &Error{ExitUsage, "rein launch: the model gateway: " + err.Error()}
+		}
+		services = append(services, svc)
 	}
 
-	env := Env(os.Environ(), s.Keys, s.Pass, s.Agent)
+	// The agent reads the placeholder where it would read the key: the
+	// variable the key came from, if it is one of the agent's own.
+	agentVar := keyVar
+	if s.Agent != nil && !slices.Contains(s.Agent.KeyVars(), keyVar) {
+		agentVar = s.Agent.KeyVars()[0]
+	}
+	env := Env(os.Environ(), s.Keys, s.Pass, s.Agent, s.Model, agentVar, ph)
 	p := sandbox.Profile{Workspace: ws, Rung: sandbox.RungBwrap, Timeout: s.Timeout, Env: env, Hidden: tool.Hidden(pol),
 		HostCaches: tool.HostCaches(os.Environ(), pol)}
 	if s.Dir != "" && (s.Dir == ws || strings.HasPrefix(s.Dir, ws+"/")) {
@@ -241,7 +285,7 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	passed := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGWINCH)
 	defer signal.Stop(sigs)
-	p.Session = &sandbox.Session{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Signals: passed, HomeFiles: home}
+	p.Session = &sandbox.Session{Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, Signals: passed, HomeFiles: home, Services: services}
 	line, err := shell.FromArgv(append([]string{prog}, argv...))
 	if err != nil {
 		return res, &Error{ExitUsage, err.Error()}
@@ -253,6 +297,15 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		return res, &Error{ExitSandbox, "rein launch: " + err.Error()}
 	}
 	var stopped syscall.Signal
+	go func() {
+		// A budget reached: the agent is answered with the refusal, which
+		// it shows its user, and has a moment to end on its own.
+		select {
+		case <-spent:
+			time.AfterFunc(spentGrace, h.Kill)
+		case <-h.Done():
+		}
+	}()
 	go func() {
 		for sig := range sigs {
 			passed <- sig
@@ -283,6 +336,9 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	}
 	code := r.ExitCode
 	switch {
+	case gw != nil && gw.Spent() != "":
+		code, status = ExitBudget, "budget: "+gw.Spent()
+		fmt.Fprintf(stderr, "rein launch: %s; the session was ended\n", gw.Spent())
 	case stopped != 0:
 		code, status = 128+int(stopped), "stopped by "+stopped.String()
 	case r.Status == sandbox.Timeout:
@@ -297,6 +353,11 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 			fmt.Fprintf(stderr, "rein launch: %s: %s\n", r.Status, r.Reason)
 		}
 		status = fmt.Sprintf("exit %d", code)
+	}
+	if gw != nil && s.Budget.Cost > 0 {
+		if _, _, unpriced := gw.Totals(); len(unpriced) > 0 {
+			fmt.Fprintf(stderr, "rein launch: no price for %s ([[provider.price]] in your policy): their calls counted against --max-tokens only, not --max-cost\n", strings.Join(unpriced, ", "))
+		}
 	}
 	res.Code = code
 	return res, nil

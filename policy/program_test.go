@@ -278,6 +278,13 @@ model = "coder"
 api_key_env = "WORK_LLM_KEY"
 price_input = 3.0
 price_output = 15.0
+
+[[provider.price]]
+model = "claude-sonnet-4*"
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
 `)
 	o := f.options()
 	o.UserFile = f.user
@@ -287,7 +294,8 @@ price_output = 15.0
 	}
 	if p.Run.MaxSteps != 50 || p.Run.MaxTokens != 100000 || p.Run.MaxTime != 10*time.Minute || p.Run.Verify != "go test ./..." ||
 		len(p.Run.Protect) != 1 || len(p.Providers) != 1 || p.Providers[0].BaseURL != "https://llm.example.internal/v1" || p.Providers[0].Layer != LayerUser ||
-		p.Providers[0].PriceInput != 3 || p.Providers[0].PriceOutput != 15 {
+		p.Providers[0].PriceInput != 3 || p.Providers[0].PriceOutput != 15 ||
+		len(p.Providers[0].Prices) != 1 || p.Providers[0].Prices[0] != (ModelPrice{Model: "claude-sonnet-4*", Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75}) {
 		t.Fatalf("%+v %+v", p.Run, p.Providers)
 	}
 	// An untrusted project file: lower budgets and more protect globs
@@ -317,7 +325,9 @@ price_output = 15.0
 		t.Fatalf("a project's provider: %v", err)
 	}
 	for _, bad := range []string{"[run]\nmax_steps = 0\n", "[run]\nmax_time = \"soon\"\n", "[[provider]]\nname = \"x\"\nbase_url = \"ftp://h\"\n", "[[provider]]\nname = \"x\"\nfamily = \"grpc\"\n", "[run]\nsteps = 3\n",
-		"[[provider]]\nname = \"x\"\nprice_input = nan\n", "[run]\nmax_cost = nan\n", "[run]\nmax_cost = inf\n", "[run]\nrecovery = \"retry\"\n"} {
+		"[[provider]]\nname = \"x\"\nprice_input = nan\n", "[run]\nmax_cost = nan\n", "[run]\nmax_cost = inf\n", "[run]\nrecovery = \"retry\"\n",
+		"[[provider]]\nname = \"x\"\n[[provider.price]]\nmodel = \"[\"\ninput = 1\n", "[[provider]]\nname = \"x\"\n[[provider.price]]\ninput = 1\n",
+		"[[provider]]\nname = \"x\"\n[[provider.price]]\nmodel = \"m\"\ninput = -1\n", "[[provider]]\nname = \"x\"\n[[provider.price]]\nmodel = \"m\"\nprice = 1\n"} {
 		f.write(f.user, bad)
 		o := f.options()
 		o.UserFile = f.user

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"time"
@@ -42,8 +43,18 @@ type ProviderSetting struct {
 	APIKeyEnv string
 	// Prices per million tokens: input, output, cache read, cache write.
 	PriceInput, PriceOutput, PriceCacheRead, PriceCacheWrite float64
-	Layer                                                    Layer
-	File                                                     string
+	// Prices are per model ([[provider.price]] rows), for a provider
+	// whose sessions use several models.
+	Prices []ModelPrice
+	Layer  Layer
+	File   string
+}
+
+// ModelPrice is one [[provider.price]] row: the prices per million
+// tokens of the models whose names match Model (a glob: claude-sonnet-4*).
+type ModelPrice struct {
+	Model                                string
+	Input, Output, CacheRead, CacheWrite float64
 }
 
 type runConfig struct {
@@ -69,6 +80,13 @@ type providerConfig struct {
 	PriceOutput     float64 `toml:"price_output"`
 	PriceCacheRead  float64 `toml:"price_cache_read"`
 	PriceCacheWrite float64 `toml:"price_cache_write"`
+	Price           []struct {
+		Model      string  `toml:"model"`
+		Input      float64 `toml:"input"`
+		Output     float64 `toml:"output"`
+		CacheRead  float64 `toml:"cache_read"`
+		CacheWrite float64 `toml:"cache_write"`
+	} `toml:"price"`
 }
 
 // run applies a file's [run] section and [[provider]] entries.
@@ -161,8 +179,21 @@ func (a *applier) run(c *fileConfig) error {
 				return a.fail(key, fmt.Errorf("a price is %v: prices are numbers of 0 or more", v))
 			}
 		}
+		var prices []ModelPrice
+		for j, row := range pc.Price {
+			rkey := fmt.Sprintf("%s.price[%d]", key, j)
+			if _, err := path.Match(row.Model, ""); err != nil || row.Model == "" {
+				return a.fail(rkey+".model", fmt.Errorf("%q is not a model name or glob", row.Model))
+			}
+			for _, v := range []float64{row.Input, row.Output, row.CacheRead, row.CacheWrite} {
+				if !(v >= 0) || math.IsInf(v, 0) {
+					return a.fail(rkey, fmt.Errorf("a price is %v: prices are numbers of 0 or more", v))
+				}
+			}
+			prices = append(prices, ModelPrice{Model: row.Model, Input: row.Input, Output: row.Output, CacheRead: row.CacheRead, CacheWrite: row.CacheWrite})
+		}
 		p.Providers = append(p.Providers, ProviderSetting{Name: pc.Name, Family: pc.Family, BaseURL: pc.BaseURL, Model: pc.Model, APIKeyEnv: pc.APIKeyEnv,
-			PriceInput: pc.PriceInput, PriceOutput: pc.PriceOutput, PriceCacheRead: pc.PriceCacheRead, PriceCacheWrite: pc.PriceCacheWrite, Layer: a.layer, File: a.file})
+			PriceInput: pc.PriceInput, PriceOutput: pc.PriceOutput, PriceCacheRead: pc.PriceCacheRead, PriceCacheWrite: pc.PriceCacheWrite, Prices: prices, Layer: a.layer, File: a.file})
 	}
 	return nil
 }

@@ -179,10 +179,17 @@ func ListenUnixIn(dir, name string) (*net.UnixListener, error) {
 // proxyEnv sets the proxy variables, in both cases, over whatever env
 // says: every client that honours them goes through the proxy, and none
 // is told to go around it.
-func proxyEnv(env []string, port int) []string {
+//
+// A session with services of its own loopback is told to reach them
+// directly (NO_PROXY the loopback): nothing else listens there, and
+// Landlock lets a command connect to no other port of it.
+func proxyEnv(env []string, port int, services bool) []string {
 	http := "http://127.0.0.1:" + strconv.Itoa(port)
 	set := map[string]string{
 		"HTTP_PROXY": http, "HTTPS_PROXY": http, "ALL_PROXY": "socks5h://127.0.0.1:" + strconv.Itoa(port), "NO_PROXY": "",
+	}
+	if services {
+		set["NO_PROXY"] = "127.0.0.1,localhost,::1"
 	}
 	var out []string
 	for _, kv := range env {

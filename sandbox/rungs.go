@@ -62,7 +62,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		mounts[r.hostNet] = sandboxNet
 	}
 	if r.egress != nil {
-		env = proxyEnv(env, sandboxProxyPort)
+		env = proxyEnv(env, sandboxProxyPort, p.Session != nil && len(p.Session.Services) > 0)
 		ports = []uint16{sandboxProxyPort}
 		forwards = append(forwards, forward{Listen: "127.0.0.1:" + strconv.Itoa(sandboxProxyPort), Socket: sandboxNet + "/proxy.sock"})
 	}
@@ -271,7 +271,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 		return nil, refuse(Unavailable, "the %s limit needs the bwrap rung: on the %s rung the command's TMPDIR is a directory on the host's disk, which no size cap covers", LimitTmp, r.rung)
 	}
 	if r.egress != nil {
-		env = proxyEnv(env, r.egress.port)
+		env = proxyEnv(env, r.egress.port, false)
 	}
 	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: home, Env: env, Subreaper: true, Lifeline: true, Rlimits: rlimits(p.Limits), GoPrefill: own.prefillOf()}
 	if r.rung == RungLandlock {

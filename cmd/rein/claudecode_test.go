@@ -59,6 +59,14 @@ type ccServer struct {
 	results []string // the tool results the model was sent, in order
 	count   int      // responses sent, for their ids
 	sock    string   // the same API on a unix socket, for a network namespace
+	keys    []string // every key a request carried (x-api-key, or a bearer token)
+}
+
+// keysSeen are the keys the requests carried.
+func (s *ccServer) keysSeen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.keys...)
 }
 
 func newCCServer(t testing.TB, turns ...ccTurn) *ccServer {
@@ -71,6 +79,9 @@ func newCCServer(t testing.TB, turns ...ccTurn) *ccServer {
 
 func (s *ccServer) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	s.keys = append(s.keys, r.Header.Get("X-Api-Key")+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	s.mu.Unlock()
 	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/messages") || strings.Contains(r.URL.Path, "count_tokens") {
 		w.Header().Set("content-type", "application/json")
 		fmt.Fprint(w, `{"input_tokens": 10}`)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/launch"
 	"github.com/reinhq/rein/launch/claudecode"
+	"github.com/reinhq/rein/launch/codex"
 	lpi "github.com/reinhq/rein/launch/pi"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -44,29 +46,36 @@ func newLaunchCmd(sf *scopeFlags) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "launch [flags] AGENT [-- AGENT_ARGS...] | launch [flags] -- PROGRAM ARGS...",
-		Short: "Run Claude Code or Pi (or any agent CLI) whole inside rein's sandbox, as a managed session",
+		Short: "Run Claude Code, Pi or Codex (or any agent CLI) whole inside rein's sandbox, as a managed session",
 		Long: `Run an agent's CLI inside rein's bwrap sandbox for a whole session: its own
 pid namespace, the workspace writable (rein's protected paths read-only or
-hidden), a private HOME holding only rein's launch bundle, and an egress
-proxy that reaches only the model API's host; every other connection is
-refused and recorded. The session is refused when the environment holds
-credentials (naming them); only the model's key goes in.
+hidden), and a private HOME holding only rein's launch bundle. The session
+reaches its model through rein's gateway alone, on its own loopback: the
+agent gets a placeholder key, and rein's process sends each call to the
+model's API with the real key, which never enters the session, records it
+(tokens, cost, latency) and bounds the session (--max-tokens, --max-cost).
+Nothing else is reachable but the hosts --allow-host names, through an
+egress proxy. The session is refused when the environment holds other
+credentials (naming them).
 
 For claude-code, rein writes a launch bundle (prompt.md, settings.json with
 rein's hook, mcp.json with rein mcp, policy.json, manifest.json with the
 sha256 of each file and of rein's binary, keyed with rein's trace key),
 verifies it, and starts Claude Code with it. For pi, the bundle holds
 rein's extension for Pi and a models.json instead, and Pi starts with that
-extension and nothing else loaded. Every tool call is decided by rein's
-gate on the host; a gate that crashes, hangs or is missing blocks the
-call. Flags that skip the gate are refused. The session is one run in the
-trace: every decision, MCP call and connection under it.
+extension and nothing else loaded. For codex, the bundle holds Codex's
+config.toml (its model provider the gateway, its own sandbox off inside
+rein's, rein mcp as its MCP server). Every tool call Claude Code or Pi
+makes is decided by rein's gate on the host; a gate that
+crashes, hangs or is missing blocks the call. Flags that skip the gate are
+refused. The session is one run in the trace: every decision, model call,
+MCP call and connection under it.
 
-Exit status: the program's own; 121 the bundle failed its verification;
-122 credentials in the environment; 123 a refused argument; 124 the
-session's timeout; 125 the sandbox could not run; 127 the program was not
-found; 128+N stopped by signal N (SIGINT and SIGTERM are passed on, and
-the whole tree is gone after).`,
+Exit status: the program's own; 120 the session reached its budget; 121
+the bundle failed its verification; 122 credentials in the environment;
+123 a refused argument; 124 the session's timeout; 125 the sandbox could
+not run; 127 the program was not found; 128+N stopped by signal N (SIGINT
+and SIGTERM are passed on, and the whole tree is gone after).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -90,7 +99,9 @@ the whole tree is gone after).`,
 	for _, a := range launchAgents {
 		lo.programs[a.Name()] = f.String(a.Program(), "", fmt.Sprintf("%s's binary (default: %s on PATH)", a.Title(), a.Program()))
 	}
-	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the program's model credential, passed into its environment only (repeatable; claude-code: ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN)")
+	f.StringArrayVar(&lo.keyEnv, "key-env", nil, "a variable holding the model's key (repeatable; the first set is used): an agent's stays with rein's gateway, which sends it to the model, and the session gets a placeholder; a program gets it as it is (default: the agent's, e.g. ANTHROPIC_API_KEY)")
+	f.Int64Var(&lo.maxTokens, "max-tokens", 0, "end the session once its model calls have used this many tokens (input, output and cache), refusing the next call (exit 120)")
+	f.Float64Var(&lo.maxCost, "max-cost", 0, "end the session once its model calls cost this many dollars by the policy's prices ([[provider.price]]), refusing the next call (exit 120)")
 	f.StringArrayVar(&lo.env, "env", nil, "pass this variable of the environment into the session (repeatable; never a credential)")
 	f.StringArrayVar(&lo.allowHosts, "allow-host", nil, "let the session reach this host (host or host:port; repeatable) besides the model API's")
 	f.StringVar(&lo.bundle, "bundle", "", "launch from this bundle, written earlier with --write-bundle, after verifying it")
@@ -111,6 +122,8 @@ type launchOptions struct {
 	// programs are the --NAME PATH flags, by agent.
 	programs   map[string]*string
 	keyEnv     []string
+	maxTokens  int64
+	maxCost    float64
 	env        []string
 	allowHosts []string
 	bundle     string
@@ -118,7 +131,7 @@ type launchOptions struct {
 }
 
 // launchAgents are the agents rein launch runs, one entry each.
-var launchAgents = []launch.Agent{claudecode.Agent{}, lpi.Agent{}}
+var launchAgents = []launch.Agent{claudecode.Agent{}, lpi.Agent{}, codex.Agent{}}
 
 // launchAgent is the agent registered under name, or nil.
 func launchAgent(name string) launch.Agent {
@@ -188,6 +201,18 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 	if err != nil {
 		return err
 	}
+	if lo.maxTokens < 0 || !(lo.maxCost >= 0) || math.IsInf(lo.maxCost, 0) {
+		return &exitError{exitUsage, "--max-tokens and --max-cost are numbers of 0 (no bound) or more"}
+	}
+	if lo.agent == nil && (lo.maxTokens > 0 || lo.maxCost > 0) {
+		return &exitError{exitUsage, "--max-tokens and --max-cost bound an agent's model calls, through its gateway: a program has none"}
+	}
+	var model launch.Model
+	if lo.agent != nil {
+		if model, err = lo.agent.Model(os.Getenv); err != nil {
+			return &exitError{exitUsage, err.Error()}
+		}
+	}
 	var prog string
 	var argv []string
 	if lo.agent != nil {
@@ -231,7 +256,7 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 		if lo.agent == nil {
 			return &exitError{exitUsage, "--write-bundle writes an agent's bundle: rein launch --write-bundle DIR AGENT"}
 		}
-		b := launch.NewBundle(lo.agent, pol, ws, prog, hosts)
+		b := launch.NewBundle(lo.agent, pol, ws, prog, model, hosts)
 		if err := b.Write(lo.writeOnly, exe, key); err != nil {
 			return &exitError{exitLaunchBundle, "rein launch: writing the bundle: " + err.Error()}
 		}
@@ -247,7 +272,8 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 	streams, done := sessionStreams(cmd)
 	defer done()
 	sess := &launch.Session{Agent: lo.agent, Policy: pol, Files: policy.Options{OrgFile: lo.sf.org, UserFile: lo.sf.user, ProjectFile: lo.sf.project},
-		Workspace: ws, Program: prog, Args: argv, Keys: keys, Pass: lo.env, Hosts: hosts, Timeout: lo.timeout, Limits: limits,
+		Workspace: ws, Program: prog, Args: argv, Keys: keys, Pass: lo.env, Model: model, Budget: launch.Budget{Tokens: lo.maxTokens, Cost: lo.maxCost},
+		Hosts: hosts, Timeout: lo.timeout, Limits: limits,
 		Exe: exe, Key: key, Bundle: lo.bundle, Store: store, Redactor: red, Stdin: streams[0], Stdout: streams[1], Stderr: streams[2], Log: stderr}
 	if wd, err := os.Getwd(); err == nil {
 		sess.Dir = wd
@@ -327,17 +353,10 @@ func launchProgram(name string) (string, error) {
 	return path, nil
 }
 
-// launchHosts are the hosts the session may reach: the agent's model API
-// and --allow-host's.
+// launchHosts are the hosts the session may reach besides its model,
+// which it reaches through the gateway alone: --allow-host's.
 func launchHosts(lo *launchOptions) ([]launch.Host, error) {
 	var out []launch.Host
-	if lo.agent != nil {
-		hosts, err := lo.agent.ModelHosts(os.Getenv)
-		if err != nil {
-			return nil, &exitError{exitUsage, err.Error()}
-		}
-		out = append(out, hosts...)
-	}
 	for _, a := range lo.allowHosts {
 		h, err := launch.AllowHost(a)
 		if err != nil {

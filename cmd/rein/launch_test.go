@@ -152,11 +152,21 @@ func TestLaunchClaudeCode(t *testing.T) {
 		ccTool("Bash", map[string]any{"command": "sleep 3172", "description": "wait", "run_in_background": true}),
 		ccTool("Bash", map[string]any{"command": "cat ~/.ssh/id_rsa", "description": "read the key"}),
 		ccTool("mcp__rein__shell", map[string]any{"line": "touch asked.txt"}),
+		ccTool("Bash", map[string]any{"command": "./keys.sh", "description": "look for the key"}),
+		ccTool("Bash", map[string]any{"command": "./model.sh", "description": "reach the model's host around the gateway"}),
 	)
+	// Where the key could be: the environment, the session's files, and
+	// the model's host reached directly through the egress proxy.
+	os.WriteFile(filepath.Join(ws, "keys.sh"), []byte("#!/bin/sh\nenv | grep -E '^ANTHROPIC_(API_KEY|BASE_URL|AUTH_TOKEN)='\ngrep -rl sk-ant-test-key /run/rein/home /tmp /proc/*/environ 2>/dev/null || echo no-file-holds-it\n"), 0o755)
+	modelPort := s.srv.Listener.Addr().(*net.TCPAddr).Port
+	os.WriteFile(filepath.Join(ws, "model.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", modelPort)), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./build.sh\", \"./net.sh\", \"./keys.sh\", \"./model.sh\"]\n"), 0o644)
 	env := []string{"ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
-	code, out, errOut := launchProc(t, env, "--claude", bin, "claude-code", "--", "-p", "do the task", "--output-format", "json")
+	// A host besides the model's, so that the session has an egress
+	// proxy: the model's host is not among those it reaches.
+	code, out, errOut := launchProc(t, env, "--claude", bin, "--allow-host", "example.invalid", "claude-code", "--", "-p", "do the task", "--output-format", "json")
 	seen := s.seen()
-	if code != 0 || len(seen) != 6 {
+	if code != 0 || len(seen) != 8 {
 		t.Fatalf("exit %d, the model saw %d results: %q\nstdout %s\nstderr %s", code, len(seen), seen, out, errOut)
 	}
 	if !strings.Contains(seen[0], "building in "+ws) || !strings.Contains(seen[0], "settings-readonly") || !strings.Contains(seen[0], "unmovable") {
@@ -183,6 +193,23 @@ func TestLaunchClaudeCode(t *testing.T) {
 	if left := liveWith("sleep 3172"); len(left) > 0 {
 		t.Errorf("left running after the session: %q", left)
 	}
+	// The real key is in no variable and no file of the session; the
+	// agent has the placeholder and the gateway's address; the model's
+	// host is not reachable around the gateway; and every request the
+	// model's API received carried the real key (the gateway's).
+	if !strings.Contains(seen[6], "ANTHROPIC_API_KEY=rein-session-") || !strings.Contains(seen[6], "ANTHROPIC_BASE_URL=http://127.0.0.1:3129\n") ||
+		strings.Contains(seen[6], "sk-ant-test-key") || !strings.Contains(seen[6], "no-file-holds-it") {
+		t.Errorf("the key in the session: %q", seen[6])
+	}
+	if !strings.Contains(seen[7], "403") {
+		t.Errorf("the model's host around the gateway: %q", seen[7])
+	}
+	keys := s.keysSeen()
+	for _, k := range keys {
+		if k != "sk-ant-test-key" {
+			t.Errorf("the model's API received the key %q", k)
+		}
+	}
 
 	store, err := sqlite.Open(tr, nil)
 	if err != nil {
@@ -199,8 +226,22 @@ func TestLaunchClaudeCode(t *testing.T) {
 	for _, st := range steps {
 		tools[st.Tool]++
 	}
-	if tools["Bash"] != 4 || tools["mcp__rein__shell"] != 2 || tools["shell"] != 2 {
+	if tools["Bash"] != 6 || tools["mcp__rein__shell"] != 2 || tools["shell"] != 2 {
 		t.Errorf("the session's steps: %v", tools)
+	}
+	// Each model call is in the trace with its usage.
+	calls, _ := store.ProviderCalls(ctx, runs[0].ID)
+	var messages int
+	for _, c := range calls {
+		if strings.Contains(c.Request, `"path":"/v1/messages"`) && c.Failure == "" {
+			messages++
+			if c.Provider != "anthropic" || c.Input != 12 || c.Output != 7 || c.LatencyMS <= 0 || c.FirstMS <= 0 {
+				t.Errorf("a model call's record: %+v", c)
+			}
+		}
+	}
+	if messages < 9 || len(calls) != len(keys) {
+		t.Errorf("%d model calls in the trace (%d requests the API received): %+v", messages, len(keys), calls)
 	}
 	events, _ := store.PolicyEvents(ctx, runs[0].ID)
 	var refusedNet bool
@@ -222,6 +263,7 @@ func TestLaunchBundle(t *testing.T) {
 	requireBwrap(t)
 	bin := claudeBin(t)
 	docFixture(t)
+	keyEnv := []string{"ANTHROPIC_API_KEY=sk-ant-test-key"}
 	write := func() string {
 		t.Helper()
 		dir := filepath.Join(t.TempDir(), "bundle")
@@ -244,7 +286,7 @@ func TestLaunchBundle(t *testing.T) {
 			t.Errorf("%s: mode %v", e.Name(), info.Mode())
 		}
 	}
-	if code, out, errOut := launchProc(t, nil, "--claude", bin, "--bundle", dir, "claude-code", "--", "--version"); code != 0 || !strings.Contains(out, "Claude Code") {
+	if code, out, errOut := launchProc(t, keyEnv, "--claude", bin, "--bundle", dir, "claude-code", "--", "--version"); code != 0 || !strings.Contains(out, "Claude Code") {
 		t.Fatalf("the bundle as written: %d %q %s", code, out, errOut)
 	}
 	if code, _, errOut := launchProc(t, nil, "--claude", bin, "--write-bundle", dir, "claude-code"); code != exitLaunchBundle || !strings.Contains(errOut, "exists") {
@@ -278,7 +320,7 @@ func TestLaunchBundle(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := write()
 			c.tamper(dir)
-			code, _, errOut := launchProc(t, nil, "--claude", bin, "--bundle", dir, "claude-code", "--", "--version")
+			code, _, errOut := launchProc(t, keyEnv, "--claude", bin, "--bundle", dir, "claude-code", "--", "--version")
 			if code != exitLaunchBundle || !strings.Contains(errOut, c.want) {
 				t.Errorf("exit %d %s", code, errOut)
 			}

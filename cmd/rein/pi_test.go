@@ -242,7 +242,9 @@ func TestLaunchPi(t *testing.T) {
 		ccTool("write", map[string]any{"path": filepath.Join(outside, "note.txt"), "content": "x"}),
 	)
 	env := []string{"ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
-	code, out, errOut := launchProc(t, env, "--pi", bin, "pi", "--", "-p", "do the task", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session")
+	// A host besides the model's, so that the session has an egress
+	// proxy; the model is the gateway's.
+	code, out, errOut := launchProc(t, env, "--pi", bin, "--allow-host", "example.invalid", "pi", "--", "-p", "do the task", "--provider", "anthropic", "--model", "claude-sonnet-4-5", "--no-session")
 	seen := s.seen()
 	if code != 0 || len(seen) != 4 {
 		t.Fatalf("exit %d, the model saw %d results: %q\nstdout %s\nstderr %s", code, len(seen), seen, out, errOut)
@@ -287,7 +289,14 @@ func TestLaunchPi(t *testing.T) {
 		t.Errorf("the session's steps: %v", tools)
 	}
 
-	// The bundle: rein's gate, models.json at the model's host, the
+	// Every request the model's API received came through the gateway,
+	// with the real key.
+	for _, k := range s.keysSeen() {
+		if k != "sk-ant-test-key" {
+			t.Errorf("the model's API received the key %q", k)
+		}
+	}
+	// The bundle: rein's gate, models.json at the session's gateway, the
 	// workspace's AGENTS.md in rein's prompt.
 	bundle := filepath.Join(t.TempDir(), "bundle")
 	if code, _, errOut := launchProc(t, env, "--pi", bin, "--write-bundle", bundle, "pi"); code != 0 {
@@ -297,7 +306,7 @@ func TestLaunchPi(t *testing.T) {
 	modelsJSON, _ := os.ReadFile(filepath.Join(bundle, "models.json"))
 	ext, _ := os.ReadFile(filepath.Join(bundle, "extension.js"))
 	if !strings.Contains(string(prompt), "## AGENTS.md (the repository's guidance)\n\nRun ./build.sh to build.") || strings.Contains(string(prompt), "mcp__") ||
-		!strings.Contains(string(modelsJSON), s.srv.URL) || !strings.Contains(string(ext), `"--rein-relay","hook"`) {
+		!strings.Contains(string(modelsJSON), `"baseUrl": "http://127.0.0.1:3129"`) || strings.Contains(string(modelsJSON), s.srv.URL) || !strings.Contains(string(ext), `"--rein-relay","hook"`) {
 		t.Errorf("the bundle:\n%s\n%s\n%.400s", prompt, modelsJSON, ext)
 	}
 	for _, args := range [][]string{{"-e", "/tmp/other.js"}, {"--extension=/tmp/other.js"}, {"install", "npm:evil"}, {"--api-key", "k"}, {"--brand-new-flag"}} {

@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/hook"
 	hookcc "github.com/reinhq/rein/hook/claudecode"
 	"github.com/reinhq/rein/launch"
+	"github.com/reinhq/rein/launch/gateway"
 	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
 )
@@ -40,9 +41,9 @@ func (Agent) Hook() hook.Adapter { return hookcc.Adapter{} }
 // KeyVars carry Claude Code's model credential.
 func (Agent) KeyVars() []string { return []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"} }
 
-// ConfigVars are where the model is, and which.
+// ConfigVars are which model (where it is is the gateway's).
 func (Agent) ConfigVars() []string {
-	return []string{"ANTHROPIC_BASE_URL", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+	return []string{"ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
 		"ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"}
 }
 
@@ -61,29 +62,27 @@ func (Agent) Reserved(name string) bool {
 }
 
 // Env: the sandbox is one (Claude Code lets root bypass permissions only
-// inside one); nothing it would fetch besides the model is reachable.
-func (Agent) Env() []string {
+// inside one); nothing it would fetch besides the model is reachable; the
+// model is the session's gateway, with the placeholder key.
+func (Agent) Env(m launch.Model, keyVar, key string) []string {
 	return []string{"IS_SANDBOX=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
-		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1"}
+		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "ANTHROPIC_BASE_URL=" + m.Local(), keyVar + "=" + key}
 }
 
-// ModelHosts is Claude Code's model API: ANTHROPIC_BASE_URL, else
+// Model is Claude Code's model API: ANTHROPIC_BASE_URL, else
 // api.anthropic.com.
-func (Agent) ModelHosts(getenv func(string) string) ([]launch.Host, error) {
+func (Agent) Model(getenv func(string) string) (launch.Model, error) {
 	base := getenv("ANTHROPIC_BASE_URL")
 	if base == "" {
 		base = "https://api.anthropic.com"
 	}
-	h, err := launch.URLHost("ANTHROPIC_BASE_URL", base)
-	if err != nil {
-		return nil, err
-	}
-	return []launch.Host{h}, nil
+	u, err := launch.ModelURL("ANTHROPIC_BASE_URL", base)
+	return launch.Model{Provider: "anthropic", Family: gateway.Messages, Base: u}, err
 }
 
 // Files are settings.json, whose hook runs the bundle's hook.sh for every
 // tool, and mcp.json, which starts rein mcp through the relay.
-func (Agent) Files(at string, _ []launch.Host) map[string][]byte {
+func (Agent) Files(at string, _ launch.Model) map[string][]byte {
 	settings := map[string]any{
 		"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
 			"type": "command", "command": "/bin/sh " + at + "/hook.sh", "timeout": 30}}}}},

@@ -5,7 +5,7 @@
 // on and those it refuses, the model's variables and host, its files in
 // the launch bundle (rein's extension, which asks rein through the relay
 // on every tool call, and a models.json that points Pi's anthropic
-// provider at the model's host), and how it starts from them: with the
+// provider at the session's model gateway), and how it starts from them: with the
 // bundle's extension and nothing else loaded (--no-extensions --no-skills
 // --no-context-files --no-prompt-templates --no-themes), the workspace's
 // AGENTS.md reaching the model only through rein's prompt.
@@ -16,13 +16,13 @@ package pi
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/reinhq/rein/hook"
 	hookpi "github.com/reinhq/rein/hook/pi"
 	"github.com/reinhq/rein/launch"
+	"github.com/reinhq/rein/launch/gateway"
 	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
 )
@@ -56,33 +56,28 @@ func (Agent) Reserved(name string) bool {
 	return strings.HasPrefix(up, "PI_") || strings.HasPrefix(up, "ANTHROPIC_")
 }
 
-// Env: no version check, no startup network besides the model.
-func (Agent) Env() []string { return []string{"PI_SKIP_VERSION_CHECK=1", "PI_OFFLINE=1"} }
-
-// baseURL is where the session's Pi reaches its anthropic provider:
-// ANTHROPIC_BASE_URL (rein's convention; Pi itself ignores it), else
-// Anthropic's API.
-func baseURL(getenv func(string) string) string {
-	if b := getenv("ANTHROPIC_BASE_URL"); b != "" {
-		return b
-	}
-	return "https://api.anthropic.com"
+// Env: no version check, no startup network besides the model; the
+// placeholder key where Pi reads its anthropic provider's.
+func (Agent) Env(_ launch.Model, keyVar, key string) []string {
+	return []string{"PI_SKIP_VERSION_CHECK=1", "PI_OFFLINE=1", keyVar + "=" + key}
 }
 
-// ModelHosts is the anthropic provider's host.
-func (Agent) ModelHosts(getenv func(string) string) ([]launch.Host, error) {
-	h, err := launch.URLHost("ANTHROPIC_BASE_URL", baseURL(getenv))
-	if err != nil {
-		return nil, err
+// Model is Pi's anthropic provider: ANTHROPIC_BASE_URL (rein's
+// convention; Pi itself ignores it), else Anthropic's API.
+func (Agent) Model(getenv func(string) string) (launch.Model, error) {
+	base := getenv("ANTHROPIC_BASE_URL")
+	if base == "" {
+		base = "https://api.anthropic.com"
 	}
-	return []launch.Host{h}, nil
+	u, err := launch.ModelURL("ANTHROPIC_BASE_URL", base)
+	return launch.Model{Provider: "anthropic", Family: gateway.Messages, Base: u}, err
 }
 
 // Files are rein's extension, which runs the relay's hook on every tool
 // call, and models.json, which points the anthropic provider at the
-// model's host (ANTHROPIC_BASE_URL, as ModelHosts reads it).
-func (a Agent) Files(at string, _ []launch.Host) map[string][]byte {
-	models := map[string]any{"providers": map[string]any{"anthropic": map[string]any{"baseUrl": baseURL(os.Getenv)}}}
+// session's gateway.
+func (a Agent) Files(at string, m launch.Model) map[string][]byte {
+	models := map[string]any{"providers": map[string]any{"anthropic": map[string]any{"baseUrl": m.Local()}}}
 	return map[string][]byte{"extension.js": []byte(hookpi.Extension(relay.Command("hook"))), "models.json": launch.JSON(models)}
 }
 
