@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/launch"
 	"github.com/reinhq/rein/trace/sqlite"
 )
 
@@ -441,4 +442,46 @@ func otherHost(t *testing.T, ws string) (int, *atomic.Int32) {
 	port := l.Addr().(*net.TCPAddr).Port
 	os.WriteFile(filepath.Join(ws, "net.sh"), []byte(fmt.Sprintf("#!/bin/bash\np=${HTTPS_PROXY##*:}\nexec 3<>/dev/tcp/127.0.0.1/$p\nprintf 'CONNECT 127.0.0.1:%d HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n' >&3\nhead -1 <&3\n", port)), 0o755)
 	return port, reached
+}
+
+// TestLaunchBudget: a session's token budget stops the real Claude Code
+// mid-way: the next model call is refused with an error Claude Code shows
+// its user, the session ends with rein's own status, 120, and nothing
+// more reached the model.
+func TestLaunchBudget(t *testing.T) {
+	requireBwrap(t)
+	bin := claudeBin(t)
+	home, ws := docFixture(t)
+	tr := filepath.Join(t.TempDir(), "trace.db")
+	t.Setenv("REIN_TRACE", tr)
+	user := filepath.Join(home, ".config", "rein", "policy.toml")
+	os.MkdirAll(filepath.Dir(user), 0o755)
+	os.WriteFile(user, []byte("[exec]\nallow = [\"./step.sh\"]\n"), 0o644)
+	t.Setenv("REIN_USER_POLICY", user)
+	os.WriteFile(filepath.Join(ws, "step.sh"), []byte("#!/bin/sh\necho step >> steps.txt\n"), 0o755)
+	var turns []ccTurn
+	for range 10 {
+		turns = append(turns, ccTool("Bash", map[string]any{"command": "./step.sh", "description": "a step"}))
+	}
+	s := newCCServer(t, turns...)
+	env := []string{"ANTHROPIC_BASE_URL=" + s.srv.URL, "ANTHROPIC_API_KEY=sk-ant-test-key"}
+	// Each call costs 19 tokens (12 in, 7 out): the third is refused.
+	code, out, errOut := launchProc(t, env, "--claude", bin, "--max-tokens", "30", "claude-code", "--", "-p", "do the task", "--output-format", "json")
+	if code != launch.ExitBudget || !strings.Contains(errOut, "token budget: 38 tokens of 30") || !strings.Contains(out, "rein's gateway refused this request") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	steps, _ := os.ReadFile(filepath.Join(ws, "steps.txt"))
+	if n := len(s.keysSeen()); n != 2 || string(steps) != "step\nstep\n" {
+		t.Errorf("the model's API received %d requests, %q ran", n, steps)
+	}
+	store, err := sqlite.Open(tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	runs, _ := store.Runs(context.Background(), 10)
+	calls, _ := store.ProviderCalls(context.Background(), runs[0].ID)
+	if len(calls) < 3 || calls[len(calls)-1].Failure != "refused" || !strings.Contains(calls[len(calls)-1].Error, "token budget") || !strings.HasPrefix(runs[0].Status, "budget:") {
+		t.Errorf("the trace: %+v %+v", runs[0], calls)
+	}
 }

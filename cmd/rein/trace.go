@@ -162,6 +162,12 @@ func newTraceCmd() *cobra.Command {
 			out := cmd.OutOrStdout()
 			for _, c := range calls {
 				what := fmt.Sprintf("%s, %d in (%d cached) and %d out tokens", c.Finish, c.Input, c.CacheRead, c.Output)
+				var priced struct {
+					Cost *float64 `json:"cost_usd"`
+				}
+				if json.Unmarshal([]byte(c.Response), &priced) == nil && priced.Cost != nil {
+					what += fmt.Sprintf(", $%.6f", *priced.Cost)
+				}
 				if c.Failure != "" {
 					what = "failed, " + c.Failure + ": " + policy.Printable(c.Error)
 				}

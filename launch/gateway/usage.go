@@ -68,7 +68,9 @@ func (u *usageReader) line() {
 		return
 	}
 	data, ok := bytes.CutPrefix(l, []byte("data:"))
-	if !ok {
+	// Only an event that can carry usage, a model or a finish is read:
+	// the many others (a stream's deltas) pass unparsed.
+	if !ok || !(bytes.Contains(data, []byte(`"usage"`)) || bytes.Contains(data, []byte(`"finish_reason":"`))) {
 		return
 	}
 	u.event(bytes.TrimSpace(data))
