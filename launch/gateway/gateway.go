@@ -284,6 +284,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, http.StatusRequestEntityTooLarge, "request_too_large", call)
 			return
 		}
+		if why := strict(body); why != "" {
+			call.Refused = why
+			g.refuse(w, http.StatusBadRequest, "invalid_request_error", call)
+			return
+		}
 		var req map[string]any
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()

@@ -496,3 +496,27 @@ func FuzzInspect(f *testing.F) {
 		u.result()
 	})
 }
+
+// A body the gateway and a provider could read differently is refused:
+// a key twice in one object, at any depth; nesting past the bound;
+// anything after the object.
+func TestStrict(t *testing.T) {
+	for body, ok := range map[string]bool{
+		`{"model":"m","messages":[]}`:                               true,
+		`{"a":{"b":[{"c":1},{"c":2}],"d":{}},"e":[[],{}],"f":"x"}`:  true,
+		`{"tools":[],"tools":[{"type":"web_search_20250305"}]}`:     false,
+		`{"tools":[{"type":"custom","type":"web_fetch_20250910"}]}`: false,
+		`{"a":{"b":1,"b":2}}`:                                       false,
+		`{"a":[{"x":1,"y":{"z":1},"x":2}]}`:                         false,
+		`{"t\u006fols":[],"tools":[]}`:                              false,
+		`{"a":1} {"b":2}`:                                           false,
+		`{"a":1`:                                                    false,
+		`[]`:                                                        true,
+		strings.Repeat("[", 200) + strings.Repeat("]", 200):         false,
+		`{"a":` + strings.Repeat(`{"b":`, 127) + `1` + strings.Repeat(`}`, 128): true,
+	} {
+		if got := strict([]byte(body)) == ""; got != ok {
+			t.Errorf("%.80s: %v, want %v (%s)", body, got, ok, strict([]byte(body)))
+		}
+	}
+}

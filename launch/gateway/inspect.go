@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"strconv"
 	"strings"
@@ -295,4 +298,72 @@ func setOf(keys ...string) map[string]bool {
 		m[k] = true
 	}
 	return m
+}
+
+// maxDepth bounds a request body's nesting.
+const maxDepth = 128
+
+// strict says why body is not one JSON object the gateway and the
+// provider read alike: a key twice in one object (which parsers resolve
+// differently: the gateway would check one and the provider act on the
+// other), nesting past maxDepth, or anything after the object.
+func strict(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type frame struct {
+		keys map[string]bool // nil for an array
+		key  bool            // an object's next token is a key
+	}
+	var stack []*frame
+	values := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "the request's body is not JSON: " + err.Error()
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].key {
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+			} else {
+				k, _ := tok.(string)
+				if stack[n-1].keys[k] {
+					return fmt.Sprintf("the request's body holds the key %q twice in one object", k)
+				}
+				stack[n-1].keys[k] = true
+				stack[n-1].key = false
+				continue
+			}
+		} else {
+			switch tok {
+			case json.Delim('{'), json.Delim('['):
+				if len(stack) >= maxDepth {
+					return fmt.Sprintf("the request's body nests deeper than %d", maxDepth)
+				}
+				f := &frame{}
+				if tok == json.Delim('{') {
+					f.keys, f.key = map[string]bool{}, true
+				}
+				stack = append(stack, f)
+				continue
+			case json.Delim(']'):
+				stack = stack[:len(stack)-1]
+			}
+		}
+		// A value ended: the enclosing object's next token is a key.
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].key = true
+		}
+		if len(stack) == 0 {
+			if values++; values > 1 {
+				return "the request's body holds more than one JSON value"
+			}
+		}
+	}
+	if len(stack) != 0 || values != 1 {
+		return "the request's body is not one whole JSON value"
+	}
+	return ""
 }
