@@ -139,7 +139,7 @@ func (s *Session) startGateway(ctx context.Context, runID string, store trace.St
 	if err != nil {
 		return nil, sandbox.Service{}, err
 	}
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, MaxHeaderBytes: 1 << 20}
+	srv := &http.Server{Handler: g, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute, MaxHeaderBytes: 1 << 20}
 	return g, sandbox.Service{Port: GatewayPort, Serve: func(l net.Listener) {
 		go func() {
 			<-ctx.Done()

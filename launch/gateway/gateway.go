@@ -75,8 +75,12 @@ type Config struct {
 	// Transport carries the requests upstream; nil is a transport of the
 	// gateway's own that takes no proxy from the environment.
 	Transport http.RoundTripper
-	// MaxBody bounds a request's body (0: 32 MiB).
-	MaxBody int64
+	// MaxBody bounds a request's body (0: 32 MiB), and MaxCalls the
+	// calls served at once (0: 16): past it a call is refused with 429,
+	// which agents retry. Together they bound the memory anything in the
+	// session can make rein hold.
+	MaxBody  int64
+	MaxCalls int
 }
 
 // Price is a model's price per million tokens.
@@ -125,6 +129,7 @@ type Gateway struct {
 	client   *http.Client
 	ctx      context.Context
 	cancel   context.CancelFunc
+	slots    chan struct{}
 
 	mu       sync.Mutex
 	seq      int
@@ -163,6 +168,9 @@ func New(ctx context.Context, c Config) (*Gateway, error) {
 	if c.MaxBody == 0 {
 		c.MaxBody = 32 << 20
 	}
+	if c.MaxCalls == 0 {
+		c.MaxCalls = 16
+	}
 	tr := c.Transport
 	if tr == nil {
 		tr = &http.Transport{
@@ -177,7 +185,7 @@ func New(ctx context.Context, c Config) (*Gateway, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Gateway{c: c, upstream: u, ctx: ctx, cancel: cancel, unpriced: map[string]bool{},
+	return &Gateway{c: c, upstream: u, ctx: ctx, cancel: cancel, unpriced: map[string]bool{}, slots: make(chan struct{}, c.MaxCalls),
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
 
@@ -261,6 +269,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.keyOK(r) {
 		// Not recorded as a call: anything in the session can knock.
 		g.fail(w, http.StatusUnauthorized, "authentication_error", "rein's gateway: the request does not carry this session's key")
+		return
+	}
+	select {
+	case g.slots <- struct{}{}:
+		defer func() { <-g.slots }()
+	default:
+		g.fail(w, http.StatusTooManyRequests, "rate_limit_error", fmt.Sprintf("rein's gateway: more than %d calls at once from the session", g.c.MaxCalls))
 		return
 	}
 	api, ok := g.apiPath(r)

@@ -520,3 +520,28 @@ func TestStrict(t *testing.T) {
 		}
 	}
 }
+
+// Past the calls it serves at once, the gateway refuses with 429 (which
+// agents retry) and reads no body.
+func TestMaxCalls(t *testing.T) {
+	release := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { <-release; io.WriteString(w, "{}") })
+	_, url, _ := gateway(t, up, Config{MaxCalls: 2})
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			code, _ := post(t, url+"/v1/messages", placeholder, `{"model":"m","messages":[]}`)
+			done <- code
+		}()
+	}
+	for len(up.requests()) < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if code, body := post(t, url+"/v1/messages", placeholder, `{"model":"m","messages":[]}`); code != 429 || !strings.Contains(body, "more than 2 calls at once") {
+		t.Errorf("a third call at once: %d %s", code, body)
+	}
+	close(release)
+	if a, b := <-done, <-done; a != 200 || b != 200 {
+		t.Errorf("the calls served: %d %d", a, b)
+	}
+}
