@@ -73,12 +73,12 @@ type Budget struct {
 }
 
 // Prices is the price of a model of provider by the policy's [[provider]]
-// entries: a price row whose model (a glob) matches, or the entry's own
-// prices for its model.
-func Prices(pol *policy.Policy, provider string, family gateway.Family) func(model string) (gateway.Price, bool) {
+// entries of that name: a price row whose model (a glob) matches, or the
+// entry's own prices for its model.
+func Prices(pol *policy.Policy, provider string) func(model string) (gateway.Price, bool) {
 	return func(model string) (gateway.Price, bool) {
 		for _, p := range pol.Providers {
-			if p.Name != provider && p.Family != string(family) {
+			if p.Name != provider {
 				continue
 			}
 			for _, row := range p.Prices {
@@ -123,7 +123,7 @@ func (s *Session) startGateway(ctx context.Context, runID string, store trace.St
 	m, pol := s.Model, s.Policy
 	g, err := gateway.New(ctx, gateway.Config{
 		Provider: m.Provider, Family: m.Family, Upstream: m.Base, Header: header, Key: key, Placeholder: placeholder,
-		MaxTokens: s.Budget.Tokens, MaxCost: s.Budget.Cost, Price: Prices(pol, m.Provider, m.Family), Spent: spent,
+		MaxTokens: s.Budget.Tokens, MaxCost: s.Budget.Cost, Price: Prices(pol, m.Provider), Spent: spent,
 		Host: func(_ context.Context, host string, port uint16) (bool, string) {
 			v := pol.CheckNet(net.JoinHostPort(host, strconv.Itoa(int(port))))
 			switch {
@@ -134,7 +134,10 @@ func (s *Session) startGateway(ctx context.Context, runID string, store trace.St
 			}
 			return false, v.Reason
 		},
-		Record: func(c gateway.Call) { store.AppendAll(context.Background(), callRecords(runID, m.Provider, c)...) },
+		Record: func(c gateway.Call) error {
+			_, err := store.AppendAll(context.Background(), callRecords(runID, m.Provider, c)...)
+			return err
+		},
 	})
 	if err != nil {
 		return nil, sandbox.Service{}, err
@@ -170,7 +173,7 @@ func callRecords(runID, provider string, c gateway.Call) []trace.Record {
 		pc.Error = fmt.Sprintf("the provider answered %d", c.Status)
 	}
 	if pc.Failure == "" || pc.Failure == "error" && c.Status != 0 {
-		resp := map[string]any{"status": c.Status, "bytes": c.Bytes, "usage": c.Usage}
+		resp := map[string]any{"status": c.Status, "bytes": c.Bytes, "usage": c.Usage, "usage_estimated": c.Estimated}
 		if c.Priced {
 			resp["cost_usd"] = c.Cost
 		}

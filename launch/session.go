@@ -82,8 +82,9 @@ type Session struct {
 	Program string
 	Args    []string
 	// Keys are the variables of the model's credential: an agent's
-	// gateway sends the first that is set to its model, and the session
-	// gets a placeholder; a program gets them as they are. Pass are the
+	// gateway sends the first that is set to its model, the session gets
+	// a placeholder, and Run unsets them in this process's environment; a
+	// program gets them as they are. Pass are the
 	// others passed into the session's environment.
 	Keys, Pass []string
 	// Model is the agent's model, which the session reaches through the
@@ -147,6 +148,13 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 	if s.Agent != nil {
 		if realKey, keyHeader, keyVar = modelKey(s.Model.Family, s.Keys); realKey == "" {
 			return res, &Error{ExitUsage, fmt.Sprintf("rein launch %s: no model key: set %s (or name the variable with --key-env); rein's gateway sends it to the model, and the session gets a placeholder", s.Agent.Name(), strings.Join(s.Keys, " or "))}
+		}
+		// The key is the gateway's alone: gone from this process's
+		// environment, so that nothing rein runs for the session (a
+		// command of rein mcp's, whose policy may pass variables on)
+		// can be given it.
+		for _, k := range s.Keys {
+			os.Unsetenv(k)
 		}
 		ph = placeholder()
 		bundle := s.Bundle

@@ -30,6 +30,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Family is the wire format of a provider's API.
@@ -67,8 +69,10 @@ type Config struct {
 	MaxTokens int64
 	MaxCost   float64
 	Price     func(model string) (Price, bool)
-	// Record records each call, refused ones included, once it ends.
-	Record func(Call)
+	// Record records each call, refused ones included, once it ends; once
+	// it fails, every later call is refused (rein makes no call it cannot
+	// record).
+	Record func(Call) error
 	// Spent is called once, when a request is refused because a bound
 	// was reached: the session ends.
 	Spent func(why string)
@@ -120,6 +124,9 @@ type Call struct {
 	Error    string // what failed upstream, or ""
 	Started  time.Time
 	ReqBytes int
+	// Estimated says that the answer gave no final usage: Usage counts
+	// the request's and the answer's bytes, a quarter token each.
+	Estimated bool
 }
 
 // Gateway serves one session's model requests.
@@ -137,6 +144,13 @@ type Gateway struct {
 	cost     float64
 	spent    string
 	unpriced map[string]bool
+	// held are the tokens and dollars the calls in flight may spend at
+	// most, by their estimate: a call is let through only while what was
+	// spent and what is held stay under the bounds.
+	heldTokens int64
+	heldCost   float64
+	lost       string // why the trace took no more, or ""
+	bytes      *semaphore.Weighted
 }
 
 // New checks c and makes its gateway; ctx ends every request in flight
@@ -186,6 +200,7 @@ func New(ctx context.Context, c Config) (*Gateway, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	return &Gateway{c: c, upstream: u, ctx: ctx, cancel: cancel, unpriced: map[string]bool{}, slots: make(chan struct{}, c.MaxCalls),
+		bytes:  semaphore.NewWeighted(maxHeldBodies),
 		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
 }
 
@@ -209,6 +224,15 @@ func (g *Gateway) Totals() (tokens int64, cost float64, unpriced []string) {
 	}
 	return g.tokens, g.cost, unpriced
 }
+
+// maxHeldBodies bounds the request bodies held at once, in bytes.
+const maxHeldBodies = 96 << 20
+
+// generates are the paths whose calls the model answers, and bills.
+var generates = map[string]bool{"/v1/messages": true, "/responses": true, "/chat/completions": true}
+
+// writeWait bounds each write of an answer to the session's client.
+const writeWait = 2 * time.Minute
 
 // Loopback says whether host is a loopback address or localhost.
 func Loopback(host string) bool {
@@ -261,7 +285,7 @@ var forwardHeaders = []string{"Content-Type", "Accept", "Anthropic-Version", "An
 
 // ServeHTTP serves one request of the session.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	call := Call{Method: r.Method, Path: r.URL.Path, Started: time.Now()}
+	call := Call{Method: r.Method, Path: clip(r.URL.Path), Started: time.Now()}
 	g.mu.Lock()
 	g.seq++
 	call.Seq = g.seq
@@ -280,22 +304,38 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	api, ok := g.apiPath(r)
 	if !ok {
-		call.Refused = fmt.Sprintf("%s %s is not a model API path rein forwards", r.Method, r.URL.Path)
+		call.Refused = fmt.Sprintf("%s %s is not a model API path rein forwards", r.Method, clip(r.URL.Path))
 		g.refuse(w, http.StatusNotFound, "not_found_error", call)
 		return
 	}
+	if why := g.query(r.URL.Query()); why != "" {
+		call.Refused = why
+		g.refuse(w, http.StatusForbidden, "permission_error", call)
+		return
+	}
 	var body []byte
+	var req map[string]any
 	if r.Method == "POST" {
+		// The bodies held at once are bounded, each by its length.
+		hold := g.c.MaxBody
+		if r.ContentLength >= 0 && r.ContentLength < hold {
+			hold = r.ContentLength
+		}
+		hold = max(hold, 1)
+		if err := g.bytes.Acquire(r.Context(), hold); err != nil {
+			return
+		}
+		defer g.bytes.Release(hold)
 		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, g.c.MaxBody+1))
+		body, err = io.ReadAll(io.LimitReader(r.Body, min(g.c.MaxBody, hold)+1))
 		if err != nil {
 			call.Error = "reading the request: " + err.Error()
 			g.record(call)
 			return
 		}
 		call.ReqBytes = len(body)
-		if int64(len(body)) > g.c.MaxBody {
-			call.Refused = fmt.Sprintf("the request's body is over %d MiB", g.c.MaxBody>>20)
+		if int64(len(body)) > hold {
+			call.Refused = fmt.Sprintf("the request's body is over %d bytes (its length said %d; at most %d MiB)", hold, r.ContentLength, g.c.MaxBody>>20)
 			g.refuse(w, http.StatusRequestEntityTooLarge, "request_too_large", call)
 			return
 		}
@@ -304,7 +344,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, http.StatusBadRequest, "invalid_request_error", call)
 			return
 		}
-		var req map[string]any
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
 		if err := dec.Decode(&req); err != nil || dec.More() {
@@ -320,12 +359,45 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if why := g.budget(); why != "" {
+	est, estCost, why, final := g.admit(call.Model, len(body), req)
+	if why != "" {
 		call.Refused = why
-		g.refuse(w, http.StatusForbidden, "permission_error", call)
+		if final {
+			g.refuse(w, http.StatusForbidden, "permission_error", call)
+		} else {
+			// Held by the calls in flight: the agent retries.
+			call.Status = http.StatusTooManyRequests
+			g.record(call)
+			g.fail(w, http.StatusTooManyRequests, "rate_limit_error", "rein's gateway: "+why)
+		}
 		return
 	}
+	defer g.release(est, estCost)
 	g.forward(w, r, api, body, call)
+}
+
+// clip bounds what of the request a record keeps.
+func clip(s string) string {
+	if len(s) > 256 {
+		return s[:256] + "..."
+	}
+	return s
+}
+
+// queries are the query parameters a family's paths take; any other
+// could change what the provider does, and is refused.
+var queries = map[Family]map[string]bool{
+	Messages:  {"beta": true, "limit": true, "after_id": true, "before_id": true},
+	Responses: {"limit": true, "after": true},
+}
+
+func (g *Gateway) query(q url.Values) string {
+	for k := range q {
+		if !queries[g.c.Family][k] {
+			return fmt.Sprintf("the query parameter %q is not one rein knows to be safe to forward", clip(k))
+		}
+	}
+	return ""
 }
 
 // keyOK says whether r carries the placeholder, as an x-api-key or a
@@ -346,28 +418,73 @@ func (g *Gateway) keyOK(r *http.Request) bool {
 	return false
 }
 
-// budget says why the session may make no more calls, once a bound is
-// reached, and ends it the first time.
-func (g *Gateway) budget() string {
+// admit lets a call through, holding its estimate, or says why not:
+// final when a bound was reached (the session ends the first time) or
+// cannot be kept, not final while calls in flight hold what is left.
+func (g *Gateway) admit(model string, body int, req map[string]any) (int64, float64, string, bool) {
+	est := int64(body)/4 + maxOutput(req)
+	var price Price
+	priced := false
+	if g.c.Price != nil && model != "" {
+		price, priced = g.c.Price(model)
+	}
+	estCost := 0.0
+	if priced {
+		estCost = price.Cost(Usage{Input: int64(body) / 4, Output: maxOutput(req)})
+	}
 	g.mu.Lock()
 	var why string
+	final := true
 	switch {
+	case g.lost != "":
+		why = g.lost
 	case g.spent != "":
 		why = g.spent
 	case g.c.MaxTokens > 0 && g.tokens >= g.c.MaxTokens:
 		why = fmt.Sprintf("the session reached its token budget: %d tokens of %d (rein launch --max-tokens)", g.tokens, g.c.MaxTokens)
 	case g.c.MaxCost > 0 && g.cost >= g.c.MaxCost:
 		why = fmt.Sprintf("the session reached its cost budget: $%.4f of $%.4f (rein launch --max-cost)", g.cost, g.c.MaxCost)
+	case g.c.MaxCost > 0 && g.c.MaxTokens == 0 && model != "" && !priced:
+		why = fmt.Sprintf("the model %s has no price in the policy ([[provider.price]]): with --max-cost alone rein cannot bound its calls (add a price, or --max-tokens)", clip(model))
+	case g.c.MaxTokens > 0 && g.tokens+g.heldTokens >= g.c.MaxTokens, g.c.MaxCost > 0 && g.cost+g.heldCost >= g.c.MaxCost:
+		why, final = "what is left of the session's budget is held by its calls in flight; retry when they end", false
 	}
-	first := why != "" && g.spent == ""
-	if first {
+	first := why != "" && final && g.spent == "" && g.lost == ""
+	if first && !strings.Contains(why, "has no price") {
 		g.spent = why
+	} else {
+		first = false
+	}
+	if why == "" {
+		g.heldTokens += est
+		g.heldCost += estCost
 	}
 	g.mu.Unlock()
 	if first && g.c.Spent != nil {
 		g.c.Spent(why)
 	}
-	return why
+	return est, estCost, why, final
+}
+
+// release lets go of a call's estimate once it has been accounted.
+func (g *Gateway) release(est int64, estCost float64) {
+	g.mu.Lock()
+	g.heldTokens -= est
+	g.heldCost -= estCost
+	g.mu.Unlock()
+}
+
+// maxOutput is the most a request asks the model to write, or a
+// generous default when it does not say.
+func maxOutput(req map[string]any) int64 {
+	for _, k := range []string{"max_tokens", "max_output_tokens", "max_completion_tokens"} {
+		if n, ok := req[k].(json.Number); ok {
+			if v, err := n.Int64(); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 32000
 }
 
 func (g *Gateway) refuse(w http.ResponseWriter, status int, kind string, call Call) {
@@ -393,8 +510,15 @@ func (g *Gateway) fail(w http.ResponseWriter, status int, kind, msg string) {
 }
 
 func (g *Gateway) record(c Call) {
-	if g.c.Record != nil {
-		g.c.Record(c)
+	if g.c.Record == nil {
+		return
+	}
+	if err := g.c.Record(c); err != nil {
+		g.mu.Lock()
+		if g.lost == "" {
+			g.lost = "the session's trace takes no more records (" + err.Error() + "): rein makes no call it cannot record"
+		}
+		g.mu.Unlock()
 	}
 }
 
@@ -454,6 +578,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, api string, bo
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
+	// A client that stops reading holds a call slot no longer than a
+	// write's deadline.
+	rc := http.NewResponseController(w)
+	rc.SetWriteDeadline(time.Now().Add(writeWait))
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
@@ -468,6 +596,7 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, api string, bo
 			}
 			call.Bytes += int64(n)
 			u.Write(buf[:n])
+			rc.SetWriteDeadline(time.Now().Add(writeWait))
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				call.Error = "the session's client went away: " + werr.Error()
 				break
@@ -484,11 +613,19 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, api string, bo
 		}
 	}
 	call.Latency = time.Since(call.Started)
-	usage, model, finish := u.result()
+	usage, model, finish, whole := u.result()
 	if model != "" && call.Model == "" {
 		call.Model = model
 	}
 	call.Usage, call.Finish = usage, finish
+	if !whole && resp.StatusCode < 300 && generates[api] {
+		// The answer's final usage never came (cut short, too long to
+		// read, or a stream that does not report it): count what it may
+		// have cost, from the bytes each way.
+		call.Usage.Input = max(call.Usage.Input, int64(len(body))/4-call.Usage.CacheRead-call.Usage.CacheWrite)
+		call.Usage.Output = max(call.Usage.Output, call.Bytes/4)
+		call.Estimated = true
+	}
 	g.account(&call)
 	g.record(call)
 }

@@ -52,12 +52,17 @@ type recorder struct {
 	mu    sync.Mutex
 	calls []Call
 	spent []string
+	full  int // the calls after which recording fails (0: never)
 }
 
-func (r *recorder) record(c Call) {
+func (r *recorder) record(c Call) error {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.calls = append(r.calls, c)
-	r.mu.Unlock()
+	if r.full > 0 && len(r.calls) >= r.full {
+		return fmt.Errorf("the trace is full")
+	}
+	return nil
 }
 
 func (r *recorder) all() []Call {
@@ -249,7 +254,7 @@ func TestPaths(t *testing.T) {
 func TestBodyInspected(t *testing.T) {
 	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") })
 	allowed := func(_ context.Context, host string, port uint16) (bool, string) {
-		if host == "docs.example.org" && port == 443 {
+		if (host == "docs.example.org" || strings.HasSuffix(host, ".docs.example.org")) && port == 443 {
 			return true, ""
 		}
 		return false, "no rule allows it"
@@ -276,6 +281,10 @@ func TestBodyInspected(t *testing.T) {
 			{`{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"new_kind","url":"https://evil.example.com"}}]}]}`, false},
 			{`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"WebFetch","input":{"url":"https://evil.example.com"}}]}]}`, true},
 			{`{"model":"m","messages":[],"new_field":1}`, false},
+			{`{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"image","source":{"type":"url","url":"https://evil.example.com/i.png"}}]}}]}]}`, false},
+			{`{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{"type":"content","content":[{"type":"image","source":{"type":"url","url":"https://evil.example.com/i.png"}}]}}]}]}]}`, false},
+			{`{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"hi"}]}}]}]}`, true},
+			{`{"model":"m","messages":[{"role":"user","content":[{"type":"web_fetch_tool_result","tool_use_id":"t","content":{"type":"web_fetch_result","url":"https://evil.example.com","content":{"type":"document","source":{"type":"url","url":"https://evil.example.com/x"}}}}]}]}`, false},
 		}
 		if fam == Responses {
 			path = "/responses"
@@ -300,6 +309,11 @@ func TestBodyInspected(t *testing.T) {
 				{`{"model":"m","input":[{"type":"message","role":"user","content":[{"type":"input_file","file_url":"https://evil.example.com/f.pdf"}]}]}`, false},
 				{`{"model":"m","input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"https://evil.example.com/i.png"}]}]}`, false},
 				{`{"model":"m","input":"x","background":true}`, false},
+				{`{"model":"m","input":"x","tools":[{"type":"shell","environment":{"type":"container_auto","network_policy":{"type":"allowlist","allowed_domains":["evil.example.com"]}}}]}`, false},
+				{`{"model":"m","input":"x","tools":[{"type":"shell"},{"type":"local_shell"},{"type":"apply_patch"}]}`, true},
+				{`{"model":"m","input":"x","tools":[{"type":"function","name":"f","parameters":{},"container":"x"}]}`, false},
+				{`{"model":"m","input":"x","tools":[{"type":"namespace","name":"n","tools":[],"server_url":"https://evil.example.com"}]}`, false},
+				{`{"model":"m","input":[{"type":"computer_call_output","call_id":"c","output":{"type":"computer_screenshot","image_url":"https://evil.example.com/s.png"}}]}`, false},
 				{`{"model":"m","input":"x","prompt":{"id":"pmpt_1"}}`, false},
 			}
 		}
@@ -454,7 +468,10 @@ func TestUsage(t *testing.T) {
 			for i := 0; i < len(c.body); i += step {
 				u.Write([]byte(c.body[i:min(i+step, len(c.body))]))
 			}
-			got, model, finish := u.result()
+			got, model, finish, whole := u.result()
+			if !whole {
+				t.Errorf("%s step %d: the final usage was not read", c.family, step)
+			}
 			if got != c.want || model != c.model || finish != c.finish {
 				t.Errorf("%s step %d: %+v %q %q, want %+v %q %q", c.family, step, got, model, finish, c.want, c.model, c.finish)
 			}
@@ -543,5 +560,105 @@ func TestMaxCalls(t *testing.T) {
 	close(release)
 	if a, b := <-done, <-done; a != 200 || b != 200 {
 		t.Errorf("the calls served: %d %d", a, b)
+	}
+}
+
+// Calls in flight hold their estimate: past what is left of the budget a
+// call waits (429), and the session's spending stays within one call of
+// the bound however many are sent at once.
+func TestBudgetHeld(t *testing.T) {
+	release := make(chan struct{})
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, messagesStream)
+	})
+	g, url, _ := gateway(t, up, Config{MaxTokens: 2000})
+	body := `{"model":"claude-test","stream":true,"max_tokens":1000,"messages":[]}`
+	codes := make(chan int, 8)
+	for range 8 {
+		go func() {
+			code, _ := post(t, url+"/v1/messages", placeholder, body)
+			codes <- code
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(release)
+	got := map[int]int{}
+	for range 8 {
+		got[<-codes]++
+	}
+	if got[200] != 2 || got[429] != 6 {
+		t.Errorf("8 calls at once: %v, want 2 through (1000 tokens held each) and 6 told to wait", got)
+	}
+	if tokens, _, _ := g.Totals(); tokens != 2*1152 {
+		t.Errorf("spent %d", tokens)
+	}
+	if code, b := post(t, url+"/v1/messages", placeholder, body); code != 403 || !strings.Contains(b, "token budget") {
+		t.Errorf("after: %d %s", code, b)
+	}
+}
+
+// An answer whose final usage never comes (a stream without it, an
+// answer too long to read, a client that hangs up first) is counted from
+// its bytes, never as nothing.
+func TestUsageEstimated(t *testing.T) {
+	big := strings.Repeat("x", 5<<20)
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/chat/completions":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"choices\":[{\"delta\":{\"content\":\""+strings.Repeat("y", 4000)+"\"}}]}\n\ndata: [DONE]\n\n")
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"model":"gpt-x","output_text":"`+big+`","usage":{"input_tokens":1,"output_tokens":1}}`)
+		}
+	})
+	_, url, rec := gateway(t, up, Config{Family: Responses, Provider: "openai", MaxTokens: 1 << 40})
+	for _, path := range []string{"/chat/completions", "/responses"} {
+		req, _ := http.NewRequest("POST", url+path, strings.NewReader(`{"model":"gpt-x","stream":true,"messages":[]}`))
+		if path == "/responses" {
+			req, _ = http.NewRequest("POST", url+path, strings.NewReader(`{"model":"gpt-x","input":"hi"}`))
+		}
+		req.Header.Set("Authorization", "Bearer "+placeholder)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	calls := rec.all()
+	if len(calls) != 2 || !calls[0].Estimated || calls[0].Usage.Output < 1000 || !calls[1].Estimated || calls[1].Usage.Output < 1<<20 {
+		t.Errorf("calls %+v", calls)
+	}
+}
+
+// With --max-cost alone a model without a price is refused: its calls
+// could not be bounded. A trace that takes no more records refuses every
+// later call.
+func TestUnboundable(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`) })
+	_, url, _ := gateway(t, up, Config{MaxCost: 1, Price: func(m string) (Price, bool) { return Price{Input: 1}, m == "priced" }})
+	if code, b := post(t, url+"/v1/messages", placeholder, `{"model":"unpriced","messages":[]}`); code != 403 || !strings.Contains(b, "has no price") {
+		t.Errorf("an unpriced model: %d %s", code, b)
+	}
+	if code, _ := post(t, url+"/v1/messages", placeholder, `{"model":"priced","messages":[]}`); code != 200 {
+		t.Errorf("a priced model after: %d", code)
+	}
+	g2, url2, rec := gateway(t, up, Config{})
+	rec.full = 1
+	post(t, url2+"/v1/messages", placeholder, `{"model":"m","messages":[]}`)
+	if code, b := post(t, url2+"/v1/messages", placeholder, `{"model":"m","messages":[]}`); code != 403 || !strings.Contains(b, "no call it cannot record") {
+		t.Errorf("a full trace: %d %s", code, b)
+	}
+	_ = g2
+	for _, q := range []string{"?beta=true", "?limit=5"} {
+		if code, _ := post(t, url+"/v1/messages"+q, placeholder, `{"model":"priced","messages":[]}`); code != 200 {
+			t.Errorf("%s: %d", q, code)
+		}
+	}
+	if code, b := post(t, url+"/v1/messages?api-version=1", placeholder, `{"model":"priced","messages":[]}`); code != 403 || !strings.Contains(b, "api-version") {
+		t.Errorf("an unknown query parameter: %d %s", code, b)
 	}
 }

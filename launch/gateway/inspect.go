@@ -65,46 +65,58 @@ func (g *Gateway) inspectMessages(ctx context.Context, req map[string]any) strin
 	if why := g.blocks(ctx, req["system"]); why != "" {
 		return why
 	}
-	for _, msg := range list(req["messages"]) {
-		m, _ := msg.(map[string]any)
-		if why := g.blocks(ctx, m["content"]); why != "" {
-			return why
-		}
-	}
-	return ""
+	return g.blocks(ctx, req["messages"])
 }
 
-// blocks checks content blocks (and the blocks of a tool result inside
-// them): a source the provider would fetch by URL must be allowed. The
-// input of a tool call is the model's own words, and not read.
+// blocks checks content blocks, at any depth (a tool result's, a
+// document's content source's): a source the provider would fetch by URL
+// must be allowed, and a source of a type rein does not know is refused.
+// The input of a tool call is the model's own words, and not read.
 func (g *Gateway) blocks(ctx context.Context, v any) string {
-	for _, b := range list(v) {
-		m, ok := b.(map[string]any)
-		if !ok {
-			continue
-		}
-		if src, ok := m["source"].(map[string]any); ok {
-			typ, _ := src["type"].(string)
-			switch typ {
-			case "base64", "text", "content", "file":
-			case "url":
-				u, _ := src["url"].(string)
-				if why := g.hostOf(ctx, "a URL the provider would fetch", u); why != "" {
-					return why
-				}
-			default:
-				return fmt.Sprintf("a content source of type %q is not one rein knows to be safe", typ)
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if why := g.blocks(ctx, e); why != "" {
+				return why
 			}
 		}
-		if why := g.blocks(ctx, m["content"]); why != "" {
-			return why
+	case map[string]any:
+		typ, _ := x["type"].(string)
+		if src, ok := x["source"].(map[string]any); ok {
+			switch st, _ := src["type"].(string); st {
+			case "base64", "text", "content", "file", "url":
+			default:
+				return fmt.Sprintf("a content source of type %q is not one rein knows to be safe", clip(st))
+			}
+		}
+		if typ == "url" {
+			u, _ := x["url"].(string)
+			if why := g.hostOf(ctx, "a URL the provider would fetch", u); why != "" {
+				return why
+			}
+		}
+		for k, e := range x {
+			if k == "input" && strings.HasSuffix(typ, "tool_use") {
+				continue
+			}
+			if why := g.blocks(ctx, e); why != "" {
+				return why
+			}
 		}
 	}
 	return ""
 }
 
-// responsesClientTools are the Responses API tool types the client runs.
-var responsesClientTools = setOf("function", "custom", "local_shell", "apply_patch", "shell")
+// responsesClientTools are the Responses API tool types the client runs,
+// each with the fields it may have: a field rein does not know (a hosted
+// shell's environment) is refused.
+var responsesClientTools = map[string]map[string]bool{
+	"function":    setOf("type", "name", "description", "parameters", "strict", "defer_loading"),
+	"custom":      setOf("type", "name", "description", "format", "defer_loading"),
+	"local_shell": setOf("type"),
+	"shell":       setOf("type"),
+	"apply_patch": setOf("type"),
+}
 
 // responsesKeys are the Responses request fields the gateway knows
 // (background, which outlives the session, and prompt, a stored template
@@ -121,22 +133,7 @@ func (g *Gateway) inspectResponses(ctx context.Context, req map[string]any) stri
 	if why := g.responsesTools(ctx, req["tools"], 0); why != "" {
 		return why
 	}
-	input := req["input"]
-	if s, ok := input.(string); ok && s != "" {
-		return ""
-	}
-	for _, item := range list(input) {
-		m, _ := item.(map[string]any)
-		if why := g.parts(ctx, m["content"]); why != "" {
-			return why
-		}
-		if m["type"] == "function_call_output" || m["type"] == "custom_tool_call_output" {
-			if why := g.parts(ctx, m["output"]); why != "" {
-				return why
-			}
-		}
-	}
-	return ""
+	return g.parts(ctx, req["input"])
 }
 
 // responsesTools checks a Responses request's tools, and the tools of a
@@ -145,9 +142,16 @@ func (g *Gateway) responsesTools(ctx context.Context, tools any, depth int) stri
 	for _, t := range list(tools) {
 		m, _ := t.(map[string]any)
 		typ, _ := m["type"].(string)
+		fields, client := responsesClientTools[typ]
 		switch {
-		case responsesClientTools[typ]:
+		case client:
+			if why := known(m, fields); why != "" {
+				return fmt.Sprintf("a %s tool: %s", typ, why)
+			}
 		case typ == "namespace" && depth == 0:
+			if why := known(m, setOf("type", "name", "description", "tools")); why != "" {
+				return "a namespace tool: " + why
+			}
 			if why := g.responsesTools(ctx, m["tools"], depth+1); why != "" {
 				return why
 			}
@@ -171,27 +175,31 @@ func (g *Gateway) responsesTools(ctx context.Context, tools any, depth int) stri
 	return ""
 }
 
-// parts checks the content parts of a Responses or Chat Completions
-// message: an image or a file the provider would fetch by URL must be
+// parts checks the input of a Responses or Chat Completions request, at
+// any depth: an image or a file the provider would fetch by URL must be
 // allowed (a data: URL is the bytes themselves).
 func (g *Gateway) parts(ctx context.Context, v any) string {
-	for _, p := range list(v) {
-		m, ok := p.(map[string]any)
-		if !ok {
-			continue
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if why := g.parts(ctx, e); why != "" {
+				return why
+			}
 		}
-		for _, k := range []string{"image_url", "file_url"} {
-			var u string
-			switch x := m[k].(type) {
-			case string:
-				u = x
-			case map[string]any:
-				u, _ = x["url"].(string)
+	case map[string]any:
+		for k, e := range x {
+			if k == "image_url" || k == "file_url" {
+				u, _ := e.(string)
+				if m, ok := e.(map[string]any); ok {
+					u, _ = m["url"].(string)
+				}
+				if u != "" && !strings.HasPrefix(u, "data:") {
+					if why := g.hostOf(ctx, "a URL the provider would fetch", u); why != "" {
+						return why
+					}
+				}
 			}
-			if u == "" || strings.HasPrefix(u, "data:") {
-				continue
-			}
-			if why := g.hostOf(ctx, "a URL the provider would fetch", u); why != "" {
+			if why := g.parts(ctx, e); why != "" {
 				return why
 			}
 		}
@@ -218,13 +226,7 @@ func (g *Gateway) inspectChat(ctx context.Context, req map[string]any) string {
 			return fmt.Sprintf("the tool type %q is not one rein knows to be safe", typ)
 		}
 	}
-	for _, msg := range list(req["messages"]) {
-		m, _ := msg.(map[string]any)
-		if why := g.parts(ctx, m["content"]); why != "" {
-			return why
-		}
-	}
-	return ""
+	return g.parts(ctx, req["messages"])
 }
 
 // domains decides a provider's web tool: only with a list of domains,
@@ -236,8 +238,12 @@ func (g *Gateway) domains(ctx context.Context, typ string, v any) string {
 	}
 	for _, d := range ds {
 		s, _ := d.(string)
-		if why := g.hostOf(ctx, "a domain of "+typ, "https://"+s); why != "" {
-			return why
+		// The provider reaches the domain's subdomains too: the rules
+		// must allow them as well.
+		for _, h := range []string{s, "any-subdomain." + s} {
+			if why := g.hostOf(ctx, "a domain of "+typ, "https://"+h); why != "" {
+				return why
+			}
 		}
 	}
 	return ""
@@ -300,8 +306,12 @@ func setOf(keys ...string) map[string]bool {
 	return m
 }
 
-// maxDepth bounds a request body's nesting.
-const maxDepth = 128
+// maxDepth bounds a request body's nesting, and maxTokens its JSON
+// tokens (what decoding it costs rein's memory grows with them).
+const (
+	maxDepth  = 128
+	maxTokens = 1 << 20
+)
 
 // strict says why body is not one JSON object the gateway and the
 // provider read alike: a key twice in one object (which parsers resolve
@@ -316,7 +326,10 @@ func strict(body []byte) string {
 	}
 	var stack []*frame
 	values := 0
-	for {
+	for n := 0; ; n++ {
+		if n > maxTokens {
+			return fmt.Sprintf("the request's body holds more than %d JSON tokens", maxTokens)
+		}
 		tok, err := dec.Token()
 		if err == io.EOF {
 			break

@@ -20,6 +20,7 @@ type usageReader struct {
 	usage  Usage
 	model  string
 	finish string
+	whole  bool // the answer's final usage was read
 }
 
 func newUsageReader(f Family, stream bool) *usageReader {
@@ -76,8 +77,9 @@ func (u *usageReader) line() {
 	u.event(bytes.TrimSpace(data))
 }
 
-// result is the answer's usage, model and finish, once it has ended.
-func (u *usageReader) result() (Usage, string, string) {
+// result is the answer's usage, model and finish, once it has ended, and
+// whether its final usage was read.
+func (u *usageReader) result() (Usage, string, string, bool) {
 	if u.stream {
 		if len(u.buf) > 0 {
 			u.line()
@@ -85,7 +87,7 @@ func (u *usageReader) result() (Usage, string, string) {
 	} else if !u.over && len(u.buf) > 0 {
 		u.event(u.buf)
 	}
-	return u.usage, u.model, u.finish
+	return u.usage, u.model, u.finish, u.whole
 }
 
 // wire is every field of an event or an answer the reader takes usage
@@ -140,6 +142,7 @@ func (u *usageReader) event(data []byte) {
 		}
 	case w.Response != nil: // response.completed, .incomplete, .failed
 		u.openai(w.Response.Usage)
+		u.whole = u.whole || w.Response.Usage != nil
 		if w.Response.Model != "" {
 			u.model = w.Response.Model
 		}
@@ -147,6 +150,9 @@ func (u *usageReader) event(data []byte) {
 			u.finish = w.Response.Status
 		}
 	default:
+		// The final usage: message_delta's (or a whole answer's), a
+		// chunk's or answer's of OpenAI's.
+		u.whole = u.whole || (w.Usage != nil && (!u.stream || u.family != Messages || w.Type == "message_delta"))
 		if u.family == Messages {
 			u.messages(w.Usage)
 			var d struct {
