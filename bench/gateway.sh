@@ -7,5 +7,6 @@
 #   bench/gateway.sh            (COUNT=50 calls of each kind by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-go test ./launch/gateway -run '^$' -bench '^BenchmarkGateway$' -benchtime "${COUNT:-50}x" -count 1 |
-  awk '/^BenchmarkGateway/ { for (i = 3; i < NF; i += 2) printf "%-24s %s\n", $(i+1), $i }'
+out=$(go test ./launch/gateway -run '^$' -bench '^BenchmarkGateway$' -benchtime "${COUNT:-50}x" -count 1) ||
+  { echo "$out" >&2; exit 1; }
+echo "$out" | awk '/^BenchmarkGateway/ { for (i = 3; i < NF; i += 2) printf "%-24s %s\n", $(i+1), $i }'

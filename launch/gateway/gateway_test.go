@@ -638,7 +638,9 @@ func TestUsageEstimated(t *testing.T) {
 // could not be bounded. A trace that takes no more records refuses every
 // later call.
 func TestUnboundable(t *testing.T) {
-	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`) })
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	})
 	_, url, _ := gateway(t, up, Config{MaxCost: 1, Price: func(m string) (Price, bool) { return Price{Input: 1}, m == "priced" }})
 	if code, b := post(t, url+"/v1/messages", placeholder, `{"model":"unpriced","messages":[]}`); code != 403 || !strings.Contains(b, "has no price") {
 		t.Errorf("an unpriced model: %d %s", code, b)
