@@ -199,6 +199,12 @@ func TestLaunchCodex(t *testing.T) {
 		}
 	}
 
+	for _, args := range [][]string{{"-c", "features.shell_tool=true", "exec", "x"}, {"exec", "--enable", "shell_tool", "x"}, {"exec", "--trust", "x"}, {"login"}, {"exec", "--brand-new-flag", "x"}} {
+		if code, _, errOut := launchProc(t, env, append([]string{"--codex", bin, "codex", "--"}, args...)...); code != exitLaunchRefused || !strings.Contains(errOut, "refused") {
+			t.Errorf("rein launch codex -- %q: exit %d: %s", args, code, errOut)
+		}
+	}
+
 	store, err := sqlite.Open(tr, nil)
 	if err != nil {
 		t.Fatal(err)
