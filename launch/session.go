@@ -156,6 +156,15 @@ func (s *Session) Run(ctx context.Context) (Result, error) {
 		for _, k := range s.Keys {
 			os.Unsetenv(k)
 		}
+		// The gateway is the session's only way to a model: its host is
+		// not one the egress reaches, whatever --allow-host says.
+		if mh, err := URLHost("the model's base URL", s.Model.Base); err == nil {
+			for _, h := range hosts {
+				if h.Name == mh.Name {
+					return res, &Error{ExitUsage, fmt.Sprintf("rein launch: --allow-host %s is the model's host: the session reaches its model only through rein's gateway, which holds the key", h)}
+				}
+			}
+		}
 		ph = placeholder()
 		bundle := s.Bundle
 		if bundle == "" {

@@ -199,6 +199,10 @@ func TestLaunchCodex(t *testing.T) {
 		}
 	}
 
+	// The model's host cannot be let in beside the gateway.
+	if code, _, errOut := launchProc(t, env, "--codex", bin, "--allow-host", "127.0.0.1:1", "codex", "--", "exec", "x"); code != exitUsage || !strings.Contains(errOut, "the model's host") {
+		t.Errorf("--allow-host the model's host: exit %d: %s", code, errOut)
+	}
 	for _, args := range [][]string{{"-c", "features.shell_tool=true", "exec", "x"}, {"exec", "--enable", "shell_tool", "x"}, {"exec", "--trust", "x"}, {"login"}, {"exec", "--brand-new-flag", "x"}} {
 		if code, _, errOut := launchProc(t, env, append([]string{"--codex", bin, "codex", "--"}, args...)...); code != exitLaunchRefused || !strings.Contains(errOut, "refused") {
 			t.Errorf("rein launch codex -- %q: exit %d: %s", args, code, errOut)
