@@ -45,6 +45,17 @@ func (m Model) Local() string {
 	return "http://127.0.0.1:" + strconv.Itoa(GatewayPort) + p
 }
 
+// AnthropicModel is Anthropic's Messages API as an agent finds it:
+// ANTHROPIC_BASE_URL, else Anthropic's own.
+func AnthropicModel(getenv func(string) string) (Model, error) {
+	base := getenv("ANTHROPIC_BASE_URL")
+	if base == "" {
+		base = "https://api.anthropic.com"
+	}
+	u, err := ModelURL("ANTHROPIC_BASE_URL", base)
+	return Model{Provider: "anthropic", Family: gateway.Messages, Base: u}, err
+}
+
 // ModelURL reads the model's base URL from a variable (what names it),
 // as rein forwards to it: https, or plain http to this machine only.
 func ModelURL(what, base string) (string, error) {

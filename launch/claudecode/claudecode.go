@@ -18,7 +18,6 @@ import (
 	"github.com/reinhq/rein/hook"
 	hookcc "github.com/reinhq/rein/hook/claudecode"
 	"github.com/reinhq/rein/launch"
-	"github.com/reinhq/rein/launch/gateway"
 	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
 )
@@ -72,12 +71,7 @@ func (Agent) Env(m launch.Model, keyVar, key string) []string {
 // Model is Claude Code's model API: ANTHROPIC_BASE_URL, else
 // api.anthropic.com.
 func (Agent) Model(getenv func(string) string) (launch.Model, error) {
-	base := getenv("ANTHROPIC_BASE_URL")
-	if base == "" {
-		base = "https://api.anthropic.com"
-	}
-	u, err := launch.ModelURL("ANTHROPIC_BASE_URL", base)
-	return launch.Model{Provider: "anthropic", Family: gateway.Messages, Base: u}, err
+	return launch.AnthropicModel(getenv)
 }
 
 // Files are settings.json, whose hook runs the bundle's hook.sh for every

@@ -22,7 +22,6 @@ import (
 	"github.com/reinhq/rein/hook"
 	hookpi "github.com/reinhq/rein/hook/pi"
 	"github.com/reinhq/rein/launch"
-	"github.com/reinhq/rein/launch/gateway"
 	"github.com/reinhq/rein/launch/relay"
 	"github.com/reinhq/rein/policy"
 )
@@ -65,12 +64,7 @@ func (Agent) Env(_ launch.Model, keyVar, key string) []string {
 // Model is Pi's anthropic provider: ANTHROPIC_BASE_URL (rein's
 // convention; Pi itself ignores it), else Anthropic's API.
 func (Agent) Model(getenv func(string) string) (launch.Model, error) {
-	base := getenv("ANTHROPIC_BASE_URL")
-	if base == "" {
-		base = "https://api.anthropic.com"
-	}
-	u, err := launch.ModelURL("ANTHROPIC_BASE_URL", base)
-	return launch.Model{Provider: "anthropic", Family: gateway.Messages, Base: u}, err
+	return launch.AnthropicModel(getenv)
 }
 
 // Files are rein's extension, which runs the relay's hook on every tool
