@@ -581,7 +581,8 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, api string, bo
 	// A client that stops reading holds a call slot no longer than a
 	// write's deadline.
 	rc := http.NewResponseController(w)
-	rc.SetWriteDeadline(time.Now().Add(writeWait))
+	deadlineSet := time.Now()
+	rc.SetWriteDeadline(deadlineSet.Add(writeWait))
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
@@ -596,7 +597,10 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, api string, bo
 			}
 			call.Bytes += int64(n)
 			u.Write(buf[:n])
-			rc.SetWriteDeadline(time.Now().Add(writeWait))
+			if now := time.Now(); now.Sub(deadlineSet) > time.Second {
+				rc.SetWriteDeadline(now.Add(writeWait))
+				deadlineSet = now
+			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				call.Error = "the session's client went away: " + werr.Error()
 				break
