@@ -68,6 +68,7 @@ const (
 	Stalled           = loop.Stalled
 	BudgetExhausted   = loop.BudgetExhausted
 	ProviderFailed    = loop.ProviderFailed
+	InvalidAnswer     = loop.InvalidAnswer
 	AwaitingApproval  = loop.AwaitingApproval
 	AwaitingRecovery  = loop.AwaitingRecovery
 )

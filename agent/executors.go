@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
@@ -160,6 +161,12 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 			return nil, fmt.Errorf("agent: contract: verify %q is not allowed outright by the policy (%s: %s); a gate must be, or the run could not check itself", c.Verify.Line, v.Decision, policy.Printable(v.Reason))
 		}
 	}
+	var answerSchema *jsonschema.Resolved
+	if len(c.OutputSchema) > 0 {
+		if answerSchema, err = CompileSchema(c.OutputSchema); err != nil {
+			return nil, fmt.Errorf("agent: contract: %w", err)
+		}
+	}
 	var baseline map[string]protectedFile
 	if rp != nil {
 		baseline = rp.baseline
@@ -179,7 +186,7 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 		o.Tool.Source = "agent"
 	}
 	d := &driver{c: c, o: o, baseline: baseline, specs: map[string]*tool.Spec{}, calls: map[string]ToolCall{}, deferred: map[string]*deferral{},
-		blobs: map[string]bool{}, newBlobs: map[string]string{}}
+		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema}
 	if ds, ok := o.Tool.Store.(trace.Durable); ok && ds != nil {
 		d.durable = ds
 		// A result the model was shown the id of is read again after a
@@ -324,7 +331,12 @@ func (x *Executors) Model(ctx context.Context, e CallModel) (loop.Input, Records
 		return nil, nil
 	}
 	d.modelErr = err
-	return ModelInput(resp, err), Records{d.callRecord(e.Key.Step, e.Key.Attempt, req, resp, err, time.Since(start))}
+	in := ModelInput(resp, err)
+	if r, ok := in.(loop.ModelReplied); ok && d.answerSchema != nil && len(r.Response.ToolCalls) == 0 {
+		r.Answer = CheckAnswer(d.answerSchema, r.Response.Text)
+		in = r
+	}
+	return in, Records{d.callRecord(e.Key.Step, e.Key.Attempt, req, resp, err, time.Since(start))}
 }
 
 // Tools routes the effect's calls, in order (a group of read-only calls
@@ -547,6 +559,8 @@ type driver struct {
 	// the failure of the model call being committed.
 	resumedFrom int64
 	modelErr    error
+	// answerSchema is the contract's output schema, compiled.
+	answerSchema *jsonschema.Resolved
 }
 
 func (d *driver) at(name string) {

@@ -63,6 +63,9 @@ func (d *driver) boundary() string {
 	}
 	bu := d.c.Budget
 	fmt.Fprintf(&b, "- Budget: %d steps, %d tokens, %s of wall clock.\n", bu.Steps, bu.Tokens, bu.WallClock)
+	if len(d.c.OutputSchema) > 0 {
+		fmt.Fprintf(&b, "- Your final answer (the turn you end without calling a tool) must be one JSON value matching this JSON Schema, and nothing else; one that does not is sent back once:\n\n```json\n%s\n```\n", d.c.OutputSchema)
+	}
 	return b.String()
 }
 

@@ -118,6 +118,19 @@ var scriptTurns = [][]agent.ToolCall{
 	{call("edit_file", `{"path":"notes.txt","old":"beta","new":"gamma"}`)},
 	{call("read_file", `{"path":"notes.txt"}`)},
 	{},
+	{},
+}
+
+// scriptSchema is the contract's output schema: the final answers before
+// the last are not JSON, so the one the gate first passes is sent back.
+const scriptSchema = `{"type":"object","required":["done"],"properties":{"done":{"type":"integer"}},"additionalProperties":false}`
+
+// answerAt is the text of the script's turn n that calls no tool.
+func answerAt(n int) string {
+	if n >= len(scriptTurns)-1 {
+		return fmt.Sprintf(`{"done": %d}`, n)
+	}
+	return fmt.Sprintf("done (%d)", n)
 }
 
 // scriptModel answers from scriptTurns by the number of the model's
@@ -148,7 +161,7 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 	}
 	usage := agent.Usage{Input: int64(100_000 + n), Output: int64(1000 + n)}
 	if n >= len(m.turns) || len(m.turns[n]) == 0 {
-		return &agent.Response{Text: fmt.Sprintf("done (%d)", n), Finish: agent.FinishStop, Usage: usage}, nil
+		return &agent.Response{Text: answerAt(n), Finish: agent.FinishStop, Usage: usage}, nil
 	}
 	return &agent.Response{Text: fmt.Sprintf("turn %d", n), ToolCalls: m.turns[n], Finish: agent.FinishToolCalls, Usage: usage}, nil
 }
@@ -156,7 +169,8 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 // scriptContract is the kill matrix's contract: its gate passes once
 // done.txt is there.
 func scriptContract(ws, recovery string) agent.Contract {
-	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40}}
+	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40},
+		OutputSchema: json.RawMessage(scriptSchema)}
 }
 
 func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error) {
@@ -360,7 +374,7 @@ func KillMatrix(t *testing.T, d Driver) {
 	if err != nil || killed {
 		t.Fatalf("the run never killed: %v (killed %v)", err, killed)
 	}
-	if rep.Outcome.Kind != agent.Succeeded || rep.Err != "" {
+	if rep.Outcome.Kind != agent.Succeeded || rep.Err != "" || string(rep.Outcome.Answer) != fmt.Sprintf(`{"done":%d}`, len(scriptTurns)-1) {
 		t.Fatalf("the run never killed ended %+v (%s)", rep.Outcome, rep.Err)
 	}
 	want := base.result(t, rep.Outcome.Run)
@@ -406,7 +420,7 @@ func KillMatrix(t *testing.T, d Driver) {
 				return
 			}
 			o, w := got.Outcome, rep.Outcome
-			if o.Kind != w.Kind || o.Reason != w.Reason || o.Steps != w.Steps || o.Tokens != w.Tokens {
+			if o.Kind != w.Kind || o.Reason != w.Reason || o.Steps != w.Steps || o.Tokens != w.Tokens || string(o.Answer) != string(w.Answer) {
 				t.Errorf("killed at %s: the resumed run ended %s (%s, %d steps, %+v), the run never killed %s (%s, %d steps, %+v)",
 					name, o.Kind, o.Reason, o.Steps, o.Tokens, w.Kind, w.Reason, w.Steps, w.Tokens)
 			}

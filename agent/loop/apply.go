@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,8 +12,23 @@ import (
 // data: what State.Apply folds in.
 type Input interface{ input() }
 
-// ModelReplied is a model call's response.
-type ModelReplied struct{ Response Response }
+// ModelReplied is a model call's response. Answer, for a response that
+// calls no tool when the contract has an output schema, is its text read
+// against the schema (by the driver: the loop reads nothing).
+type ModelReplied struct {
+	Response Response
+	Answer   *AnswerCheck
+}
+
+// AnswerCheck is a final answer read against the contract's output
+// schema: the answer as JSON when it matches, else what is wrong.
+type AnswerCheck struct {
+	JSON   json.RawMessage `json:"json,omitempty"`
+	Errors []string        `json:"errors,omitempty"`
+}
+
+// OK says the answer matches.
+func (a *AnswerCheck) OK() bool { return a != nil && len(a.Errors) == 0 && len(a.JSON) > 0 }
 
 // ModelFailed is a model call that failed, classed by its provider.
 type ModelFailed struct {
@@ -100,7 +116,7 @@ func (Ended) input()        {}
 func (s *State) Apply(in Input, now time.Time) {
 	switch in := in.(type) {
 	case ModelReplied:
-		s.replied(in.Response)
+		s.replied(in.Response, in.Answer)
 	case ModelFailed:
 		s.failed(in, now)
 	case Started:
@@ -180,7 +196,7 @@ func (s *State) failed(f ModelFailed, now time.Time) {
 }
 
 // replied folds in a model's response.
-func (s *State) replied(resp Response) {
+func (s *State) replied(resp Response, answer *AnswerCheck) {
 	s.Attempt, s.RetryAt, s.Squeezed = 0, time.Time{}, false
 	s.Steps++
 	s.Tokens = s.Tokens.Add(s.floor(&resp))
@@ -225,11 +241,38 @@ func (s *State) replied(resp Response) {
 		s.Pending = calls
 		return
 	}
+	if len(s.Contract.OutputSchema) > 0 {
+		s.Answer = answer
+		if s.Contract.Verify == nil && !answer.OK() {
+			s.answerRejected()
+			return
+		}
+	}
 	if s.Contract.Verify == nil {
-		s.end(Finished, "the model ended its turn; the run has no gate, so nothing says the goal is met")
+		what := "the model ended its turn"
+		if s.Answer.OK() {
+			what += " with an answer that matches the output schema"
+		}
+		s.end(Finished, what+"; the run has no gate, so nothing says the goal is met")
 		return
 	}
 	s.Claimed = true
+}
+
+// answerRejected sends a final answer that does not match the output
+// schema back once, with what is wrong; the second ends the run.
+func (s *State) answerRejected() {
+	why := "it is not JSON"
+	if s.Answer != nil && len(s.Answer.Errors) > 0 {
+		why = strings.Join(s.Answer.Errors, "; ")
+	}
+	if s.AnswerSentBack {
+		s.end(InvalidAnswer, "the final answer does not match the output schema, after it was sent back once: "+why)
+		return
+	}
+	s.AnswerSentBack = true
+	s.Transcript = append(s.Transcript, Message{Role: RoleUser, Text: "[rein: your final answer must be one JSON value matching the output schema in your instructions, and nothing else. It does not: " +
+		why + ". Answer again with the JSON alone; this is the last chance.]"})
 }
 
 // ran folds in the results of calls run, then a deferral, and once every
@@ -375,6 +418,10 @@ func (s *State) gate(a GateAttempt) {
 	s.Claimed = false
 	s.LastGate = &a
 	if a.Status == GatePassed {
+		if len(s.Contract.OutputSchema) > 0 && !s.Answer.OK() {
+			s.answerRejected()
+			return
+		}
 		s.end(Succeeded, fmt.Sprintf("the gate %q passed", s.Contract.Verify.Line))
 		return
 	}

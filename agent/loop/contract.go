@@ -40,6 +40,11 @@ type Contract struct {
 	// was interrupted and shows it the workspace's change since; RecoverWait
 	// ends the run awaiting_recovery for an operator's decision.
 	Recovery string `json:"recovery,omitempty"`
+	// OutputSchema, when set, is a JSON Schema the model's final answer
+	// must match: an answer that does not is sent back once with what is
+	// wrong, then ends the run invalid_answer. Where a gate also decides,
+	// the gate's outcome comes first.
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// Config is how the run was started, kept with it (in its checkpoint,
 	// under the trace's keyed chain) so that a resumption keeps it: a
 	// resumption may narrow it, never widen it. It never holds a key.
@@ -198,6 +203,9 @@ const (
 	Stalled           Kind = "stalled"
 	BudgetExhausted   Kind = "budget_exhausted"
 	ProviderFailed    Kind = "provider_failed"
+	// InvalidAnswer: the final answer did not match the contract's
+	// output schema after it was sent back once.
+	InvalidAnswer Kind = "invalid_answer"
 	// AwaitingApproval and AwaitingRecovery end the process, not the run:
 	// it waits for an operator's answer (rein approve), then resumes.
 	AwaitingApproval Kind = "awaiting_approval"
@@ -221,6 +229,8 @@ func (k Kind) ExitCode() int {
 		return 6
 	case ProviderFailed:
 		return 7
+	case InvalidAnswer:
+		return 8
 	case Cancelled:
 		return 130
 	}
@@ -248,6 +258,9 @@ type Outcome struct {
 	Elapsed time.Duration `json:"elapsed_ns"`
 	// Waiting is the decision an awaiting run waits for.
 	Waiting *Waiting `json:"waiting,omitempty"`
+	// Answer is the model's final answer as JSON, when the contract has
+	// an output schema and the answer matches it.
+	Answer json.RawMessage `json:"answer,omitempty"`
 	// Config, when the run made or changed any, is the configuration
 	// your tools may read that the run left in the workspace: files
 	// whose name starts with "." or that lie in a directory whose name

@@ -71,6 +71,10 @@ type State struct {
 	// ReadOnly are the names of the run's read-only tools, sorted: their
 	// calls run together and are made again after a driver's death.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Answer is the last final answer read against the contract's output
+	// schema; AnswerSentBack says one that did not match was sent back.
+	Answer         *AnswerCheck `json:"answer,omitempty"`
+	AnswerSentBack bool         `json:"answer_sent_back,omitempty"`
 	// Done is the outcome, once the run has one.
 	Done *Outcome `json:"done,omitempty"`
 }
@@ -180,7 +184,11 @@ func (s *State) spent(now time.Time) (Outcome, bool) {
 
 // outcome is the run's outcome of kind, with what it spent.
 func (s *State) outcome(kind Kind, reason string) Outcome {
-	return Outcome{Kind: kind, Reason: reason, Steps: s.Steps, Tokens: s.Tokens, Cost: s.Contract.Prices.Cost(s.Tokens), Gate: s.LastGate}
+	o := Outcome{Kind: kind, Reason: reason, Steps: s.Steps, Tokens: s.Tokens, Cost: s.Contract.Prices.Cost(s.Tokens), Gate: s.LastGate}
+	if len(s.Contract.OutputSchema) > 0 && s.Answer.OK() {
+		o.Answer = s.Answer.JSON
+	}
+	return o
 }
 
 func (s *State) end(kind Kind, reason string) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -36,6 +37,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		maxCost               float64
 		approve               string
 		replay                string
+		outputSchema          string
 		asJSON                bool
 	)
 	cmd := &cobra.Command{
@@ -64,7 +66,8 @@ and rein runs lists the runs and their state.
 Exit status: 0 succeeded or finished (no gate), 1 gate_failed, 3
 budget_exhausted, 4 stalled, 5 refused_repeatedly, 6 awaiting_approval
 or awaiting_recovery (rein approve, then rein run resume), 7
-provider_failed, 130 cancelled, 2 a run that could not start.`,
+provider_failed, 8 invalid_answer (--output-schema), 130 cancelled, 2 a
+run that could not start.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The policy files' [run] section, under the flags.
@@ -93,6 +96,19 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 				maxCost = pre.Run.MaxCost
 			}
 			pc, prices := providerFrom(pc, pre.Providers)
+			var schema json.RawMessage
+			if outputSchema != "" {
+				data, err := os.ReadFile(outputSchema)
+				if err == nil {
+					_, err = agent.CompileSchema(data)
+				}
+				if err != nil {
+					return &exitError{exitUsage, fmt.Sprintf("--output-schema %s: %v", outputSchema, err)}
+				}
+				var compact bytes.Buffer
+				json.Compact(&compact, data)
+				schema = compact.Bytes()
+			}
 			var gate *agent.Gate
 			if verify != "" {
 				line, err := shell.Parse(verify)
@@ -142,7 +158,7 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery,
+				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema,
 				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
 					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
 			if replay == "" {
@@ -170,6 +186,7 @@ provider_failed, 130 cancelled, 2 a run that could not start.`,
 	f.DurationVar(&maxTime, "max-time", 0, "the wall-clock budget (default 30m)")
 	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
 	f.Float64Var(&maxCost, "max-cost", 0, "the cost budget, by the prices of the provider's [[provider]] entry (default: none)")
+	f.StringVar(&outputSchema, "output-schema", "", "a JSON Schema file the model's final answer must match: one that does not is sent back once, then the run ends invalid_answer (exit 8); the outcome's answer carries the JSON")
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), defer (the run ends awaiting_approval; rein approve answers, rein run resume goes on), all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")

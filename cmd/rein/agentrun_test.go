@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -192,4 +193,51 @@ func TestRunConfigNet(t *testing.T) {
 	if code, shown, _ := rein(t, "trace", "show", runID); code != 0 || !strings.Contains(shown, strings.TrimPrefix(want, "  ")) {
 		t.Errorf("rein trace show: exit %d\n%s", code, shown)
 	}
+}
+
+// TestRunOutputSchema: rein run --output-schema: a final answer that
+// does not match is sent back once with what is wrong, and the next one,
+// fenced as models write it, is the outcome's answer; two that do not
+// match end the run invalid_answer (exit 8); replayed, the run ends the
+// same; a file that is not a schema refuses the run.
+func TestRunOutputSchema(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	schema := filepath.Join(t.TempDir(), "schema.json")
+	os.WriteFile(schema, []byte(`{"type":"object","required":["sum"],"properties":{"sum":{"type":"integer"}},"additionalProperties":false}`), 0o644)
+	srv, n := scriptedModel(t, "The sum is 5.", "```json\n{\"sum\": 5}\n```")
+	args := []string{"run", "--provider", "ollama", "--base-url", srv.URL + "/v1", "--model", "m", "--output-schema", schema, "--json"}
+	code, out, errOut := rein(t, append(args, "add 2 and 3")...)
+	var res struct {
+		Run     string          `json:"run"`
+		Outcome string          `json:"outcome"`
+		Reason  string          `json:"reason"`
+		Answer  json.RawMessage `json:"answer"`
+	}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		json.Compact(&b, raw)
+		return b.String()
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Outcome != "finished" || compact(res.Answer) != `{"sum":5}` || *n != 2 {
+		t.Fatalf("exit %d, %d model calls: %v\n%s\n%s", code, *n, err, out, errOut)
+	}
+	code, out, errOut = rein(t, append(args, "--replay", res.Run, "add 2 and 3")...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || compact(res.Answer) != `{"sum":5}` || *n != 2 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	srv, _ = scriptedModel(t, "nope", `{"sum": "five"}`)
+	args[4] = srv.URL + "/v1"
+	code, out, errOut = rein(t, append(args, "add 2 and 3")...)
+	res.Answer = nil
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 8 || res.Outcome != "invalid_answer" || !strings.Contains(res.Reason, "sum") || res.Answer != nil {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errOut)
+	}
+
+	os.WriteFile(schema, []byte(`{"type": 7}`), 0o644)
+	if code, _, errOut := rein(t, append(args, "x")...); code != exitUsage || !strings.Contains(errOut, "--output-schema") {
+		t.Fatalf("a bad schema: exit %d\n%s", code, errOut)
+	}
+	_ = ws
 }
