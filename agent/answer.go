@@ -11,8 +11,12 @@ import (
 	"github.com/reinhq/rein/agent/loop"
 )
 
-// maxAnswerErrors bounds the validation errors the model is told.
-const maxAnswerErrors = 8
+// maxAnswerErrors bounds the validation errors the model is told, and
+// maxAnswerError each one's length.
+const (
+	maxAnswerErrors = 8
+	maxAnswerError  = 300
+)
 
 // CompileSchema reads a JSON Schema for a run's final answer (draft-07 or
 // 2020-12, with no reference to another document), or says why it cannot
@@ -53,6 +57,12 @@ func CheckAnswer(rs *jsonschema.Resolved, text string) *loop.AnswerCheck {
 	}
 	if err := rs.Validate(plain); err != nil {
 		errs := strings.Split(err.Error(), "\n")
+		for i, e := range errs {
+			// An error can quote the answer's value: bounded.
+			if len(e) > maxAnswerError {
+				errs[i] = e[:maxAnswerError] + "..."
+			}
+		}
 		if len(errs) > maxAnswerErrors {
 			errs = append(errs[:maxAnswerErrors], fmt.Sprintf("and %d more", len(errs)-maxAnswerErrors))
 		}

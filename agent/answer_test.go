@@ -34,6 +34,10 @@ func TestCheckAnswer(t *testing.T) {
 			t.Errorf("%q: %+v, want an error naming %q", text, got, want)
 		}
 	}
+	long := CheckAnswer(rs, `{"n": "`+strings.Repeat("x", 5000)+`"}`)
+	if long.OK() || len(strings.Join(long.Errors, " ")) > 8*320 {
+		t.Errorf("a long value's errors: %d bytes", len(strings.Join(long.Errors, " ")))
+	}
 	for _, bad := range []string{`{"type": 7}`, `not json`, `{"$ref": "https://example.com/other.json"}`} {
 		if _, err := CompileSchema([]byte(bad)); err == nil {
 			t.Errorf("%s compiled", bad)
