@@ -175,8 +175,11 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 	}
 	reg := o.Registry
 	if reg == nil {
-		if reg, err = tool.Builtin(); err != nil {
+		if reg, err = agentRegistry(); err != nil {
 			return nil, err
+		}
+		if o.Tool.Surface == "" {
+			o.Tool.Surface = SurfaceAgent
 		}
 	}
 	if o.Tool.Surface == "" {
@@ -323,7 +326,7 @@ func (x *Executors) Model(ctx context.Context, e CallModel) (loop.Input, Records
 		d.emit(Event{Kind: EventCompacted, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("%d observations set aside to fit the window", s.SetAside-d.setAside)})
 		d.setAside = s.SetAside
 	}
-	req := Request{System: d.system, Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
+	req := Request{System: d.systemFor(s), Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
 	d.at(fmt.Sprintf("model-before %d.%d", e.Key.Step, e.Key.Attempt))
 	start := time.Now()
 	resp, err := d.o.Provider.Stream(ctx, req)

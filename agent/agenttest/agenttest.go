@@ -99,6 +99,7 @@ type childReport struct {
 // append to log.txt, two reads at once, a background handle, a claim of
 // done the gate fails, then one it passes.
 var scriptTurns = [][]agent.ToolCall{
+	{call("todo_write", `{"items":[{"text":"write the notes","state":"in_progress"},{"text":"log three lines","state":"pending"}]}`)},
 	{call("write_file", `{"path":"notes.txt","content":"alpha\n"}`)},
 	{call("read_file", `{"path":"notes.txt"}`)},
 	{call("shell", `{"line":"echo one >> log.txt"}`)},
@@ -159,6 +160,11 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 		fmt.Fprintf(f, "turn %d\n", n)
 		f.Close()
 	}
+	// The todo list the first turn wrote is in the system block of every
+	// later request, resumed or not.
+	if list := "## Your todo list (todo_write replaces it)\n\n[~] write the notes\n[ ] log three lines\n"; (n > 0) != strings.HasSuffix(req.System, list) {
+		return nil, fmt.Errorf("turn %d: the system block does not end with the todo list as it should: %q", n, req.System[max(0, len(req.System)-200):])
+	}
 	usage := agent.Usage{Input: int64(100_000 + n), Output: int64(1000 + n)}
 	if n >= len(m.turns) || len(m.turns[n]) == 0 {
 		return &agent.Response{Text: answerAt(n), Finish: agent.FinishStop, Usage: usage}, nil
@@ -169,7 +175,7 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 // scriptContract is the kill matrix's contract: its gate passes once
 // done.txt is there.
 func scriptContract(ws, recovery string) agent.Contract {
-	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40},
+	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40, Tokens: 10_000_000},
 		OutputSchema: json.RawMessage(scriptSchema)}
 }
 
@@ -448,7 +454,7 @@ func readOnlyAt(id string) bool {
 		return false
 	}
 	switch scriptTurns[step-1][idx].Name {
-	case "read_file", "list_dir", "find_files", "search_files", "read_result":
+	case "read_file", "list_dir", "find_files", "search_files", "read_result", "todo_write":
 		return true
 	}
 	return false
@@ -499,7 +505,7 @@ func requestsOf(t *testing.T, path, run string) string {
 func InterruptedCall(t *testing.T, d Driver) {
 	requireSandbox(t)
 	root := t.TempDir()
-	at := boundaryIndex(t, d, root, "tool-ran call_3_0")
+	at := boundaryIndex(t, d, root, "tool-ran call_4_0")
 	t.Run("tell", func(t *testing.T) {
 		k := newKit(t, d, root)
 		if _, killed, err := k.child("", at, ""); !killed {
@@ -532,7 +538,7 @@ func InterruptedCall(t *testing.T, d Driver) {
 				t.Fatalf("resumed: %+v %v %s", rep.Outcome, err, rep.Err)
 			}
 			w := rep.Outcome.Waiting
-			if w.CallID != "call_3_0" || !strings.Contains(w.Shown, `shell {"line":"echo one >> log.txt"}`) || !strings.Contains(w.Shown, "added log.txt") {
+			if w.CallID != "call_4_0" || !strings.Contains(w.Shown, `shell {"line":"echo one >> log.txt"}`) || !strings.Contains(w.Shown, "added log.txt") {
 				t.Errorf("the operator is shown %+v", w)
 			}
 			if agent.AwaitingRecovery.ExitCode() != 6 {

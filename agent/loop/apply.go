@@ -315,6 +315,13 @@ func (s *State) fold(stopped string) {
 			s.supersede(path, c.Name)
 		}
 		s.Transcript = append(s.Transcript, Message{Role: RoleTool, ToolCallID: c.ID, Text: r.Observation})
+		if c.Name == TodoTool {
+			// The list the call gave, when it is one the loop keeps (the
+			// tool told the model otherwise).
+			if items, err := ParseTodo(c.Args); err == nil {
+				s.Todo = items
+			}
+		}
 		if path != "" && c.Name == "read_file" {
 			if s.Reads == nil {
 				s.Reads = map[string][]int{}

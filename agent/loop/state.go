@@ -71,6 +71,8 @@ type State struct {
 	// ReadOnly are the names of the run's read-only tools, sorted: their
 	// calls run together and are made again after a driver's death.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Todo is the model's todo list, as its last todo_write call gave it.
+	Todo []TodoItem `json:"todo,omitempty"`
 	// Answer is the last final answer read against the contract's output
 	// schema; AnswerSentBack says one that did not match was sent back.
 	Answer         *AnswerCheck `json:"answer,omitempty"`

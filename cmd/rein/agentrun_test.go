@@ -241,3 +241,31 @@ func TestRunOutputSchema(t *testing.T) {
 	}
 	_ = ws
 }
+
+// TestRunTodo: the model's todo list, kept by todo_write (a list that is
+// not one is refused and the one before kept), is what rein runs counts
+// and rein trace show prints.
+func TestRunTodo(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	srv, n := scriptedModel(t,
+		`todo_write {"items":[{"text":"read the code","state":"done"},{"text":"fix the bug","state":"in_progress"},{"text":"run the tests","state":"pending"}]}`,
+		`todo_write {"items":[{"text":"everything","state":"later"}]}`,
+		"Done.")
+	code, out, errOut := rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--json", "fix it")
+	var res struct {
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || *n != 3 {
+		t.Fatalf("exit %d, %d calls: %v\n%s\n%s", code, *n, err, out, errOut)
+	}
+	code, out, _ = rein(t, "runs")
+	if code != 0 || !strings.Contains(out, res.Run) || !strings.Contains(out, "1/3 done") {
+		t.Fatalf("rein runs: exit %d\n%s", code, out)
+	}
+	code, out, _ = rein(t, "trace", "show", res.Run)
+	if code != 0 || !strings.Contains(out, "todo:\n    [x] read the code\n    [~] fix the bug\n    [ ] run the tests\n") ||
+		!strings.Contains(out, "state \"later\" is not pending, in_progress or done") {
+		t.Fatalf("rein trace show: exit %d\n%s", code, out)
+	}
+}

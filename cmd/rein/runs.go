@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
@@ -317,6 +318,9 @@ type runState struct {
 	// it waits for.
 	State   string `json:"state"`
 	WaitsOn string `json:"waits_on,omitempty"`
+	// Todo is the model's todo list as the run's last checkpoint keeps
+	// it.
+	Todo []agent.TodoItem `json:"todo,omitempty"`
 }
 
 // newRunsCmd is rein runs: the durable runs of the workspace's trace and
@@ -367,15 +371,23 @@ outcome it ended with.`,
 						s.WaitsOn += fmt.Sprintf(" (answered %s; rein run resume %s)", d.Answer, r.RunID)
 					}
 				}
+				if st, err := agent.LoadState(ctx, store, r.RunID); err == nil {
+					s.Todo = st.Todo
+				}
 				out = append(out, s)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out, exitOK)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RUN\tSTARTED\tSTATE\tWAITS ON")
+			fmt.Fprintln(w, "RUN\tSTARTED\tSTATE\tTODO\tWAITS ON")
 			for _, r := range out {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.RunID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, policy.Printable(r.WaitsOn))
+				todo := "-"
+				if len(r.Todo) > 0 {
+					done, all := loop.TodoCounts(r.Todo)
+					todo = fmt.Sprintf("%d/%d done", done, all)
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, todo, policy.Printable(r.WaitsOn))
 			}
 			return w.Flush()
 		},

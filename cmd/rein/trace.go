@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
@@ -160,6 +161,10 @@ func newTraceCmd() *cobra.Command {
 					"provider_calls": calls, "gate_attempts": gates}, 0)
 			}
 			out := cmd.OutOrStdout()
+			// An agent run's todo list, as its last checkpoint keeps it.
+			if st, err := agent.LoadState(ctx, s, args[0]); err == nil && len(st.Todo) > 0 {
+				fmt.Fprintf(out, "todo:\n%s", indent(loop.TodoText(st.Todo)+"\n"))
+			}
 			for _, c := range calls {
 				what := fmt.Sprintf("%s, %d in (%d cached) and %d out tokens", c.Finish, c.Input, c.CacheRead, c.Output)
 				var priced struct {

@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/reinhq/rein/agent/loop"
+	"github.com/reinhq/rein/tool"
+)
+
+// SurfaceAgent is the agent's own tool set: the coding surface and its
+// todo list (loop.TodoTool), which only the agent keeps.
+const SurfaceAgent = "agent"
+
+// TodoItem is one item of the model's todo list.
+type TodoItem = loop.TodoItem
+
+// todoDescription is what the model is told of the todo tool.
+const todoDescription = "Keep a short todo list of the goal's work (at most 30 items, each one line): each call replaces the whole list. " +
+	"Mark an item in_progress when you start it and done when it is. The current list is shown in your instructions at every step, not here."
+
+// agentRegistry is the built-in tools with the todo tool, and the agent's
+// surface over them.
+func agentRegistry() (*tool.Registry, error) {
+	reg, err := tool.Builtin()
+	if err != nil {
+		return nil, err
+	}
+	spec, err := tool.Define(loop.TodoTool, todoDescription, true, nil, func(_ context.Context, _ *tool.Call, a loop.TodoArgs) *tool.Result {
+		if err := loop.CheckTodo(a.Items); err != nil {
+			return &tool.Result{Status: tool.Failed, Reason: err.Error(), Output: "todo_write: " + err.Error() + "; the list is unchanged"}
+		}
+		done, all := loop.TodoCounts(a.Items)
+		return &tool.Result{Status: tool.OK, Output: fmt.Sprintf("todo_write: ok (%d of %d done)", done, all)}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Add(spec); err != nil {
+		return nil, err
+	}
+	coding, err := reg.Surface(tool.SurfaceCoding)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{loop.TodoTool}
+	for _, s := range coding {
+		names = append(names, s.Name)
+	}
+	if err := reg.DefineSurface(SurfaceAgent, names...); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// systemFor is the system block of a step: the run's, and the todo list
+// as the state keeps it.
+func (d *driver) systemFor(s *State) string {
+	if len(s.Todo) == 0 {
+		return d.system
+	}
+	return d.system + "\n## Your todo list (todo_write replaces it)\n\n" + loop.TodoText(s.Todo) + "\n"
+}
