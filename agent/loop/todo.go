@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -58,8 +59,8 @@ func CheckTodo(items []TodoItem) error {
 		switch {
 		case strings.TrimSpace(it.Text) == "":
 			return fmt.Errorf("item %d has no text", i+1)
-		case len(it.Text) > MaxTodoText || !utf8.ValidString(it.Text) || strings.ContainsAny(it.Text, "\n\r"):
-			return fmt.Errorf("item %d's text is not one line of at most %d bytes", i+1, MaxTodoText)
+		case len(it.Text) > MaxTodoText || !utf8.ValidString(it.Text) || strings.IndexFunc(it.Text, unicode.IsControl) >= 0:
+			return fmt.Errorf("item %d's text is not one line of at most %d bytes of printable text", i+1, MaxTodoText)
 		case it.State != TodoPending && it.State != TodoInProgress && it.State != TodoDone:
 			return fmt.Errorf("item %d's state %q is not pending, in_progress or done", i+1, it.State)
 		}

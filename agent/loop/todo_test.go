@@ -24,6 +24,7 @@ func TestTodo(t *testing.T) {
 		`{"items":[{"text":"a","state":"later"}]}`,
 		`{"items":[{"text":"","state":"done"}]}`,
 		`{"items":[{"text":"two\nlines","state":"done"}]}`,
+		`{"items":[{"text":"a \u001b[2J","state":"done"}]}`,
 		`{"items":[{"text":"` + strings.Repeat("x", MaxTodoText+1) + `","state":"done"}]}`,
 		`{"items":[` + strings.TrimSuffix(strings.Repeat(`{"text":"a","state":"done"},`, MaxTodoItems+1), ",") + `]}`,
 		`{"items":[],"extra":1}`,

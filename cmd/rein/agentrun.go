@@ -328,6 +328,15 @@ func outcomeExit(out io.Writer, res agent.Outcome, err error, red *trace.Redacto
 	// A provider's error can quote what it was sent: the outcome is
 	// printed through the same chokepoint as everything else.
 	res.Reason = red.Redact(res.Reason)
+	if a := string(res.Answer); a != "" {
+		// The answer too: redacted where it stays JSON, else withheld.
+		if r := red.Redact(a); r != a {
+			res.Answer = json.RawMessage(`"[rein: the answer held a secret and is withheld; rein trace show has it redacted]"`)
+			if json.Valid([]byte(r)) {
+				res.Answer = json.RawMessage(r)
+			}
+		}
+	}
 	if asJSON {
 		return writeJSON(out, res, res.Kind.ExitCode())
 	}

@@ -269,3 +269,18 @@ func TestRunTodo(t *testing.T) {
 		t.Fatalf("rein trace show: exit %d\n%s", code, out)
 	}
 }
+
+// An answer that holds a secret of the policy's is redacted in the
+// outcome, or withheld where redacting would break its JSON.
+func TestRunAnswerRedacted(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	schema := filepath.Join(t.TempDir(), "schema.json")
+	os.WriteFile(schema, []byte(`{"type":"object"}`), 0o644)
+	t.Setenv("MY_SERVICE_TOKEN", "tok-0123456789abcdef")
+	srv, _ := scriptedModel(t, `{"found": "tok-0123456789abcdef"}`)
+	code, out, errOut := rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--output-schema", schema, "--json", "find the token")
+	if code != 0 || strings.Contains(out, "tok-0123456789abcdef") || !strings.Contains(out, `"found": "[redacted]"`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
