@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -173,9 +174,14 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 	} else if baseline, err = hashProtected(c.Workspace, c.Protect, true); err != nil {
 		return nil, err
 	}
+	if c.PlanGate && o.Responder == nil {
+		return nil, errors.New("agent: contract: a plan gate needs someone to approve the plan: the run has no responder (Options.Responder; rein run --approve terminal, defer or all)")
+	}
+	d := &driver{c: c, baseline: baseline, specs: map[string]*tool.Spec{}, calls: map[string]ToolCall{}, deferred: map[string]*deferral{},
+		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema, planDecided: map[string]string{}}
 	reg := o.Registry
 	if reg == nil {
-		if reg, err = agentRegistry(); err != nil {
+		if reg, err = d.agentRegistry(); err != nil {
 			return nil, err
 		}
 		if o.Tool.Surface == "" {
@@ -188,8 +194,10 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 	if o.Tool.Source == "" {
 		o.Tool.Source = "agent"
 	}
-	d := &driver{c: c, o: o, baseline: baseline, specs: map[string]*tool.Spec{}, calls: map[string]ToolCall{}, deferred: map[string]*deferral{},
-		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema}
+	if c.PlanGate {
+		o.Tool.Hold = d.hold
+	}
+	d.o = o
 	if ds, ok := o.Tool.Store.(trace.Durable); ok && ds != nil {
 		d.durable = ds
 		// A result the model was shown the id of is read again after a
@@ -230,6 +238,11 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 			router.Close("refused")
 			return nil, err
 		}
+	}
+	if c.PlanGate && !slices.ContainsFunc(router.Specs(), func(s *tool.Spec) bool { return s.Name == PlanTool }) {
+		router.Close("refused")
+		x.releaseLease(ctx)
+		return nil, fmt.Errorf("agent: contract: a plan gate needs the %s tool on the run's surface %q (the agent's own surface has it)", PlanTool, o.Tool.Surface)
 	}
 	for _, s := range router.Specs() {
 		d.specs[s.Name] = s
@@ -381,7 +394,7 @@ func (x *Executors) Tools(ctx context.Context, e RunTools) (loop.Input, Records)
 				d.held.take(later.ID)
 			}
 			in.Deferred = &df.waiting
-			batches = append(batches, []trace.Record{trace.ApprovalRequest{RunID: d.router.RunID(), Request: df.waiting.Request, Kind: "approval",
+			batches = append(batches, []trace.Record{trace.ApprovalRequest{RunID: d.router.RunID(), Request: df.waiting.Request, Kind: requestKind(df.waiting.Kind),
 				CallID: c.ID, Tool: c.Name, Args: c.Args, Shown: df.waiting.Shown, At: time.Now()}})
 			break
 		}
@@ -409,6 +422,19 @@ func (x *Executors) Gate(ctx context.Context, e RunGate) (loop.Input, Records) {
 	batches := Records(d.held.take(k))
 	batches = append(batches, d.gateRecord(d.state.Steps, a))
 	return loop.GateRan{Attempt: a, Baseline: e.Baseline}, batches
+}
+
+// requestKind is the trace's kind of the request a run waits on.
+func requestKind(k Kind) string {
+	switch k {
+	case AwaitingAnswer:
+		return string(AskQuestion)
+	case AwaitingPlan:
+		return string(AskPlan)
+	case AwaitingRecovery:
+		return "recovery"
+	}
+	return "approval"
 }
 
 func gateName(e RunGate) string {
@@ -564,6 +590,11 @@ type driver struct {
 	modelErr    error
 	// answerSchema is the contract's output schema, compiled.
 	answerSchema *jsonschema.Resolved
+	// planOK says a plan was approved by a call of the response in
+	// progress; planDecided is what was decided of each propose_plan call
+	// by its key.
+	planOK      atomic.Bool
+	planDecided map[string]string
 }
 
 func (d *driver) at(name string) {
@@ -667,7 +698,11 @@ func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
 		d.emit(Event{Kind: EventRefused, Step: d.state.Steps, Tokens: d.state.Tokens, Tool: c.Name, Target: target(c.Args), Status: string(env.Status), Reason: env.Reason})
 	}
 	changed := env.Status == tool.OK && !d.readOnly(c.Name)
-	return ToolResult{Observation: env.Text(), Changed: changed}
+	d.mu.Lock()
+	plan := d.planDecided[c.ID]
+	delete(d.planDecided, c.ID)
+	d.mu.Unlock()
+	return ToolResult{Observation: env.Text(), Changed: changed, Plan: plan}
 }
 
 // target is what a call is about, for a line of rein run's output.

@@ -61,6 +61,9 @@ func (d *driver) boundary() string {
 	} else {
 		b.WriteString("- This run has no gate: ending your turn ends the run.\n")
 	}
+	if d.c.PlanGate {
+		b.WriteString("- This run is plan-gated: before you write anything or run any command, propose your plan with propose_plan. Until a plan is approved, the plan-gate layer refuses every write and command; reads are allowed.\n")
+	}
 	bu := d.c.Budget
 	fmt.Fprintf(&b, "- Budget: %d steps, %d tokens, %s of wall clock.\n", bu.Steps, bu.Tokens, bu.WallClock)
 	if len(d.c.OutputSchema) > 0 {

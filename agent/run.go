@@ -14,6 +14,11 @@ type Options struct {
 	Provider Provider
 	// Registry holds the tools; nil is tool.Builtin().
 	Registry *tool.Registry
+	// Responder answers the model's questions and plans (ask_question,
+	// propose_plan); nil answers none, and a plan gate needs one. Defer
+	// in a durable run leaves them to an operator (rein answer, rein
+	// approve).
+	Responder Responder
 	// Tool is the router's configuration: the policy (loaded with the
 	// contract's protect globs as Verification), the approver, the trace
 	// store and its redactor, the execution profile.

@@ -8,8 +8,9 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// SurfaceAgent is the agent's own tool set: the coding surface and its
-// todo list (loop.TodoTool), which only the agent keeps.
+// SurfaceAgent is the agent's own tool set: the coding surface, its todo
+// list (loop.TodoTool), and the question and plan tools a person answers
+// (QuestionTool, PlanTool), which only the agent has.
 const SurfaceAgent = "agent"
 
 // TodoItem is one item of the model's todo list.
@@ -19,9 +20,9 @@ type TodoItem = loop.TodoItem
 const todoDescription = "Keep a short todo list of the goal's work (at most 30 items, each one line): each call replaces the whole list. " +
 	"Mark an item in_progress when you start it and done when it is. The current list is shown in your instructions at every step, not here."
 
-// agentRegistry is the built-in tools with the todo tool, and the agent's
-// surface over them.
-func agentRegistry() (*tool.Registry, error) {
+// agentRegistry is the built-in tools with the todo, question and plan
+// tools, and the agent's surface over them.
+func (d *driver) agentRegistry() (*tool.Registry, error) {
 	reg, err := tool.Builtin()
 	if err != nil {
 		return nil, err
@@ -39,11 +40,15 @@ func agentRegistry() (*tool.Registry, error) {
 	if err := reg.Add(spec); err != nil {
 		return nil, err
 	}
+	person, err := d.personTools(reg)
+	if err != nil {
+		return nil, err
+	}
 	coding, err := reg.Surface(tool.SurfaceCoding)
 	if err != nil {
 		return nil, err
 	}
-	names := []string{loop.TodoTool}
+	names := append([]string{loop.TodoTool}, person...)
 	for _, s := range coding {
 		names = append(names, s.Name)
 	}
@@ -56,8 +61,12 @@ func agentRegistry() (*tool.Registry, error) {
 // systemFor is the system block of a step: the run's, and the todo list
 // as the state keeps it.
 func (d *driver) systemFor(s *State) string {
-	if len(s.Todo) == 0 {
-		return d.system
+	out := d.system
+	if s.Plan != nil {
+		out += "\n## The approved plan\n\n" + loop.PlanText(s.Plan)
 	}
-	return d.system + "\n## Your todo list (todo_write replaces it)\n\n" + loop.TodoText(s.Todo) + "\n"
+	if len(s.Todo) > 0 {
+		out += "\n## Your todo list (todo_write replaces it)\n\n" + loop.TodoText(s.Todo) + "\n"
+	}
+	return out
 }

@@ -143,9 +143,12 @@ const (
 	// LayerVerification holds a run's protect globs as deny rules for
 	// every write and delete: the run cannot weaken its own gate.
 	LayerVerification
+	// LayerPlanGate is a plan-gated agent run's hold on every write and
+	// command until its plan is approved; no policy file writes it.
+	LayerPlanGate
 )
 
-var layerNames = [...]string{"builtin", "org", "user", "project", "flags", "verification"}
+var layerNames = [...]string{"builtin", "org", "user", "project", "flags", "verification", "plan-gate"}
 
 func (l Layer) String() string {
 	if int(l) < len(layerNames) {

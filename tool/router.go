@@ -83,6 +83,10 @@ type Config struct {
 	// behind it (sandbox.Pool): a router for one call (rein exec, rein
 	// shell) has no next command to start one for.
 	Cold bool
+	// Hold, when set, is asked before each call of a tool that is not
+	// read-only (a run's gate aside): an attribution it returns denies
+	// the call by that rule. An agent run's plan gate is one.
+	Hold func(ctx context.Context, name string) *policy.Attribution
 }
 
 // Carried is what a router knows of its run that the trace does not say
@@ -494,6 +498,14 @@ func (r *Router) callTool(ctx context.Context, name string, args json.RawMessage
 		res := &Result{Status: Denied, Reason: v.Reason, Rule: v.Rule}
 		res.note("refusal", v)
 		return r.refused(ctx, name, args, res), spec
+	}
+	if _, gate := ctx.Value(gateGrantKey{}).(string); r.cfg.Hold != nil && !spec.ReadOnly && !gate {
+		if a := r.cfg.Hold(ctx, name); a != nil {
+			v := &policy.Verdict{Decision: policy.Deny, Reason: fmt.Sprintf("%s is held by the %s layer: %s", name, a.Layer, a.Rule), Rule: a}
+			res := &Result{Status: Denied, Reason: v.Reason, Rule: a}
+			res.note("refusal", v)
+			return r.refused(ctx, name, args, res), spec
+		}
 	}
 	res := spec.run(ctx, &Call{Router: r, Spec: spec, ctx: ctx}, args)
 	if res.Status == Denied {

@@ -95,11 +95,13 @@ type childReport struct {
 	Err        string        `json:"err,omitempty"`
 }
 
-// scriptTurns is the kill matrix's run: reads, writes, commands that
-// append to log.txt, two reads at once, a background handle, a claim of
+// scriptTurns is the kill matrix's run: a todo list, a question no one
+// answers and a plan approved (the run is plan-gated), reads, writes,
+// commands that append to log.txt, two reads at once, a background handle, a claim of
 // done the gate fails, then one it passes.
 var scriptTurns = [][]agent.ToolCall{
 	{call("todo_write", `{"items":[{"text":"write the notes","state":"in_progress"},{"text":"log three lines","state":"pending"}]}`)},
+	{call("ask_question", `{"question":"Which notes?"}`), call("propose_plan", `{"steps":["write the notes","log three lines"]}`)},
 	{call("write_file", `{"path":"notes.txt","content":"alpha\n"}`)},
 	{call("read_file", `{"path":"notes.txt"}`)},
 	{call("shell", `{"line":"echo one >> log.txt"}`)},
@@ -165,6 +167,9 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 	if list := "## Your todo list (todo_write replaces it)\n\n[~] write the notes\n[ ] log three lines\n"; (n > 0) != strings.HasSuffix(req.System, list) {
 		return nil, fmt.Errorf("turn %d: the system block does not end with the todo list as it should: %q", n, req.System[max(0, len(req.System)-200):])
 	}
+	if plan := "## The approved plan\n\n1. write the notes\n2. log three lines\n"; (n > 1) != strings.Contains(req.System, plan) {
+		return nil, fmt.Errorf("turn %d: the system block does not hold the approved plan as it should", n)
+	}
 	usage := agent.Usage{Input: int64(100_000 + n), Output: int64(1000 + n)}
 	if n >= len(m.turns) || len(m.turns[n]) == 0 {
 		return &agent.Response{Text: answerAt(n), Finish: agent.FinishStop, Usage: usage}, nil
@@ -176,7 +181,7 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 // done.txt is there.
 func scriptContract(ws, recovery string) agent.Contract {
 	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40, Tokens: 10_000_000},
-		OutputSchema: json.RawMessage(scriptSchema)}
+		OutputSchema: json.RawMessage(scriptSchema), PlanGate: true}
 }
 
 func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error) {
@@ -185,7 +190,7 @@ func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error)
 	if err != nil {
 		return agent.Options{}, err
 	}
-	return agent.Options{Provider: &scriptModel{turns: scriptTurns, calls: calls},
+	return agent.Options{Provider: &scriptModel{turns: scriptTurns, calls: calls}, Responder: agent.ApprovePlans{},
 		Tool: tool.Config{Policy: p, Store: store, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}, nil
 }
 
@@ -454,7 +459,7 @@ func readOnlyAt(id string) bool {
 		return false
 	}
 	switch scriptTurns[step-1][idx].Name {
-	case "read_file", "list_dir", "find_files", "search_files", "read_result", "todo_write":
+	case "read_file", "list_dir", "find_files", "search_files", "read_result", "todo_write", "ask_question", "propose_plan":
 		return true
 	}
 	return false
@@ -505,7 +510,7 @@ func requestsOf(t *testing.T, path, run string) string {
 func InterruptedCall(t *testing.T, d Driver) {
 	requireSandbox(t)
 	root := t.TempDir()
-	at := boundaryIndex(t, d, root, "tool-ran call_4_0")
+	at := boundaryIndex(t, d, root, "tool-ran call_5_0")
 	t.Run("tell", func(t *testing.T) {
 		k := newKit(t, d, root)
 		if _, killed, err := k.child("", at, ""); !killed {
@@ -538,7 +543,7 @@ func InterruptedCall(t *testing.T, d Driver) {
 				t.Fatalf("resumed: %+v %v %s", rep.Outcome, err, rep.Err)
 			}
 			w := rep.Outcome.Waiting
-			if w.CallID != "call_4_0" || !strings.Contains(w.Shown, `shell {"line":"echo one >> log.txt"}`) || !strings.Contains(w.Shown, "added log.txt") {
+			if w.CallID != "call_5_0" || !strings.Contains(w.Shown, `shell {"line":"echo one >> log.txt"}`) || !strings.Contains(w.Shown, "added log.txt") {
 				t.Errorf("the operator is shown %+v", w)
 			}
 			if agent.AwaitingRecovery.ExitCode() != 6 {

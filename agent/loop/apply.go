@@ -305,6 +305,7 @@ func (s *State) fold(stopped string) {
 	if len(s.Pending) == 0 || len(s.Results) < len(s.Pending) {
 		return
 	}
+	cancelled := ""
 	for i, c := range s.Pending {
 		r := s.Results[i]
 		s.Recent = append(s.Recent, callMark{Sig: c.Name + " " + c.Args, Changed: r.Changed})
@@ -320,6 +321,16 @@ func (s *State) fold(stopped string) {
 			// tool told the model otherwise).
 			if items, err := ParseTodo(c.Args); err == nil {
 				s.Todo = items
+			}
+		}
+		if c.Name == PlanTool && s.Contract.PlanGate {
+			switch r.Plan {
+			case PlanApproved:
+				if steps, err := ParsePlan(c.Args); err == nil && s.Plan == nil {
+					s.Plan = steps
+				}
+			case PlanCancelled:
+				cancelled = fmt.Sprintf("the plan the model proposed at step %d was cancelled by its approver", s.Steps)
 			}
 		}
 		if path != "" && c.Name == "read_file" {
@@ -339,6 +350,10 @@ func (s *State) fold(stopped string) {
 	}
 	if stopped != "" {
 		s.end(RefusedRepeatedly, stopped)
+		return
+	}
+	if cancelled != "" {
+		s.end(Cancelled, cancelled)
 		return
 	}
 	if sig := s.stall(); sig != "" {

@@ -45,6 +45,10 @@ type Contract struct {
 	// wrong, then ends the run invalid_answer. Where a gate also decides,
 	// the gate's outcome comes first.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// PlanGate says the model must propose a plan (PlanTool) and have it
+	// approved before it may write or run anything: until then the
+	// plan-gate layer denies every call of a tool that is not read-only.
+	PlanGate bool `json:"plan_gate,omitempty"`
 	// Config is how the run was started, kept with it (in its checkpoint,
 	// under the trace's keyed chain) so that a resumption keeps it: a
 	// resumption may narrow it, never widen it. It never holds a key.
@@ -210,6 +214,10 @@ const (
 	// it waits for an operator's answer (rein approve), then resumes.
 	AwaitingApproval Kind = "awaiting_approval"
 	AwaitingRecovery Kind = "awaiting_recovery"
+	// AwaitingAnswer and AwaitingPlan end the process too: the model's
+	// question waits for rein answer, its plan for rein approve.
+	AwaitingAnswer Kind = "awaiting_answer"
+	AwaitingPlan   Kind = "awaiting_plan"
 )
 
 // ExitCode is the status rein run exits with for the outcome.
@@ -225,7 +233,7 @@ func (k Kind) ExitCode() int {
 		return 4
 	case RefusedRepeatedly:
 		return 5
-	case AwaitingApproval, AwaitingRecovery:
+	case AwaitingApproval, AwaitingRecovery, AwaitingAnswer, AwaitingPlan:
 		return 6
 	case ProviderFailed:
 		return 7

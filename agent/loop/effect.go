@@ -171,8 +171,9 @@ func (End) Recovery() Recovery { return SafeToRepeat }
 
 // Waiting is what a run waits on: the request an operator answers.
 type Waiting struct {
-	// Kind is AwaitingApproval (an ask deferred) or AwaitingRecovery (a
-	// call interrupted by the driver's death, left to an operator).
+	// Kind is AwaitingApproval (an ask deferred), AwaitingRecovery (a
+	// call interrupted by the driver's death, left to an operator),
+	// AwaitingAnswer (the model's question) or AwaitingPlan (its plan).
 	Kind    Kind   `json:"kind"`
 	Request string `json:"request"`
 	// CallID is the pending call the decision is about.

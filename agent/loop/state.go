@@ -73,6 +73,9 @@ type State struct {
 	ReadOnly []string `json:"read_only,omitempty"`
 	// Todo is the model's todo list, as its last todo_write call gave it.
 	Todo []TodoItem `json:"todo,omitempty"`
+	// Plan is the plan approved in a plan-gated run (Contract.PlanGate),
+	// its steps as the propose_plan call gave them; nil while none is.
+	Plan []string `json:"plan,omitempty"`
 	// Answer is the last final answer read against the contract's output
 	// schema; AnswerSentBack says one that did not match was sent back.
 	Answer         *AnswerCheck `json:"answer,omitempty"`
@@ -202,12 +205,17 @@ func (s *State) end(kind Kind, reason string) {
 // recorded yet: the process ends, the run waits.
 func (s *State) Parked() Outcome {
 	w := *s.Waiting
-	what := "an asked action was deferred"
-	if w.Kind == AwaitingRecovery {
+	what, answer := "an asked action was deferred", fmt.Sprintf("rein approve %s %s --yes|--no", s.Run, w.Request)
+	switch w.Kind {
+	case AwaitingRecovery:
 		what = "a call was interrupted by the death of rein's process"
+	case AwaitingAnswer:
+		what, answer = "the model asked a question", fmt.Sprintf("rein answer %s %s 'TEXT'", s.Run, w.Request)
+	case AwaitingPlan:
+		what, answer = "the model proposed a plan", fmt.Sprintf("rein approve %s %s --yes|--no|--revise 'NOTE'", s.Run, w.Request)
 	}
-	o := s.outcome(w.Kind, fmt.Sprintf("%s: request %s waits for an operator's answer (rein approve %s %s --yes|--no, then rein run resume %s)",
-		what, w.Request, s.Run, w.Request, s.Run))
+	o := s.outcome(w.Kind, fmt.Sprintf("%s: request %s waits for an operator's answer (%s, then rein run resume %s)",
+		what, w.Request, answer, s.Run))
 	o.Waiting = &w
 	return o
 }
@@ -314,6 +322,10 @@ func (s *State) supersede(path, by string) {
 type ToolResult struct {
 	Observation string `json:"observation"`
 	Changed     bool   `json:"changed,omitempty"`
+	// Plan is, for a propose_plan call, what was decided of the plan:
+	// PlanApproved, PlanRevise or PlanCancelled ("" for a plan refused
+	// before anyone saw it).
+	Plan string `json:"plan,omitempty"`
 }
 
 // stall returns a call repeated StallRepeats times in a full window that

@@ -38,7 +38,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		approve               string
 		replay                string
 		outputSchema          string
-		asJSON                bool
+		asJSON, plan          bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] GOAL",
@@ -64,8 +64,9 @@ trace, so that a run whose process died goes on with rein run resume RUN,
 and rein runs lists the runs and their state.
 
 Exit status: 0 succeeded or finished (no gate), 1 gate_failed, 3
-budget_exhausted, 4 stalled, 5 refused_repeatedly, 6 awaiting_approval
-or awaiting_recovery (rein approve, then rein run resume), 7
+budget_exhausted, 4 stalled, 5 refused_repeatedly, 6 awaiting_approval,
+awaiting_recovery or awaiting_plan (rein approve, then rein run resume)
+or awaiting_answer (rein answer, then rein run resume), 7
 provider_failed, 8 invalid_answer (--output-schema), 130 cancelled, 2 a
 run that could not start.`,
 		Args: cobra.ExactArgs(1),
@@ -158,7 +159,7 @@ run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema,
+				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan,
 				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
 					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
 			if replay == "" {
@@ -188,8 +189,9 @@ run that could not start.`,
 	f.Float64Var(&maxCost, "max-cost", 0, "the cost budget, by the prices of the provider's [[provider]] entry (default: none)")
 	f.StringVar(&outputSchema, "output-schema", "", "a JSON Schema file the model's final answer must match: one that does not is sent back once, then the run ends invalid_answer (exit 8); the outcome's answer carries the JSON")
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
-	f.StringVar(&approve, "approve", "terminal", "who answers asked actions: terminal (denied without one), defer (the run ends awaiting_approval; rein approve answers, rein run resume goes on), all or none")
+	f.StringVar(&approve, "approve", "terminal", "who answers asked actions, the model's questions and its plan: terminal (denied, unanswered, without one), defer (the run ends awaiting_approval, awaiting_answer or awaiting_plan; rein approve or rein answer answers, rein run resume goes on), all (plans approved, questions unanswered) or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
+	f.BoolVar(&plan, "plan", false, "gate the run on a plan: the model proposes one (propose_plan) before it may write or run anything, and --approve's answerer approves it, sends it back with a note, or cancels the run (defer: the run ends awaiting_plan; rein approve --yes|--no|--revise answers)")
 	return cmd
 }
 
@@ -309,7 +311,8 @@ func orNone(s string) string {
 // it, each step printed as it happens unless the outcome is to be JSON.
 func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *sqlite.Store, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
 	o := agent.Options{
-		Provider: provider,
+		Provider:  provider,
+		Responder: responderFor(approver),
 		Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
 			Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
 	}
@@ -317,6 +320,21 @@ func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.App
 		o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
 	}
 	return o
+}
+
+// responderFor is who answers the model's questions and plans, chosen by
+// --approve as the approver is: the terminal, an operator later (defer),
+// --approve all (plans approved, no answers), or no one (none).
+func responderFor(a policy.Approver) agent.Responder {
+	switch a := a.(type) {
+	case agent.Defer:
+		return agent.Defer{}
+	case policy.AllowAll:
+		return agent.ApprovePlans{}
+	case policy.Terminal:
+		return agent.TerminalResponder{In: a.In, Out: a.Out}
+	}
+	return nil
 }
 
 // outcomeExit prints a run's outcome (as JSON when asked) and gives its

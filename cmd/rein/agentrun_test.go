@@ -284,3 +284,75 @@ func TestRunAnswerRedacted(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestRunPlanAndQuestion: a plan-gated run with --approve defer refuses a
+// write before its plan, ends awaiting_answer on a question (rein answer
+// answers it, and a plan's answer does not fit it), then awaiting_plan on
+// its plan (rein approve --revise sends it back, --yes approves it), and
+// writes once the plan is approved.
+func TestRunPlanAndQuestion(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	srv, n := scriptedModel(t,
+		`write_file {"path":"a.txt","content":"x"}`,
+		`ask_question {"question":"Which greeting?"}`,
+		`propose_plan {"steps":["write a.txt"]}`,
+		`propose_plan {"steps":["write a.txt","write b.txt"]}`,
+		`write_file {"path":"a.txt","content":"x"}`,
+		"Done.")
+	type outcome struct {
+		Run     string `json:"run"`
+		Kind    string `json:"outcome"`
+		Waiting struct {
+			Request string `json:"request"`
+		} `json:"waiting"`
+	}
+	step := func(want string, code int, args ...string) outcome {
+		t.Helper()
+		got, out, errOut := rein(t, args...)
+		var o outcome
+		if err := json.Unmarshal([]byte(out), &o); err != nil || got != code || o.Kind != want {
+			t.Fatalf("%v: exit %d, %q: %v\n%s\n%s", args, got, o.Kind, err, out, errOut)
+		}
+		return o
+	}
+	q := step("awaiting_answer", 6, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--plan", "--approve", "defer", "--json", "write a greeting")
+	if _, err := os.Stat(filepath.Join(ws, "a.txt")); !os.IsNotExist(err) {
+		t.Fatalf("written before the plan: %v", err)
+	}
+	if code, _, errOut := rein(t, "approve", q.Run, q.Waiting.Request, "--yes"); code != 2 || !strings.Contains(errOut, "it is the model's question") {
+		t.Fatalf("approve of a question: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := rein(t, "answer", q.Run, q.Waiting.Request, "hello, world"); code != 0 || !strings.Contains(out, "answered answer") {
+		t.Fatalf("rein answer: exit %d\n%s%s", code, out, errOut)
+	}
+	p := step("awaiting_plan", 6, "run", "resume", q.Run, "--base-url", srv.URL+"/v1", "--json")
+	if code, _, errOut := rein(t, "answer", q.Run, p.Waiting.Request, "fine"); code != 2 || !strings.Contains(errOut, "it is the model's plan") {
+		t.Fatalf("answer to a plan: exit %d\n%s", code, errOut)
+	}
+	if code, _, errOut := rein(t, "approve", q.Run, p.Waiting.Request, "--revise", ""); code != 2 || !strings.Contains(errOut, "--revise needs the note") {
+		t.Fatalf("an empty revise: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := rein(t, "approve", q.Run, p.Waiting.Request, "--revise", "write b.txt too"); code != 0 {
+		t.Fatalf("revise: exit %d\n%s%s", code, out, errOut)
+	}
+	p2 := step("awaiting_plan", 6, "run", "resume", q.Run, "--base-url", srv.URL+"/v1", "--json")
+	if code, out, _ := rein(t, "runs"); code != 0 || !strings.Contains(out, "awaiting_plan") || !strings.Contains(out, p2.Waiting.Request+": 1. write a.txt") {
+		t.Fatalf("rein runs: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := rein(t, "approve", q.Run, p2.Waiting.Request, "--yes"); code != 0 {
+		t.Fatalf("approve: exit %d\n%s", code, errOut)
+	}
+	step("finished", 0, "run", "resume", q.Run, "--base-url", srv.URL+"/v1", "--json")
+	if data, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(data) != "x" || *n != 6 {
+		t.Fatalf("after approval: %q %v, %d calls", data, err, *n)
+	}
+	code, out, _ := rein(t, "trace", "show", q.Run)
+	for _, want := range []string{"held by the plan-gate layer", "approved plan:\n    1. write a.txt\n    2. write b.txt\n",
+		"(question, call call_2_0):\n    Which greeting?\n  answered answer by ", ": hello, world\n", "(plan, call call_3_0):\n    1. write a.txt\n  answered revise by ", ": write b.txt too\n",
+		"(plan, call call_4_0):\n    1. write a.txt\n    2. write b.txt\n  answered yes by "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("rein trace show lacks %q: exit %d\n%s", want, code, out)
+		}
+	}
+}

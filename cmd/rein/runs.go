@@ -238,64 +238,114 @@ func runApprover(flag string, cmd *cobra.Command) (policy.Approver, error) {
 // waits for.
 func newApproveCmd(sf *scopeFlags) *cobra.Command {
 	var (
-		cf      commonFlags
-		tf      traceFlag
-		yes, no bool
-		note    string
+		cf           commonFlags
+		tf           traceFlag
+		yes, no      bool
+		note, revise string
 	)
 	cmd := &cobra.Command{
-		Use:   "approve [flags] RUN REQUEST --yes|--no",
-		Short: "Answer a request a run waits for (a deferred ask, an interrupted call); rein run resume acts on it",
+		Use:   "approve [flags] RUN REQUEST --yes|--no|--revise NOTE",
+		Short: "Answer a request a run waits for (a deferred ask, an interrupted call, a plan); rein run resume acts on it",
 		Long: `Record the answer to REQUEST of RUN (rein runs lists what each run waits
 on): for a deferred ask, --yes approves the action as it was shown and
 --no rejects it; for a call interrupted by the death of rein's process,
---yes makes it again and --no tells the model it was interrupted. The
-first answer stands: a second is refused. Nothing runs until rein run
-resume RUN, which checks the policy again before it acts on a yes.`,
+--yes makes it again and --no tells the model it was interrupted; for the
+model's plan (rein run --plan), --yes approves it, --no cancels the run
+and --revise NOTE sends it back with the note. A question the model asked
+is answered with rein answer. The first answer stands: a second is
+refused. Nothing runs until rein run resume RUN, which checks the policy
+again before it acts on a yes.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if yes == no {
-				return &exitError{exitUsage, "give one of --yes and --no"}
-			}
-			p, store, red, err := loadWithTrace(&cf, sf, &tf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			answer := "no"
-			if yes {
-				answer = "yes"
-			}
-			by := "pid " + fmt.Sprint(os.Getpid())
-			if u, err := user.Current(); err == nil {
-				by = u.Username
-			}
-			if host, err := os.Hostname(); err == nil {
-				by += "@" + host
-			}
-			if err := runInTrace(cmd.Context(), store, args[0], p.Workspace); err != nil {
-				return err
-			}
-			d := trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note, By: by, At: time.Now()}
-			if err := store.Decide(cmd.Context(), d); err != nil {
-				code := exitUsage
-				var answered *sqlite.AnsweredError
-				if errors.As(err, &answered) {
-					code = 1
+			answer := ""
+			n := 0
+			for _, c := range []struct {
+				on bool
+				a  string
+			}{{yes, "yes"}, {no, "no"}, {cmd.Flags().Changed("revise"), "revise"}} {
+				if c.on {
+					answer, n = c.a, n+1
 				}
-				return &exitError{code, red.Redact(strings.TrimPrefix(err.Error(), "trace: "))}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "request %s of run %s answered %s; the run goes on with: rein run resume %s\n", args[1], args[0], answer, args[0])
-			return nil
+			if n != 1 {
+				return &exitError{exitUsage, "give one of --yes, --no and --revise NOTE"}
+			}
+			if answer == "revise" {
+				if strings.TrimSpace(revise) == "" {
+					return &exitError{exitUsage, "--revise needs the note the model gets"}
+				}
+				note = revise
+			}
+			return decide(cmd, sf, &cf, &tf, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note})
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
 	f := cmd.Flags()
 	f.BoolVar(&yes, "yes", false, "approve (or, for an interrupted call, make it again)")
-	f.BoolVar(&no, "no", false, "reject (or, for an interrupted call, tell the model)")
+	f.BoolVar(&no, "no", false, "reject (for an interrupted call, tell the model; for a plan, cancel the run)")
+	f.StringVar(&revise, "revise", "", "for a plan: send it back with this note, which the model gets")
 	f.StringVar(&note, "note", "", "a note kept with the answer and shown to the model")
 	return cmd
+}
+
+// newAnswerCmd is rein answer: an operator's answer to the model's
+// question.
+func newAnswerCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf commonFlags
+		tf traceFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "answer [flags] RUN QUESTION TEXT",
+		Short: "Answer a question the model of a run asked (the run ends awaiting_answer); rein run resume goes on",
+		Long: `Record TEXT as the answer to the question QUESTION of RUN (a run of
+rein run --approve defer that ended awaiting_answer; rein runs lists what
+each run waits on). The model gets the text as what is wanted: it is never
+permission, and changes no decision of the policy. The first answer
+stands: a second is refused. The run goes on with rein run resume RUN.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[2]) == "" {
+				return &exitError{exitUsage, "the answer is empty"}
+			}
+			return decide(cmd, sf, &cf, &tf, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: "answer", Note: args[2]})
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	return cmd
+}
+
+// decide records an operator's answer d (by the user at this host) in the
+// trace of the workspace.
+func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, d trace.ApprovalDecision) error {
+	p, store, red, err := loadWithTrace(cf, sf, tf)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	d.By = "pid " + fmt.Sprint(os.Getpid())
+	if u, err := user.Current(); err == nil {
+		d.By = u.Username
+	}
+	if host, err := os.Hostname(); err == nil {
+		d.By += "@" + host
+	}
+	if err := runInTrace(cmd.Context(), store, d.RunID, p.Workspace); err != nil {
+		return err
+	}
+	d.At = time.Now()
+	if err := store.Decide(cmd.Context(), d); err != nil {
+		code := exitUsage
+		var answered *sqlite.AnsweredError
+		if errors.As(err, &answered) {
+			code = 1
+		}
+		return &exitError{code, red.Redact(strings.TrimPrefix(err.Error(), "trace: "))}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "request %s of run %s answered %s; the run goes on with: rein run resume %s\n", d.Request, d.RunID, d.Answer, d.RunID)
+	return nil
 }
 
 // runInTrace refuses a run the trace opened does not hold: it is
@@ -336,9 +386,10 @@ func newRunsCmd(sf *scopeFlags) *cobra.Command {
 		Short: "List the agent runs of the workspace's trace with their state and what they wait on",
 		Long: `List the agent runs of the workspace's trace, newest first, each with
 its state: running (and the pid and host that drive it), interrupted (its
-process died; rein run resume goes on), awaiting_approval or
-awaiting_recovery (and the request that waits for rein approve), or the
-outcome it ended with.`,
+process died; rein run resume goes on), awaiting_approval,
+awaiting_recovery or awaiting_plan (and the request that waits for rein
+approve), awaiting_answer (and the question that waits for rein answer),
+or the outcome it ended with.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, store, red, err := loadWithTrace(&cf, sf, &tf)

@@ -40,7 +40,7 @@ func TestRunDeferred(t *testing.T) {
 	if code, _, errOut := rein(t, append(append([]string{"run", "resume", "--workspace", other}, model...), o.Run)...); code != exitUsage || !strings.Contains(errOut, "run "+o.Run+" is not in this workspace's trace") {
 		t.Errorf("rein run resume from another workspace: exit %d %s", code, errOut)
 	}
-	if code, _, errOut := rein(t, "approve", o.Run, req); code != exitUsage || !strings.Contains(errOut, "give one of --yes and --no") {
+	if code, _, errOut := rein(t, "approve", o.Run, req); code != exitUsage || !strings.Contains(errOut, "give one of --yes, --no and --revise NOTE") {
 		t.Errorf("rein approve without an answer: exit %d %s", code, errOut)
 	}
 	if code, out, errOut := rein(t, "approve", o.Run, req, "--yes", "--note", "looked at it"); code != 0 || !strings.Contains(out, "answered yes") {

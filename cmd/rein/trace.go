@@ -162,8 +162,28 @@ func newTraceCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			// An agent run's todo list, as its last checkpoint keeps it.
-			if st, err := agent.LoadState(ctx, s, args[0]); err == nil && len(st.Todo) > 0 {
-				fmt.Fprintf(out, "todo:\n%s", indent(loop.TodoText(st.Todo)+"\n"))
+			if st, err := agent.LoadState(ctx, s, args[0]); err == nil {
+				if st.Plan != nil {
+					fmt.Fprintf(out, "approved plan:\n%s", indent(loop.PlanText(st.Plan)))
+				}
+				if len(st.Todo) > 0 {
+					fmt.Fprintf(out, "todo:\n%s", indent(loop.TodoText(st.Todo)+"\n"))
+				}
+			}
+			// What the run put to a person, and the answers.
+			reqs, _ := s.ApprovalRequests(ctx, args[0])
+			for _, r := range reqs {
+				fmt.Fprintf(out, "request %s (%s, call %s):\n%s", r.Request, r.Kind, r.CallID, indent(strings.TrimRight(r.Shown, "\n")+"\n"))
+				switch d, err := s.Decision(ctx, args[0], r.Request); {
+				case err != nil:
+					fmt.Fprintf(out, "  answer unreadable: %v\n", err)
+				case d == nil:
+					fmt.Fprintln(out, "  not answered yet")
+				case d.Note != "":
+					fmt.Fprintf(out, "  answered %s by %s: %s\n", d.Answer, policy.Printable(d.By), policy.Printable(d.Note))
+				default:
+					fmt.Fprintf(out, "  answered %s by %s\n", d.Answer, policy.Printable(d.By))
+				}
 			}
 			for _, c := range calls {
 				what := fmt.Sprintf("%s, %d in (%d cached) and %d out tokens", c.Finish, c.Input, c.CacheRead, c.Output)

@@ -315,22 +315,26 @@ func (e *AnsweredError) Error() string {
 }
 
 // Decide records the answer to a request of a run: the request must
-// exist, and the first answer wins (a second is an AnsweredError).
+// exist, the answer must be one its kind takes (an approval or a
+// recovery: yes or no; a plan: yes, no or revise with a note; a question:
+// answer, its text the note), and the first answer wins (a second is an
+// AnsweredError).
 func (s *Store) Decide(ctx context.Context, d trace.ApprovalDecision) error {
-	if d.Answer != "yes" && d.Answer != "no" {
-		return fmt.Errorf("trace: an answer is yes or no, not %q", d.Answer)
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
 	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM approval_requests WHERE run_id = ? AND request = ?`, d.RunID, d.Request).Scan(&n); err != nil {
+	var kind string
+	err = tx.QueryRowContext(ctx, `SELECT kind FROM approval_requests WHERE run_id = ? AND request = ? ORDER BY rowid LIMIT 1`, d.RunID, d.Request).Scan(&kind)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("trace: run %s has no request %s (rein runs lists what each run waits on)", d.RunID, d.Request)
+	case err != nil:
 		return fmt.Errorf("trace: %w", err)
 	}
-	if n == 0 {
-		return fmt.Errorf("trace: run %s has no request %s (rein runs lists what each run waits on)", d.RunID, d.Request)
+	if err := answerFits(kind, d); err != nil {
+		return fmt.Errorf("trace: request %s of run %s: %w", d.Request, d.RunID, err)
 	}
 	var first trace.ApprovalDecision
 	var at string
@@ -351,6 +355,28 @@ func (s *Store) Decide(ctx context.Context, d trace.ApprovalDecision) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}
+
+// answerFits says why d is not an answer a request of kind takes.
+func answerFits(kind string, d trace.ApprovalDecision) error {
+	switch kind {
+	case "question":
+		if d.Answer != "answer" || strings.TrimSpace(d.Note) == "" {
+			return fmt.Errorf("it is the model's question: its answer is text (rein answer), not %q", d.Answer)
+		}
+	case "plan":
+		switch {
+		case d.Answer == "revise" && strings.TrimSpace(d.Note) == "":
+			return fmt.Errorf("a plan sent back needs the note the model gets")
+		case d.Answer != "yes" && d.Answer != "no" && d.Answer != "revise":
+			return fmt.Errorf("it is the model's plan: its answer is yes, no or revise with a note, not %q", d.Answer)
+		}
+	default:
+		if d.Answer != "yes" && d.Answer != "no" {
+			return fmt.Errorf("it is a %s: its answer is yes or no, not %q", kind, d.Answer)
+		}
 	}
 	return nil
 }
