@@ -149,8 +149,15 @@ func (t TerminalResponder) Respond(ctx context.Context, a Ask) (Reply, error) {
 	return r, nil
 }
 
+// indent is text as a terminal is shown it: each line indented and
+// printable (what the model wrote cannot move the cursor or reorder the
+// line).
 func indent(s string) string {
-	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + policy.Printable(l)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // The descriptions the model reads.

@@ -415,7 +415,7 @@ or the outcome it ended with.`,
 					for _, q := range reqs {
 						if q.Request == r.Waiting {
 							first, _, _ := strings.Cut(q.Shown, "\n")
-							s.WaitsOn = fmt.Sprintf("request %s: %s", q.Request, red.Redact(first))
+							s.WaitsOn = fmt.Sprintf("request %s: %s", q.Request, policy.Printable(red.Redact(first)))
 						}
 					}
 					if d, _ := store.Decision(ctx, r.RunID, r.Waiting); d != nil {
