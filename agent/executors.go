@@ -260,7 +260,7 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 	d.rung, d.network, d.sandboxErr = string(rung), string(network), err
 	d.system = d.systemBlock()
 	if rp == nil {
-		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now()}, o.Now())
+		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now(), Overhead: d.overhead()}, o.Now())
 	} else {
 		d.state = rp.state
 		d.resumedFrom = rp.seq
@@ -327,7 +327,8 @@ func (x *Executors) Halt(ctx context.Context) (in loop.Input, stop *Outcome) {
 		cause := context.Cause(ctx)
 		return loop.Stopped{OutOfTime: errors.Is(cause, errWallClock), Reason: "the run was cancelled: " + cause.Error()}, nil
 	}
-	return nil, nil
+	// An operator's fold is taken before the next model step.
+	return d.foldAsked(ctx), nil
 }
 
 // Model calls the model with the run's transcript: its response or its
@@ -478,6 +479,8 @@ func (x *Executors) Commit(ctx context.Context, e Effect, recs Records) error {
 		}
 	case RunGate:
 		d.at("gate-after " + gateName(e))
+	case Summarize:
+		d.at(fmt.Sprintf("summary-after %d.%d.%d", e.Key.Step, e.Key.Index, e.Key.Attempt))
 	}
 	return err
 }
@@ -639,6 +642,17 @@ func ModelInput(resp *Response, err error) loop.Input {
 	return loop.ModelReplied{Response: *resp}
 }
 
+// overhead is what every request carries besides the transcript and
+// the plan and the todo list (which the loop counts), in characters: the
+// system block and the tools' definitions.
+func (d *driver) overhead() int {
+	n := len(d.system)
+	for _, t := range d.tools {
+		n += len(t.Name) + len(t.Description) + len(t.Schema)
+	}
+	return n
+}
+
 // readOnlyTools names the router's read-only tools.
 func (d *driver) readOnlyTools() []string {
 	var out []string
@@ -744,7 +758,7 @@ type resumePoint struct {
 // the contract leaves the call to an operator.
 func (d *driver) resumed(ctx context.Context) {
 	s := d.state
-	in := loop.Resumed{Run: d.router.RunID(), ReadOnly: d.readOnlyTools(), Stopped: d.router.Stopped()}
+	in := loop.Resumed{Run: d.router.RunID(), ReadOnly: d.readOnlyTools(), Stopped: d.router.Stopped(), Overhead: d.overhead()}
 	settling := len(s.Running) > 0 && s.Waiting == nil && len(s.Results) < len(s.Pending)
 	var next ToolCall
 	if settling {

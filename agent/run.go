@@ -174,6 +174,11 @@ func drive(ctx context.Context, x *Executors) (Outcome, error) {
 					s.Apply(in, x.Now())
 					x.Commit(bounded, e, recs)
 				}
+			case Summarize:
+				if in, recs = x.Summarize(bounded, e); in != nil {
+					s.Apply(in, x.Now())
+					x.Commit(bounded, e, recs)
+				}
 			case RunGate:
 				if in, recs = x.Gate(bounded, e); in != nil {
 					s.Apply(in, x.Now())

@@ -19,6 +19,9 @@ type RunSettings struct {
 	MaxTime           time.Duration
 	ResponseMaxTokens int
 	GateRetries       int
+	// ContextTokens is the model's window the transcript is folded to
+	// fit (zero: the agent's default).
+	ContextTokens int
 	// MaxCost bounds what a run's tokens cost by its provider's prices.
 	MaxCost float64
 	// Verify is the default gate line; a project file sets it only when
@@ -63,6 +66,7 @@ type runConfig struct {
 	MaxTime           string   `toml:"max_time"`
 	ResponseMaxTokens *int     `toml:"response_max_tokens"`
 	GateRetries       *int     `toml:"gate_retries"`
+	ContextTokens     *int     `toml:"context_tokens"`
 	MaxCost           *float64 `toml:"max_cost"`
 	Verify            string   `toml:"verify"`
 	Protect           []string `toml:"protect"`
@@ -96,7 +100,8 @@ func (a *applier) run(c *fileConfig) error {
 		key string
 		v   *int
 		dst *int
-	}{{"run.max_steps", r.MaxSteps, &p.Run.MaxSteps}, {"run.response_max_tokens", r.ResponseMaxTokens, &p.Run.ResponseMaxTokens}, {"run.gate_retries", r.GateRetries, &p.Run.GateRetries}}
+	}{{"run.max_steps", r.MaxSteps, &p.Run.MaxSteps}, {"run.response_max_tokens", r.ResponseMaxTokens, &p.Run.ResponseMaxTokens}, {"run.gate_retries", r.GateRetries, &p.Run.GateRetries},
+		{"run.context_tokens", r.ContextTokens, &p.Run.ContextTokens}}
 	for _, n := range ints {
 		if n.v == nil {
 			continue

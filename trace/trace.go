@@ -164,6 +164,29 @@ type ProviderCall struct {
 	Response string    `json:"response"`
 	Error    string    `json:"error"`
 	At       time.Time `json:"at"`
+	// Purpose is "summary" for a call that folded steps into a summary
+	// (Summary), "" for a step's call.
+	Purpose string `json:"purpose,omitempty"`
+}
+
+// Summary is a fold of an agent run's oldest steps into one summary the
+// model wrote: the steps it covers (FirstStep to LastStep), the messages
+// it replaced, its text and size, what its call cost, and the step it was
+// made before; Request is the operator's request it answered (rein run
+// fold), if one did.
+type Summary struct {
+	ID        int64     `json:"id"`
+	RunID     string    `json:"run_id"`
+	Step      int       `json:"step"`
+	FirstStep int       `json:"first_step"`
+	LastStep  int       `json:"last_step"`
+	Messages  int       `json:"messages"`
+	Chars     int       `json:"chars"`
+	Input     int64     `json:"input_tokens"`
+	Output    int64     `json:"output_tokens"`
+	Request   string    `json:"request,omitempty"`
+	Text      string    `json:"text"`
+	At        time.Time `json:"at"`
 }
 
 // GateAttempt is one run of an agent run's gate.
@@ -203,6 +226,7 @@ func (Edit) table() string         { return "edits" }
 func (Audit) table() string        { return "audit" }
 func (ProviderCall) table() string { return "provider_calls" }
 func (GateAttempt) table() string  { return "gate_attempts" }
+func (Summary) table() string      { return "summaries" }
 
 // RunSummary is a run as listed.
 type RunSummary struct {

@@ -25,6 +25,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +34,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -150,17 +153,33 @@ func (m *scriptModel) Model() string { return "script-1" }
 func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Response, error) {
 	n := 0
 	for _, msg := range req.Messages {
+		if sm := foldedSteps.FindStringSubmatch(msg.Text); sm != nil {
+			// The steps a summary folded count as the model's turns.
+			k, _ := strconv.Atoi(sm[1])
+			n += k
+		}
 		if msg.Role == agent.RoleAssistant {
 			n++
 		}
 	}
+	summary := req.System == loop.SummaryInstruction
 	if m.calls != "" {
 		f, err := os.OpenFile(m.calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(f, "turn %d\n", n)
+		if summary {
+			fmt.Fprintf(f, "summary\n")
+		} else {
+			fmt.Fprintf(f, "turn %d\n", n)
+		}
 		f.Close()
+	}
+	if summary {
+		if len(req.Tools) > 0 {
+			return nil, fmt.Errorf("a summarising call offered %d tools", len(req.Tools))
+		}
+		return &agent.Response{Text: "notes.txt was written and read; log.txt has lines appended by echo.", Finish: agent.FinishStop, Usage: agent.Usage{Input: 2000, Output: 20}}, nil
 	}
 	// The todo list the first turn wrote is in the system block of every
 	// later request, resumed or not.
@@ -177,11 +196,19 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 	return &agent.Response{Text: fmt.Sprintf("turn %d", n), ToolCalls: m.turns[n], Finish: agent.FinishToolCalls, Usage: usage}, nil
 }
 
+// foldedSteps reads the steps a summary's message says it folded.
+var foldedSteps = regexp.MustCompile(`^\[rein: steps \d+ to (\d+) were folded`)
+
+// scriptWindow is the kill matrix's context window: small enough that
+// the run folds its oldest steps into a summary.
+const scriptWindow = 6000
+
 // scriptContract is the kill matrix's contract: its gate passes once
 // done.txt is there.
 func scriptContract(ws, recovery string) agent.Contract {
 	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40, Tokens: 10_000_000},
-		OutputSchema: json.RawMessage(scriptSchema), PlanGate: true}
+		ContextTokens: scriptWindow,
+		OutputSchema:  json.RawMessage(scriptSchema), PlanGate: true}
 }
 
 func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error) {
@@ -332,6 +359,7 @@ type result struct {
 	canonical string
 	files     map[string]string
 	calls     int
+	summaries int
 }
 
 func (k kit) result(t *testing.T, run string) result {
@@ -359,7 +387,8 @@ func (k kit) result(t *testing.T, run string) result {
 		return nil
 	})
 	data, _ := os.ReadFile(k.calls)
-	r.calls = strings.Count(string(data), "\n")
+	r.calls = strings.Count(string(data), "turn ")
+	r.summaries = strings.Count(string(data), "summary\n")
 	return r
 }
 
@@ -392,9 +421,10 @@ func KillMatrix(t *testing.T, d Driver) {
 	if want.files["log.txt"] != "one\ntwo\nthree\n" {
 		t.Fatalf("log.txt = %q", want.files["log.txt"])
 	}
-	if want.calls != len(scriptTurns) {
-		t.Fatalf("the run never killed made %d model calls, want %d", want.calls, len(scriptTurns))
+	if want.calls != len(scriptTurns) || want.summaries < 1 {
+		t.Fatalf("the run never killed made %d model calls (want %d) and %d summarising calls (want one at least)", want.calls, len(scriptTurns), want.summaries)
 	}
+	t.Logf("the run never killed: %d model calls, %d summarising calls", want.calls, want.summaries)
 	// The boundaries killed at: every one but those inside a call that
 	// may change the workspace (TestInterruptedCall covers them).
 	var points []int
@@ -442,8 +472,8 @@ func KillMatrix(t *testing.T, d Driver) {
 			if fmt.Sprint(res.files) != fmt.Sprint(want.files) {
 				t.Errorf("killed at %s: the workspace is %q, want %q", name, res.files, want.files)
 			}
-			if res.calls != want.calls {
-				t.Errorf("killed at %s: %d model calls were made, want %d: one was made twice", name, res.calls, want.calls)
+			if res.calls != want.calls || res.summaries != want.summaries {
+				t.Errorf("killed at %s: %d model calls and %d summarising calls were made, want %d and %d: one was made twice", name, res.calls, res.summaries, want.calls, want.summaries)
 			}
 		}()
 	}

@@ -72,6 +72,8 @@ func step(ctx context.Context, x *agent.Executors) (agent.Outcome, error) {
 			in, recs = x.Tools(bounded, e)
 		case loop.RunGate:
 			in, recs = x.Gate(bounded, e)
+		case loop.Summarize:
+			in, recs = x.Summarize(bounded, e)
 		case loop.Wait:
 			in = x.Sleep(bounded, e)
 		case loop.AwaitDecision:

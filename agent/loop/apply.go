@@ -79,6 +79,8 @@ type Decided struct {
 type Resumed struct {
 	Run      string
 	ReadOnly []string
+	// Overhead is State.Overhead, measured again.
+	Overhead int
 	// Change is the workspace's change since the running call started,
 	// as the model is told it.
 	Change  string
@@ -150,10 +152,28 @@ func (s *State) Apply(in Input, now time.Time) {
 				s.Done = &o
 			}
 		}
+	case Summarized:
+		if s.Fold != nil {
+			s.summarized(in)
+		}
+	case SummaryFailed:
+		if s.Fold != nil {
+			s.summaryFailed(in)
+		}
+	case FoldAsked:
+		switch {
+		case in.Request == "" || in.Request == s.FoldAsked || s.answered(in.Request):
+		case s.Fold != nil && s.Fold.Request == "":
+			// The fold the window asked for answers it.
+			s.Fold.Request, s.FoldAsked = in.Request, in.Request
+		default:
+			s.FoldAsked = in.Request
+		}
 	}
 	if s.Done == nil && s.Waiting == nil && len(s.Pending) == 0 && !s.Claimed {
-		// The model is asked next: the transcript is fitted to its window.
-		s.fit()
+		// The model is asked next: the transcript is fitted to its window,
+		// folded or with observations set aside.
+		s.prepare()
 	}
 }
 
@@ -171,9 +191,14 @@ func (s *State) failed(f ModelFailed, now time.Time) {
 	k := s.key(KindModel, s.Steps+1, 0, s.Attempt+1)
 	s.Attempt++
 	if f.Class == FailContextOverflow && !s.Squeezed {
-		// The server counts tokens its own way: compact as far as the
-		// transcript allows, then try once more at once.
+		// The server counts tokens its own way: fold as much as a view
+		// holds (what is left set aside too), or, with nothing to fold,
+		// set aside all it can, then try once more at once.
 		s.Squeezed = true
+		if p, ok := s.planFold(0); ok && s.Fold == nil {
+			s.Fold = &p
+			return
+		}
 		s.fitTo(0)
 		return
 	}
@@ -391,6 +416,7 @@ func (s *State) resumed(in Resumed, now time.Time) {
 	ro := slices.Clone(in.ReadOnly)
 	slices.Sort(ro)
 	s.ReadOnly = slices.Compact(ro)
+	s.Overhead = in.Overhead
 	// The budget counts the time the run was driven, not the time it lay
 	// dead.
 	s.Deadline = now.Add(s.Contract.Budget.WallClock - s.Active)

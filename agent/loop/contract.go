@@ -31,8 +31,10 @@ type Contract struct {
 	Instructions []string `json:"instructions,omitempty"`
 	// Prices are the provider's, for the cost budget and the outcome.
 	Prices Prices `json:"prices,omitempty"`
-	// ContextTokens is the model's window; zero is 128,000. When the
-	// transcript passes 70% of it, the oldest observations are set aside.
+	// ContextTokens is the model's window; zero is 128,000, and less than
+	// MinContextTokens is refused. When the transcript passes 70% of it,
+	// the oldest steps are folded into a summary the model writes (or,
+	// where that fails, the oldest observations are set aside).
 	ContextTokens int `json:"context_tokens,omitempty"`
 	// Recovery says what a resumed run does with a call that was running
 	// when its driver died and that is not safe to repeat (a command, a
@@ -137,6 +139,7 @@ const (
 	DefaultResponseMaxTokens = 16_384
 	DefaultGateRetries       = 3
 	DefaultContextTokens     = 128_000
+	MinContextTokens         = 1024
 )
 
 // WithDefaults fills what the contract leaves zero and refuses what
@@ -169,6 +172,9 @@ func (c Contract) WithDefaults() (Contract, error) {
 	}
 	if c.ContextTokens == 0 {
 		c.ContextTokens = DefaultContextTokens
+	}
+	if c.ContextTokens < MinContextTokens {
+		return c, fmt.Errorf("agent: contract: a context window of %d tokens is less than %d, which holds no step", c.ContextTokens, MinContextTokens)
 	}
 	if c.Instructions == nil {
 		c.Instructions = []string{"AGENTS.md"}

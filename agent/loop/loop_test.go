@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func newState(c Contract, now time.Time) *State {
@@ -84,17 +85,32 @@ func TestStepFunction(t *testing.T) {
 	}
 }
 
-// TestFit: past its share of the window, the oldest observations become
-// stubs; the goal, the last turns and every tool call's id stay.
+// TestFit: past its share of the window, the oldest steps are asked to
+// be folded; when the summary fails (its own window passed twice), the
+// oldest observations become stubs; the goal, the last turns and every
+// tool call's id stay.
 func TestFit(t *testing.T) {
-	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1000}.WithDefaults()
+	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1024}.WithDefaults()
 	s := newState(c, time.Now())
 	big := strings.Repeat("x", 1000)
 	for i := range 10 {
 		id := fmt.Sprint(i)
 		s.Transcript = append(s.Transcript, Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Name: "read_file", Args: `{}`}}}, Message{Role: RoleTool, ToolCallID: id, Text: big})
 	}
+	s.Steps = 10
 	s.Apply(Accounted{}, time.Now())
+	e, ok := s.Next(time.Now()).(Summarize)
+	if !ok || e.Plan.From != 1 || e.Plan.FirstStep != 1 || e.Plan.LastStep != (e.Plan.To-1)/2 || s.Transcript[e.Plan.To].Role != RoleAssistant || e.Key.Attempt != 1 {
+		t.Fatalf("the fold asked for: %+v", s.Next(time.Now()))
+	}
+	s.Apply(SummaryFailed{Class: FailContextOverflow}, time.Now())
+	if e, ok := s.Next(time.Now()).(Summarize); !ok || !e.Plan.Half || e.Key.Attempt != 2 {
+		t.Fatalf("after its overflow: %+v", s.Next(time.Now()))
+	}
+	s.Apply(SummaryFailed{Class: FailContextOverflow}, time.Now())
+	if _, ok := s.Next(time.Now()).(CallModel); !ok || s.Fold != nil || s.NoFoldUntil != 11 {
+		t.Fatalf("after the second overflow: %+v", s.Next(time.Now()))
+	}
 	size, stubs := 0, 0
 	for i, m := range s.Transcript {
 		size += len(m.Text)
@@ -108,8 +124,81 @@ func TestFit(t *testing.T) {
 			t.Fatal("a stub lost its call id")
 		}
 	}
-	if s.Transcript[0].Text != "g" || stubs == 0 || size > 1000*7/10*charsPerToken+len(big)*keepLastTurns {
+	if s.Transcript[0].Text != "g" || stubs == 0 || size > 1024*7/10*charsPerToken+len(big)*keepLastTurns {
 		t.Fatalf("%d stubs, %d characters", stubs, size)
+	}
+}
+
+// TestFold: a summary replaces the steps it folds with one message that
+// names them; the goal and the last turns stay; the reads kept are
+// renumbered; the summary's tokens are spent; an operator's fold is taken
+// before the next model step, once.
+func TestFold(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1024}.WithDefaults()
+	s := newState(c, time.Now())
+	big := strings.Repeat("y", 1000)
+	for i := range 10 {
+		s.Apply(ModelReplied{Response: Response{Finish: FinishToolCalls, ToolCalls: []ToolCall{{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, i)}}}}, time.Now())
+		if _, ok := s.Next(time.Now()).(RunTools); !ok {
+			t.Fatalf("step %d: %+v", i, s.Next(time.Now()))
+		}
+		s.Apply(CallsRan{Results: []ToolResult{{Observation: big}}}, time.Now())
+		if _, ok := s.Next(time.Now()).(Summarize); ok {
+			break
+		}
+	}
+	e, ok := s.Next(time.Now()).(Summarize)
+	if !ok {
+		t.Fatalf("no fold: %+v", s.Next(time.Now()))
+	}
+	last := s.Transcript[len(s.Transcript)-keepLastTurns:]
+	lastCopy := append([]Message(nil), last...)
+	view := s.SummaryView(e.Plan)
+	if !strings.Contains(view, "## the agent\n") || !strings.Contains(view, `read_file {"path":"f0"}`) || !strings.Contains(view, "## the result of call_1_0\n") {
+		t.Errorf("the view: %.300q", view)
+	}
+	if c := clip(strings.Repeat("é", 1000), 101); !utf8.ValidString(c) || !strings.Contains(c, "characters not shown") || len(c) > 200 {
+		t.Errorf("clipped: %q", c)
+	}
+	before := s.Tokens
+	s.Apply(Summarized{Text: "f0 says y", Usage: Usage{Input: 300, Output: 20}}, time.Now())
+	if s.Transcript[0].Text != "g" || !strings.HasPrefix(s.Transcript[1].Text, fmt.Sprintf("[rein: steps 1 to %d were folded into this summary", e.Plan.LastStep)) ||
+		!strings.HasSuffix(s.Transcript[1].Text, "f0 says y") {
+		t.Fatalf("after the fold: %q / %.200q", s.Transcript[0].Text, s.Transcript[1].Text)
+	}
+	for i, m := range s.Transcript[len(s.Transcript)-keepLastTurns:] {
+		if m.Text != lastCopy[i].Text || m.Role != lastCopy[i].Role {
+			t.Fatalf("the last turns changed at %d", i)
+		}
+	}
+	if s.Tokens.Input != before.Input+300 || len(s.Summaries) != 1 || s.Summaries[0].LastStep != e.Plan.LastStep || s.Folded != e.Plan.LastStep {
+		t.Errorf("tokens %+v, summaries %+v", s.Tokens, s.Summaries)
+	}
+	for path, idx := range s.Reads {
+		for _, i := range idx {
+			if i >= len(s.Transcript) || s.Transcript[i].Role != RoleTool {
+				t.Errorf("the read of %s at %d is not an observation", path, i)
+			}
+		}
+	}
+	if _, ok := s.Next(time.Now()).(CallModel); !ok {
+		t.Fatalf("after the fold: %+v", s.Next(time.Now()))
+	}
+	// An operator's fold: as much as the view holds, then answered.
+	s.Apply(ModelReplied{Response: Response{Finish: FinishToolCalls, ToolCalls: []ToolCall{{Name: "read_file", Args: `{"path":"z"}`}}}}, time.Now())
+	s.Apply(CallsRan{Results: []ToolResult{{Observation: "z"}}}, time.Now())
+	s.Apply(FoldAsked{Request: "f1"}, time.Now())
+	e, ok = s.Next(time.Now()).(Summarize)
+	if !ok || e.Plan.Request != "f1" || e.Plan.FirstStep != s.Folded+1 {
+		t.Fatalf("the asked fold: %+v", s.Next(time.Now()))
+	}
+	s.Apply(Summarized{Text: "more"}, time.Now())
+	s.Apply(FoldAsked{Request: "f1"}, time.Now())
+	if _, ok := s.Next(time.Now()).(CallModel); !ok || s.FoldAsked != "" || len(s.Summaries) != 2 || s.Summaries[1].Request != "f1" {
+		t.Fatalf("asked again: %+v %+v", s.Next(time.Now()), s.Summaries)
+	}
+	if _, err := (Contract{Goal: "g", Workspace: "/w", ContextTokens: 1000}).WithDefaults(); err == nil {
+		t.Error("a window of 1000 tokens taken")
 	}
 }
 

@@ -80,6 +80,22 @@ type State struct {
 	// schema; AnswerSentBack says one that did not match was sent back.
 	Answer         *AnswerCheck `json:"answer,omitempty"`
 	AnswerSentBack bool         `json:"answer_sent_back,omitempty"`
+	// Overhead is what every request carries besides the transcript (the
+	// system block and the tools' definitions), in characters, as the
+	// driver measured it: the transcript's share of the window is what
+	// is left of it.
+	Overhead int `json:"overhead,omitempty"`
+	// Fold is the fold asked for next (a summarising call); FoldAsked an
+	// operator's request to fold, not yet taken; Folded the steps folded
+	// so far; Summaries the folds made (and the requests answered with
+	// none); NoFoldUntil the step before which no fold is tried again
+	// after one was given up; FoldFailures the folds given up.
+	Fold         *FoldPlan `json:"fold,omitempty"`
+	FoldAsked    string    `json:"fold_asked,omitempty"`
+	Folded       int       `json:"folded,omitempty"`
+	Summaries    []Summary `json:"summaries,omitempty"`
+	NoFoldUntil  int       `json:"no_fold_until,omitempty"`
+	FoldFailures int       `json:"fold_failures,omitempty"`
 	// Done is the outcome, once the run has one.
 	Done *Outcome `json:"done,omitempty"`
 }
@@ -107,6 +123,8 @@ type Start struct {
 	ReadOnly []string
 	// StartedAt is when the run began, by the wall clock.
 	StartedAt time.Time
+	// Overhead is State.Overhead.
+	Overhead int
 }
 
 // New starts a run's state at now (the clock its budget is read by),
@@ -115,7 +133,7 @@ type Start struct {
 func New(st Start, now time.Time) *State {
 	ro := slices.Clone(st.ReadOnly)
 	slices.Sort(ro)
-	return &State{Run: st.Run, Contract: st.Contract, ReadOnly: slices.Compact(ro), Deadline: now.Add(st.Contract.Budget.WallClock), StartedAt: st.StartedAt,
+	return &State{Run: st.Run, Contract: st.Contract, ReadOnly: slices.Compact(ro), Deadline: now.Add(st.Contract.Budget.WallClock), StartedAt: st.StartedAt, Overhead: st.Overhead,
 		Transcript: []Message{{Role: RoleUser, Text: st.Contract.Goal}}}
 }
 
@@ -148,6 +166,13 @@ func (s *State) Next(now time.Time) Effect {
 	}
 	if o, ok := s.spent(now); ok {
 		return End{Key: s.key(KindEnd, s.Steps, 0, 0), Outcome: o}
+	}
+	if s.Fold != nil {
+		attempt := 1
+		if s.Fold.Half {
+			attempt = 2
+		}
+		return Summarize{Key: s.key(KindSummary, s.Steps+1, len(s.Summaries), attempt), Plan: *s.Fold}
 	}
 	if now.Before(s.RetryAt) {
 		return Wait{Key: s.key(KindSleep, s.Steps+1, 0, s.Attempt), Until: s.RetryAt}
@@ -235,7 +260,22 @@ const (
 // one-line stub that names what to do to see it again. The goal and the
 // last turns stay as they are; the trace keeps the whole text.
 func (s *State) fit() {
-	s.fitTo(int(float64(s.Contract.ContextTokens) * contextShare * charsPerToken))
+	s.fitTo(s.limit())
+}
+
+// limit is the transcript's share of the window, in characters: the
+// window's share less what every request carries besides (at least an
+// eighth of the window).
+func (s *State) limit() int {
+	window := s.Contract.ContextTokens * charsPerToken
+	shown := 0
+	if s.Plan != nil {
+		shown += len(PlanText(s.Plan)) + 30
+	}
+	if len(s.Todo) > 0 {
+		shown += len(TodoText(s.Todo)) + 50
+	}
+	return max(int(float64(window)*contextShare)-s.Overhead-shown, window/8)
 }
 
 // fitTo sets aside the oldest observations until the transcript is at

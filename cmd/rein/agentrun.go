@@ -32,6 +32,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		protect               []string
 		pc                    agent.ProviderChoice
 		maxSteps, responseMax int
+		contextTokens         int
 		maxTokens             int64
 		maxTime               time.Duration
 		maxCost               float64
@@ -92,6 +93,9 @@ run that could not start.`,
 			}
 			if !flags.Changed("response-max-tokens") {
 				responseMax = pre.Run.ResponseMaxTokens
+			}
+			if !flags.Changed("context-tokens") {
+				contextTokens = pre.Run.ContextTokens
 			}
 			if !flags.Changed("max-cost") {
 				maxCost = pre.Run.MaxCost
@@ -159,7 +163,7 @@ run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan,
+				ResponseMaxTokens: responseMax, ContextTokens: contextTokens, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan,
 				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
 					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
 			if replay == "" {
@@ -172,7 +176,7 @@ run that could not start.`,
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
-	cmd.AddCommand(newRunResumeCmd(sf))
+	cmd.AddCommand(newRunResumeCmd(sf), newRunFoldCmd(sf))
 	cf.register(cmd)
 	tf.register(cmd)
 	f := cmd.Flags()
@@ -186,6 +190,7 @@ run that could not start.`,
 	f.Int64Var(&maxTokens, "max-tokens", 0, "the token budget, input and output (default 2,000,000)")
 	f.DurationVar(&maxTime, "max-time", 0, "the wall-clock budget (default 30m)")
 	f.IntVar(&responseMax, "response-max-tokens", 0, "the cap on one response (default 16,384)")
+	f.IntVar(&contextTokens, "context-tokens", 0, "the model's window: past 70% of it, the oldest steps are folded into a summary the model writes (default 128,000; at least 1,024)")
 	f.Float64Var(&maxCost, "max-cost", 0, "the cost budget, by the prices of the provider's [[provider]] entry (default: none)")
 	f.StringVar(&outputSchema, "output-schema", "", "a JSON Schema file the model's final answer must match: one that does not is sent back once, then the run ends invalid_answer (exit 8); the outcome's answer carries the JSON")
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
@@ -258,6 +263,8 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		fmt.Fprintf(w, "step %-3d %-13s %-60s %-12s tokens %d\n", e.Step, what, pr(e.Target), e.Status, e.Tokens.Input+e.Tokens.Output)
 	case agent.EventRetry:
 		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "retry", pr(e.Reason))
+	case agent.EventCompacted:
+		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "compacted", pr(e.Reason))
 	case agent.EventFinished:
 		o := e.Outcome
 		cost := ""

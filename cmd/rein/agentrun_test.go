@@ -356,3 +356,52 @@ func TestRunPlanAndQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestRunFold: rein run fold asks a run waiting for an answer to fold;
+// resumed, it folds its oldest steps into a summary (a call of its own,
+// with no tools) before its next model step, and rein trace show prints
+// the summary and the request answered; an ended run cannot fold.
+func TestRunFold(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	srv, n := scriptedModel(t,
+		`write_file {"path":"a.txt","content":"the code word is PAPAYA"}`,
+		`read_file {"path":"a.txt"}`,
+		`read_file {"path":"a.txt","limit":1}`,
+		`list_dir {"path":"."}`,
+		`ask_question {"question":"More?"}`,
+		"Wrote a.txt, whose code word is PAPAYA.",
+		"Done.")
+	code, out, errOut := rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--approve", "defer", "--json", "write a.txt")
+	var o struct {
+		Run     string `json:"run"`
+		Kind    string `json:"outcome"`
+		Waiting struct {
+			Request string `json:"request"`
+		} `json:"waiting"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Kind != "awaiting_answer" {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errOut)
+	}
+	if code, out, errOut := rein(t, "run", "fold", o.Run); code != 0 || !strings.Contains(out, "folds its oldest steps before its next model step") {
+		t.Fatalf("rein run fold: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := rein(t, "run", "fold", o.Run); code != 0 || !strings.Contains(out, "has a fold asked already") {
+		t.Fatalf("rein run fold again: exit %d\n%s", code, out)
+	}
+	rein(t, "answer", o.Run, o.Waiting.Request, "no more")
+	code, out, errOut = rein(t, "run", "resume", o.Run, "--base-url", srv.URL+"/v1")
+	if code != 0 || *n != 7 || !strings.Contains(out, "compacted     steps 1 to 1 folded into a summary of 39 characters") {
+		t.Fatalf("resumed: exit %d, %d calls\n%s\n%s", code, *n, out, errOut)
+	}
+	code, out, _ = rein(t, "trace", "show", o.Run)
+	for _, want := range []string{"model call (summary): step 6 attempt 1", "summary before step 6: steps 1 to 1 (2 messages) in 39 characters, 100000 in and 2000 out tokens, asked by request f",
+		"    Wrote a.txt, whose code word is PAPAYA.\n", "(fold, call ):\n    fold the oldest steps into a summary, asked by ", "answered yes by rein: steps 1 to 1 folded before step 6"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("rein trace show lacks %q: exit %d\n%s", want, code, out)
+		}
+	}
+	if code, _, errOut := rein(t, "run", "fold", o.Run); code != 2 || !strings.Contains(errOut, "it has ended finished") {
+		t.Errorf("a fold of an ended run: exit %d %s", code, errOut)
+	}
+}

@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -234,6 +236,83 @@ func runApprover(flag string, cmd *cobra.Command) (policy.Approver, error) {
 	return chooseApprover(flag, cmd.ErrOrStderr())
 }
 
+// newRunFoldCmd is rein run fold: an operator's request that a run fold
+// its oldest steps into a summary.
+func newRunFoldCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf commonFlags
+		tf traceFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "fold [flags] RUN",
+		Short: "Ask a run to fold its oldest steps into a summary the model writes, before its next model step",
+		Long: `Record a request that RUN fold its oldest steps (all but the goal and
+the last turns, as much as one summarising call's view holds) into one
+summary the model writes. The run takes it at its next step boundary,
+before its next model call: at once when a process drives it, or when it
+is resumed. The request and its answer are in the trace (rein trace show
+RUN): answered yes with the steps folded, or no when there was nothing to
+fold.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, store, _, err := loadWithTrace(&cf, sf, &tf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx, run := cmd.Context(), args[0]
+			if err := runInTrace(ctx, store, run, p.Workspace); err != nil {
+				return err
+			}
+			cp, err := store.LastCheckpoint(ctx, run)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if cp == nil || !strings.HasPrefix(cp.Status, "awaiting_") && cp.Status != "running" {
+				status := "no checkpoint: it is not an agent run"
+				if cp != nil {
+					status = "it has ended " + cp.Status
+				}
+				return &exitError{exitUsage, fmt.Sprintf("run %s cannot fold: %s", run, status)}
+			}
+			reqs, err := store.ApprovalRequests(ctx, run)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			for _, r := range reqs {
+				if d, _ := store.Decision(ctx, run, r.Request); r.Kind == "fold" && d == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "run %s has a fold asked already (request %s), not yet taken\n", run, r.Request)
+					return nil
+				}
+			}
+			var b [4]byte
+			rand.Read(b[:])
+			id := "f" + hex.EncodeToString(b[:])
+			by := operator()
+			if _, err := store.Append(ctx, trace.ApprovalRequest{RunID: run, Request: id, Kind: "fold", Shown: "fold the oldest steps into a summary, asked by " + by, At: time.Now()}); err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s folds its oldest steps before its next model step (request %s)\n", run, id)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	return cmd
+}
+
+// operator is who runs this command: the user at this host.
+func operator() string {
+	by := "pid " + fmt.Sprint(os.Getpid())
+	if u, err := user.Current(); err == nil {
+		by = u.Username
+	}
+	if host, err := os.Hostname(); err == nil {
+		by += "@" + host
+	}
+	return by
+}
+
 // newApproveCmd is rein approve: an operator's answer to what a run
 // waits for.
 func newApproveCmd(sf *scopeFlags) *cobra.Command {
@@ -325,13 +404,7 @@ func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, 
 		return err
 	}
 	defer store.Close()
-	d.By = "pid " + fmt.Sprint(os.Getpid())
-	if u, err := user.Current(); err == nil {
-		d.By = u.Username
-	}
-	if host, err := os.Hostname(); err == nil {
-		d.By += "@" + host
-	}
+	d.By = operator()
 	if err := runInTrace(cmd.Context(), store, d.RunID, p.Workspace); err != nil {
 		return err
 	}

@@ -157,8 +157,9 @@ func newTraceCmd() *cobra.Command {
 				return &exitError{1, "no run " + args[0] + " in " + s.Path()}
 			}
 			if asJSON {
+				sums, _ := s.Summaries(ctx, args[0])
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits,
-					"provider_calls": calls, "gate_attempts": gates}, 0)
+					"provider_calls": calls, "gate_attempts": gates, "summaries": sums}, 0)
 			}
 			out := cmd.OutOrStdout()
 			// An agent run's todo list, as its last checkpoint keeps it.
@@ -168,6 +169,16 @@ func newTraceCmd() *cobra.Command {
 				}
 				if len(st.Todo) > 0 {
 					fmt.Fprintf(out, "todo:\n%s", indent(loop.TodoText(st.Todo)+"\n"))
+				}
+			}
+			// The summaries the oldest steps were folded into.
+			if sums, err := s.Summaries(ctx, args[0]); err == nil {
+				for _, m := range sums {
+					fmt.Fprintf(out, "summary before step %d: steps %d to %d (%d messages) in %d characters, %d in and %d out tokens", m.Step, m.FirstStep, m.LastStep, m.Messages, m.Chars, m.Input, m.Output)
+					if m.Request != "" {
+						fmt.Fprintf(out, ", asked by request %s", m.Request)
+					}
+					fmt.Fprintf(out, ":\n%s", indent(m.Text+"\n"))
 				}
 			}
 			// What the run put to a person, and the answers.
@@ -196,7 +207,11 @@ func newTraceCmd() *cobra.Command {
 				if c.Failure != "" {
 					what = "failed, " + c.Failure + ": " + policy.Printable(c.Error)
 				}
-				fmt.Fprintf(out, "model call: step %d attempt %d, %s %s: %s (%.1f ms)\n", c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
+				kind := "model call"
+				if c.Purpose != "" {
+					kind = "model call (" + policy.Printable(c.Purpose) + ")"
+				}
+				fmt.Fprintf(out, "%s: step %d attempt %d, %s %s: %s (%.1f ms)\n", kind, c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
 			}
 			for _, g := range gates {
 				when := fmt.Sprintf("after step %d", g.Step)

@@ -116,6 +116,14 @@ var migrations = []string{
 	// the same: an empty field is left out of a record's JSON).
 	`ALTER TABLE gate_attempts ADD COLUMN evidence TEXT NOT NULL DEFAULT '';
 	ALTER TABLE gate_attempts ADD COLUMN tests TEXT NOT NULL DEFAULT '';`,
+	// 7: the summaries an agent run's oldest steps were folded into, and
+	// what each model call was for (empty for a step's, in the rows
+	// before too).
+	`CREATE TABLE summaries (run_id TEXT NOT NULL, step INTEGER NOT NULL, first_step INTEGER NOT NULL, last_step INTEGER NOT NULL,
+		messages INTEGER NOT NULL, chars INTEGER NOT NULL, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+		request TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX summaries_run ON summaries (run_id);
+	ALTER TABLE provider_calls ADD COLUMN purpose TEXT NOT NULL DEFAULT '';`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
@@ -124,11 +132,12 @@ var appendOnlyFrom = map[int][]string{
 	1: {"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit", "chain", "schema_migrations"},
 	2: {"provider_calls", "gate_attempts"},
 	4: {"checkpoints", "blobs", "approval_requests", "approval_decisions"},
+	7: {"summaries"},
 }
 
 // chained are the tables whose every row is in the chain.
 var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
-	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions"}
+	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions", "summaries"}
 
 // Option is an option of Open.
 type Option func(*Store)
@@ -546,6 +555,11 @@ func (s *Store) GateAttempts(ctx context.Context, runID string) ([]trace.GateAtt
 	return query[trace.GateAttempt](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
+// Summaries lists an agent run's summaries, oldest first.
+func (s *Store) Summaries(ctx context.Context, runID string) ([]trace.Summary, error) {
+	return query[trace.Summary](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
 // Runs lists the newest runs first, at most limit (0: all).
 func (s *Store) Runs(ctx context.Context, limit int) ([]trace.RunSummary, error) {
 	q := `WHERE 1 ORDER BY rowid DESC`
@@ -588,6 +602,7 @@ var recordTypes = map[string]reflect.Type{
 	"provider_calls": reflect.TypeOf(trace.ProviderCall{}), "gate_attempts": reflect.TypeOf(trace.GateAttempt{}),
 	"checkpoints": reflect.TypeOf(trace.Checkpoint{}), "blobs": reflect.TypeOf(trace.Blob{}),
 	"approval_requests": reflect.TypeOf(trace.ApprovalRequest{}), "approval_decisions": reflect.TypeOf(trace.ApprovalDecision{}),
+	"summaries": reflect.TypeOf(trace.Summary{}),
 }
 
 // Verify checks the chain (VerifyChain without a kept head).
