@@ -141,8 +141,8 @@ func (c *chatProvider) params(req Request) (openai.ChatCompletionNewParams, erro
 	if req.MaxTokens > 0 {
 		p.MaxTokens = openai.Int(int64(req.MaxTokens))
 	}
-	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	if sys := req.SystemText(); sys != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(sys))
 	}
 	for _, m := range req.Messages {
 		switch m.Role {

@@ -340,7 +340,7 @@ func (x *Executors) Model(ctx context.Context, e CallModel) (loop.Input, Records
 		d.emit(Event{Kind: EventCompacted, Step: s.Steps, Tokens: s.Tokens, Reason: fmt.Sprintf("%d observations set aside to fit the window", s.SetAside-d.setAside)})
 		d.setAside = s.SetAside
 	}
-	req := Request{System: d.systemFor(s), Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
+	req := Request{System: d.system, SystemTail: systemTail(s), Messages: s.Transcript, Tools: d.tools, MaxTokens: d.c.ResponseMaxTokens}
 	d.at(fmt.Sprintf("model-before %d.%d", e.Key.Step, e.Key.Attempt))
 	start := time.Now()
 	resp, err := d.o.Provider.Stream(ctx, req)
@@ -348,12 +348,19 @@ func (x *Executors) Model(ctx context.Context, e CallModel) (loop.Input, Records
 		return nil, nil
 	}
 	d.modelErr = err
+	took := time.Since(start)
 	in := ModelInput(resp, err)
 	if r, ok := in.(loop.ModelReplied); ok && d.answerSchema != nil && len(r.Response.ToolCalls) == 0 {
 		r.Answer = CheckAnswer(d.answerSchema, r.Response.Text)
 		in = r
 	}
-	return in, Records{d.callRecord(e.Key.Step, e.Key.Attempt, req, resp, err, time.Since(start))}
+	d.clockModel(e.Key.Step, took, resp)
+	recs := Records{d.callRecord(e.Key.Step, e.Key.Attempt, req, resp, err, took)}
+	if err == nil && (len(resp.ToolCalls) == 0 || resp.Finish == FinishLength) {
+		// A step with no call to run ends with its response.
+		recs = append(recs, d.stepTime())
+	}
+	return in, recs
 }
 
 // Tools routes the effect's calls, in order (a group of read-only calls
@@ -378,7 +385,13 @@ func (x *Executors) Tools(ctx context.Context, e RunTools) (loop.Input, Records)
 		}
 		d.at("tool-started " + first)
 	}
+	if d.clock.step != s.Steps {
+		// A step resumed in this process: its part here.
+		d.clock = stepClock{step: s.Steps, start: time.Now()}
+	}
+	ran := time.Now()
 	results := d.route(ctx, group)
+	d.clock.tools += time.Since(ran)
 	d.at("tool-ran " + first)
 	var batches Records
 	in := loop.CallsRan{}
@@ -405,6 +418,10 @@ func (x *Executors) Tools(ctx context.Context, e RunTools) (loop.Input, Records)
 	d.snapshot = ""
 	if in.Deferred == nil {
 		in.Stopped = d.router.Stopped()
+		if len(s.Results)+len(in.Results) >= len(s.Pending) {
+			// The step's last call: the step ends.
+			batches = append(batches, d.stepTime())
+		}
 	}
 	return in, batches
 }
@@ -593,6 +610,8 @@ type driver struct {
 	modelErr    error
 	// answerSchema is the contract's output schema, compiled.
 	answerSchema *jsonschema.Resolved
+	// clock is where the step in progress spent its time.
+	clock stepClock
 	// planOK says a plan was approved by a call of the response in
 	// progress; planDecided is what was decided of each propose_plan call
 	// by its key.

@@ -36,7 +36,7 @@ type foldModel struct {
 var foldedSteps = regexp.MustCompile(`^\[rein: steps \d+ to (\d+) were folded`)
 
 func requestChars(req Request) int {
-	n := len(req.System)
+	n := len(req.SystemText())
 	for _, m := range req.Messages {
 		n += len(m.Text)
 		for _, c := range m.ToolCalls {

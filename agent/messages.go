@@ -96,7 +96,9 @@ func (m *messagesProvider) Stream(ctx context.Context, req Request) (*Response, 
 }
 
 // params is the request in Messages' shape, with prompt-cache breakpoints
-// at the end of the system block and of the transcript sent so far.
+// (three of the four the API allows) at the end of the system block's
+// fixed part, of the user message before the last, and of the transcript
+// sent so far.
 func (m *messagesProvider) params(req Request) (anthropic.MessageNewParams, error) {
 	p := anthropic.MessageNewParams{Model: anthropic.Model(m.cfg.Model), MaxTokens: int64(req.MaxTokens)}
 	if p.MaxTokens <= 0 {
@@ -104,6 +106,9 @@ func (m *messagesProvider) params(req Request) (anthropic.MessageNewParams, erro
 	}
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}}
+	}
+	if req.SystemTail != "" {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: req.SystemTail})
 	}
 	for _, msg := range req.Messages {
 		switch msg.Role {
@@ -146,9 +151,19 @@ func (m *messagesProvider) params(req Request) (anthropic.MessageNewParams, erro
 			return p, fmt.Errorf("a message of role %q", msg.Role)
 		}
 	}
-	if n := len(p.Messages); n > 0 {
-		content := messageContent(p.Messages[n-1])
-		if len(content) > 0 {
+	// Breakpoints at the end of the transcript, and at the end of the
+	// user message before the last (where the request before this one
+	// ended, and wrote its cache): a step that adds more blocks than the
+	// server looks back over still reads what the step before cached.
+	users := 0
+	for i := len(p.Messages) - 1; i >= 0 && users < 2; i-- {
+		if i != len(p.Messages)-1 && p.Messages[i].OfUser == nil {
+			continue
+		}
+		if p.Messages[i].OfUser != nil {
+			users++
+		}
+		if content := messageContent(p.Messages[i]); len(content) > 0 {
 			if cc := content[len(content)-1].GetCacheControl(); cc != nil {
 				*cc = anthropic.NewCacheControlEphemeralParam()
 			}

@@ -23,11 +23,19 @@ type Provider interface {
 
 // Request is one step's prompt.
 type Request struct {
-	System    string    `json:"system"`
-	Messages  []Message `json:"messages"`
-	Tools     []ToolDef `json:"tools"`
-	MaxTokens int       `json:"max_tokens"`
+	System string `json:"system"`
+	// SystemTail is the part of the system block that changes in a run
+	// (the approved plan, the todo list), after System: a provider that
+	// caches prompts keeps its breakpoint before it, so that a change to
+	// the list does not cost the cache of everything after System.
+	SystemTail string    `json:"system_tail,omitempty"`
+	Messages   []Message `json:"messages"`
+	Tools      []ToolDef `json:"tools"`
+	MaxTokens  int       `json:"max_tokens"`
 }
+
+// SystemText is the whole system block: System, then SystemTail.
+func (r Request) SystemText() string { return r.System + r.SystemTail }
 
 // ToolDef is a tool as the model is told of it.
 type ToolDef struct {

@@ -20,6 +20,7 @@ import (
 type recordedRequest struct {
 	Prefix    int        `json:"prefix"`
 	System    *string    `json:"system,omitempty"`
+	Tail      *string    `json:"system_tail,omitempty"`
 	Tools     *[]ToolDef `json:"tools,omitempty"`
 	Messages  []Message  `json:"messages"`
 	MaxTokens int        `json:"max_tokens"`
@@ -30,6 +31,9 @@ func (d *driver) delta(req Request) recordedRequest {
 	r := recordedRequest{MaxTokens: req.MaxTokens}
 	if d.recorded == nil || req.System != d.recorded.System {
 		r.System = &req.System
+	}
+	if d.recorded == nil && req.SystemTail != "" || d.recorded != nil && req.SystemTail != d.recorded.SystemTail {
+		r.Tail = &req.SystemTail
 	}
 	if d.recorded == nil || !sameTools(req.Tools, d.recorded.Tools) {
 		r.Tools = &req.Tools
@@ -42,7 +46,7 @@ func (d *driver) delta(req Request) recordedRequest {
 		}
 	}
 	r.Messages = req.Messages[r.Prefix:]
-	d.recorded = &Request{System: req.System, Tools: req.Tools, Messages: slices.Clone(req.Messages)}
+	d.recorded = &Request{System: req.System, SystemTail: req.SystemTail, Tools: req.Tools, Messages: slices.Clone(req.Messages)}
 	return r
 }
 
@@ -54,6 +58,12 @@ func (r recordedRequest) expand(prev *Request) (Request, error) {
 		out.System = *r.System
 	case prev != nil:
 		out.System = prev.System
+	}
+	switch {
+	case r.Tail != nil:
+		out.SystemTail = *r.Tail
+	case prev != nil:
+		out.SystemTail = prev.SystemTail
 	}
 	switch {
 	case r.Tools != nil:
@@ -198,4 +208,40 @@ func lastRequest(ctx context.Context, store trace.Store, runID string) (*Request
 		prev = &whole
 	}
 	return prev, nil
+}
+
+// stepClock is where the step in progress spent its time so far: its
+// start, its model calls (every attempt), its first token, its tool
+// calls, and the tokens its answered call sent.
+type stepClock struct {
+	step         int
+	start        time.Time
+	model, tools time.Duration
+	first        time.Duration
+	usage        Usage
+}
+
+// clockModel counts a model call of step, which took took.
+func (d *driver) clockModel(step int, took time.Duration, resp *Response) {
+	if d.clock.step != step {
+		d.clock = stepClock{step: step, start: time.Now().Add(-took)}
+	}
+	d.clock.model += took
+	if resp != nil {
+		d.clock.first, d.clock.usage = resp.FirstToken, resp.Usage
+	}
+}
+
+// stepTime is the record of the step in progress, which ends now, and
+// the clock reset.
+func (d *driver) stepTime() []trace.Record {
+	c := d.clock
+	d.clock = stepClock{}
+	if d.o.Tool.Store == nil || c.step == 0 {
+		return nil
+	}
+	ms := func(t time.Duration) float64 { return float64(t.Microseconds()) / 1000 }
+	rein := max(time.Since(c.start)-c.model-c.tools, 0)
+	return []trace.Record{trace.StepTime{RunID: d.router.RunID(), Step: c.step, ModelMS: ms(c.model), FirstMS: ms(c.first), ToolsMS: ms(c.tools), ReinMS: ms(rein),
+		Input: c.usage.Input, CacheRead: c.usage.CacheRead, CacheWrite: c.usage.CacheWrite, At: time.Now()}}
 }

@@ -38,7 +38,7 @@ func (m *seenModel) last() (string, string) {
 	for _, msg := range r.Messages {
 		b.WriteString(msg.Text + "\n")
 	}
-	return b.String(), r.System
+	return b.String(), r.SystemText()
 }
 
 type personRun struct {

@@ -95,8 +95,8 @@ func (r *responsesProvider) Stream(ctx context.Context, req Request) (*Response,
 
 func (r *responsesProvider) params(req Request) (responses.ResponseNewParams, error) {
 	p := responses.ResponseNewParams{Model: r.cfg.Model, Store: openai.Bool(false)}
-	if req.System != "" {
-		p.Instructions = openai.String(req.System)
+	if sys := req.SystemText(); sys != "" {
+		p.Instructions = openai.String(sys)
 	}
 	if req.MaxTokens > 0 {
 		p.MaxOutputTokens = openai.Int(int64(req.MaxTokens))

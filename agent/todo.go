@@ -58,10 +58,10 @@ func (d *driver) agentRegistry() (*tool.Registry, error) {
 	return reg, nil
 }
 
-// systemFor is the system block of a step: the run's, and the todo list
-// as the state keeps it.
-func (d *driver) systemFor(s *State) string {
-	out := d.system
+// systemTail is the part of a step's system block that changes in a run:
+// the approved plan and the todo list, as the state keeps them.
+func systemTail(s *State) string {
+	out := ""
 	if s.Plan != nil {
 		out += "\n## The approved plan\n\n" + loop.PlanText(s.Plan)
 	}

@@ -169,6 +169,26 @@ type ProviderCall struct {
 	Purpose string `json:"purpose,omitempty"`
 }
 
+// StepTime is where one step of an agent run spent its time and its
+// tokens: the model's call (in all, and to its first token), the tool
+// calls, and rein's own part (deciding, journalling, committing: the
+// step's wall time less the other two), with the input tokens the step's
+// call sent and the part of them read from the provider's prompt cache
+// (CacheRead over Input is the step's cache-hit share).
+type StepTime struct {
+	ID         int64     `json:"id"`
+	RunID      string    `json:"run_id"`
+	Step       int       `json:"step"`
+	ModelMS    float64   `json:"model_ms"`
+	FirstMS    float64   `json:"first_token_ms"`
+	ToolsMS    float64   `json:"tools_ms"`
+	ReinMS     float64   `json:"rein_ms"`
+	Input      int64     `json:"input_tokens"`
+	CacheRead  int64     `json:"cache_read_tokens"`
+	CacheWrite int64     `json:"cache_write_tokens"`
+	At         time.Time `json:"at"`
+}
+
 // Summary is a fold of an agent run's oldest steps into one summary the
 // model wrote: the steps it covers (FirstStep to LastStep), the messages
 // it replaced, its text and size, what its call cost, and the step it was
@@ -227,6 +247,7 @@ func (Audit) table() string        { return "audit" }
 func (ProviderCall) table() string { return "provider_calls" }
 func (GateAttempt) table() string  { return "gate_attempts" }
 func (Summary) table() string      { return "summaries" }
+func (StepTime) table() string     { return "step_times" }
 
 // RunSummary is a run as listed.
 type RunSummary struct {

@@ -183,10 +183,10 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 	}
 	// The todo list the first turn wrote is in the system block of every
 	// later request, resumed or not.
-	if list := "## Your todo list (todo_write replaces it)\n\n[~] write the notes\n[ ] log three lines\n"; (n > 0) != strings.HasSuffix(req.System, list) {
-		return nil, fmt.Errorf("turn %d: the system block does not end with the todo list as it should: %q", n, req.System[max(0, len(req.System)-200):])
+	if list := "## Your todo list (todo_write replaces it)\n\n[~] write the notes\n[ ] log three lines\n"; (n > 0) != strings.HasSuffix(req.SystemText(), list) {
+		return nil, fmt.Errorf("turn %d: the system block does not end with the todo list as it should: %q", n, req.SystemText()[max(0, len(req.SystemText())-200):])
 	}
-	if plan := "## The approved plan\n\n1. write the notes\n2. log three lines\n"; (n > 1) != strings.Contains(req.System, plan) {
+	if plan := "## The approved plan\n\n1. write the notes\n2. log three lines\n"; (n > 1) != strings.Contains(req.SystemText(), plan) {
 		return nil, fmt.Errorf("turn %d: the system block does not hold the approved plan as it should", n)
 	}
 	usage := agent.Usage{Input: int64(100_000 + n), Output: int64(1000 + n)}

@@ -270,6 +270,17 @@ func (s *State) summarized(in Summarized) {
 		// left of the older observations goes too.
 		s.fitTo(0)
 	}
+	var stale []StaleRead
+	for _, r := range s.Stale {
+		switch {
+		case r.Index < p.From:
+			stale = append(stale, r)
+		case r.Index >= p.To:
+			r.Index += 1 - n
+			stale = append(stale, r)
+		}
+	}
+	s.Stale = stale
 	s.Folded = p.LastStep
 	if p.Request != "" && p.Request == s.FoldAsked {
 		s.FoldAsked = ""

@@ -202,7 +202,7 @@ func TestFold(t *testing.T) {
 	}
 }
 
-// TestSupersede: a read of a file is set aside once the file is read
+// TestSupersede: a read of a file is marked superseded once the file is read
 // again or changed, not when a change of it is refused.
 func TestSupersede(t *testing.T) {
 	c, _ := Contract{Goal: "g", Workspace: "/w"}.WithDefaults()
@@ -218,7 +218,14 @@ func TestSupersede(t *testing.T) {
 		t.Fatalf("a refused write superseded the read: %q", s.Transcript[2].Text)
 	}
 	step(ToolCall{ID: "4", Name: "edit_file", Args: `{"path":"a.go","old":"a","new":"b"}`}, ToolResult{Observation: "edit_file: ok", Changed: true})
-	if !strings.Contains(s.Transcript[2].Text, "superseded by a later edit_file") || s.Transcript[4].Text != "read_file: ok\nb" {
+	// Kept as it is while the window has room: the prompt's prefix (a
+	// provider's cache of it) holds.
+	if s.Transcript[2].Text != "read_file: ok\nold a" || len(s.Stale) != 1 || s.Stale[0].Index != 2 {
+		t.Fatalf("superseded: %q, %+v", s.Transcript[2].Text, s.Stale)
+	}
+	// Then the first set aside, before any older observation.
+	s.fitTo(s.transcriptChars(0) - 1)
+	if !strings.Contains(s.Transcript[2].Text, "superseded by a later edit_file") || s.Transcript[4].Text != "read_file: ok\nb" || s.Stale != nil {
 		t.Fatalf("%q / %q", s.Transcript[2].Text, s.Transcript[4].Text)
 	}
 }

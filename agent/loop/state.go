@@ -57,6 +57,8 @@ type State struct {
 	// Reads are the transcript indices of the reads of each path not yet
 	// superseded.
 	Reads map[string][]int `json:"reads,omitempty"`
+	// Stale are the reads superseded and not yet set aside.
+	Stale []StaleRead `json:"stale,omitempty"`
 	// SetAside counts the observations set aside to fit the window.
 	SetAside int `json:"set_aside,omitempty"`
 	// Malformed says the model was told once that a tool call's
@@ -278,25 +280,40 @@ func (s *State) limit() int {
 	return max(int(float64(window)*contextShare)-s.Overhead-shown, window/8)
 }
 
-// fitTo sets aside the oldest observations until the transcript is at
-// most limit characters, or only the goal and the last turns are left.
+// fitTo sets aside observations until the transcript is at most limit
+// characters, or only the goal and the last turns are left: first the
+// superseded reads (each becomes a stub naming what superseded it), then
+// the oldest observations.
 func (s *State) fitTo(limit int) {
-	size := 0
-	for _, m := range s.Transcript {
-		size += len(m.Text)
-		for _, c := range m.ToolCalls {
-			size += len(c.Args)
+	size := s.transcriptChars(0)
+	var stale []StaleRead
+	for _, r := range s.Stale {
+		if size <= limit || r.Index >= len(s.Transcript)-keepLastTurns && limit > 0 {
+			stale = append(stale, r)
+			continue
 		}
+		m := &s.Transcript[r.Index]
+		if strings.HasPrefix(m.Text, "[rein:") {
+			continue
+		}
+		stub := fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", r.Path, r.By)
+		size -= len(m.Text) - len(stub)
+		m.Text = stub
+		s.SetAside++
 	}
+	s.Stale = stale
 	for i := 1; size > limit && i < len(s.Transcript)-keepLastTurns; i++ {
 		m := &s.Transcript[i]
-		if m.Role != RoleTool || strings.HasPrefix(m.Text, "[rein: this observation") {
+		if m.Role != RoleTool || strings.HasPrefix(m.Text, "[rein:") {
 			continue
 		}
 		stub := fmt.Sprintf(stubbedMessage, len(m.Text))
 		size -= len(m.Text) - len(stub)
 		m.Text = stub
 		s.SetAside++
+	}
+	if len(s.Stale) == 0 {
+		s.Stale = nil
 	}
 }
 
@@ -346,15 +363,27 @@ func pathOf(c ToolCall) string {
 	return a.Path
 }
 
-// supersede turns the reads of path kept so far into stubs: the model has
-// a newer view of that file (by call, a read again or a change).
+// supersede marks the reads of path kept so far as superseded: the model
+// has a newer view of that file (by call, a read again or a change).
+// They stay as they are, so that the prompt's prefix (and a provider's
+// cache of it) holds, until the transcript needs room: then they are the
+// first observations set aside (fitTo).
 func (s *State) supersede(path, by string) {
 	for _, i := range s.Reads[path] {
 		if i < len(s.Transcript) && !strings.HasPrefix(s.Transcript[i].Text, "[rein:") {
-			s.Transcript[i].Text = fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", path, by)
+			s.Stale = append(s.Stale, StaleRead{Index: i, Path: path, By: by})
 		}
 	}
 	delete(s.Reads, path)
+}
+
+// StaleRead is a read of a file superseded by a later read or change of
+// it: its observation, at Index of the transcript, is the first set aside
+// when the transcript needs room.
+type StaleRead struct {
+	Index int    `json:"index"`
+	Path  string `json:"path"`
+	By    string `json:"by"`
 }
 
 // ToolResult is what one routed call gave: the observation for the model,

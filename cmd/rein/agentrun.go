@@ -267,11 +267,8 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		fmt.Fprintf(w, "step %-3d %-13s %s\n", e.Step, "compacted", pr(e.Reason))
 	case agent.EventFinished:
 		o := e.Outcome
-		cost := ""
-		if o.Cost > 0 {
-			cost = fmt.Sprintf(" (cost %.4f)", o.Cost)
-		}
-		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens%s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output, cost, orNone(string(o.Rung)))
+		fmt.Fprintf(w, "%s: %s\n  run %s, %d steps, %d input and %d output tokens, %s, %s, rung %s\n", o.Kind, pr(o.Reason), o.Run, o.Steps, o.Tokens.Input, o.Tokens.Output,
+			cacheShare(o.Tokens), costText(o.Cost), orNone(string(o.Rung)))
 		if g := o.Gate; g != nil && g.Evidence != "" {
 			tests := ""
 			if g.Tests != nil {
@@ -327,6 +324,24 @@ func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.App
 		o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
 	}
 	return o
+}
+
+// cacheShare is the share of the input tokens read from the provider's
+// prompt cache, as the summary line says it.
+func cacheShare(u agent.Usage) string {
+	if u.Input <= 0 {
+		return "no input"
+	}
+	return fmt.Sprintf("%.0f%% of the input from the prompt cache", 100*float64(u.CacheRead)/float64(u.Input))
+}
+
+// costText is a run's cost, derived from its tokens and the provider's
+// prices.
+func costText(c float64) string {
+	if c <= 0 {
+		return "cost unknown (no prices for the provider)"
+	}
+	return fmt.Sprintf("cost $%.4f", c)
 }
 
 // responderFor is who answers the model's questions and plans, chosen by

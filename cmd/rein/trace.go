@@ -158,8 +158,9 @@ func newTraceCmd() *cobra.Command {
 			}
 			if asJSON {
 				sums, _ := s.Summaries(ctx, args[0])
+				times, _ := s.StepTimes(ctx, args[0])
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"steps": steps, "policy_events": events, "sandbox_events": sb, "edits": edits,
-					"provider_calls": calls, "gate_attempts": gates, "summaries": sums}, 0)
+					"provider_calls": calls, "gate_attempts": gates, "summaries": sums, "step_times": times}, 0)
 			}
 			out := cmd.OutOrStdout()
 			// An agent run's todo list, as its last checkpoint keeps it.
@@ -212,6 +213,14 @@ func newTraceCmd() *cobra.Command {
 					kind = "model call (" + policy.Printable(c.Purpose) + ")"
 				}
 				fmt.Fprintf(out, "%s: step %d attempt %d, %s %s: %s (%.1f ms)\n", kind, c.Step, c.Attempt, policy.Printable(c.Provider), policy.Printable(c.Model), what, c.LatencyMS)
+			}
+			times, _ := s.StepTimes(ctx, args[0])
+			for _, st := range times {
+				share := ""
+				if st.Input > 0 {
+					share = fmt.Sprintf(", %.0f%% of %d input tokens from the prompt cache", 100*float64(st.CacheRead)/float64(st.Input), st.Input)
+				}
+				fmt.Fprintf(out, "step time: step %d, model %.1f ms (first token %.1f ms), tools %.1f ms, rein %.1f ms%s\n", st.Step, st.ModelMS, st.FirstMS, st.ToolsMS, st.ReinMS, share)
 			}
 			for _, g := range gates {
 				when := fmt.Sprintf("after step %d", g.Step)

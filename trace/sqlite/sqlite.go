@@ -124,6 +124,11 @@ var migrations = []string{
 		request TEXT NOT NULL, text TEXT NOT NULL, at TEXT NOT NULL);
 	CREATE INDEX summaries_run ON summaries (run_id);
 	ALTER TABLE provider_calls ADD COLUMN purpose TEXT NOT NULL DEFAULT '';`,
+	// 8: where each step of an agent run spent its time and tokens.
+	`CREATE TABLE step_times (run_id TEXT NOT NULL, step INTEGER NOT NULL, model_ms REAL NOT NULL, first_token_ms REAL NOT NULL,
+		tools_ms REAL NOT NULL, rein_ms REAL NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
+		cache_write_tokens INTEGER NOT NULL, at TEXT NOT NULL);
+	CREATE INDEX step_times_run ON step_times (run_id, step);`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
@@ -133,11 +138,12 @@ var appendOnlyFrom = map[int][]string{
 	2: {"provider_calls", "gate_attempts"},
 	4: {"checkpoints", "blobs", "approval_requests", "approval_decisions"},
 	7: {"summaries"},
+	8: {"step_times"},
 }
 
 // chained are the tables whose every row is in the chain.
 var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
-	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions", "summaries"}
+	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions", "summaries", "step_times"}
 
 // Option is an option of Open.
 type Option func(*Store)
@@ -560,6 +566,12 @@ func (s *Store) Summaries(ctx context.Context, runID string) ([]trace.Summary, e
 	return query[trace.Summary](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
+// StepTimes lists where each step of an agent run spent its time, in
+// order.
+func (s *Store) StepTimes(ctx context.Context, runID string) ([]trace.StepTime, error) {
+	return query[trace.StepTime](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
+}
+
 // Runs lists the newest runs first, at most limit (0: all).
 func (s *Store) Runs(ctx context.Context, limit int) ([]trace.RunSummary, error) {
 	q := `WHERE 1 ORDER BY rowid DESC`
@@ -602,7 +614,7 @@ var recordTypes = map[string]reflect.Type{
 	"provider_calls": reflect.TypeOf(trace.ProviderCall{}), "gate_attempts": reflect.TypeOf(trace.GateAttempt{}),
 	"checkpoints": reflect.TypeOf(trace.Checkpoint{}), "blobs": reflect.TypeOf(trace.Blob{}),
 	"approval_requests": reflect.TypeOf(trace.ApprovalRequest{}), "approval_decisions": reflect.TypeOf(trace.ApprovalDecision{}),
-	"summaries": reflect.TypeOf(trace.Summary{}),
+	"summaries": reflect.TypeOf(trace.Summary{}), "step_times": reflect.TypeOf(trace.StepTime{}),
 }
 
 // Verify checks the chain (VerifyChain without a kept head).
