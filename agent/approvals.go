@@ -25,7 +25,10 @@ func (a observedApprover) Approve(ctx context.Context, v *policy.Verdict) (polic
 		step = a.d.state.Steps
 	}
 	a.d.emit(Event{Kind: EventApproval, Step: step, Reason: v.Reason})
+	// One ask at a time, the model's questions and plans among them.
+	a.d.askMu.Lock()
 	ap, err := a.inner.Approve(ctx, v)
+	a.d.askMu.Unlock()
 	if err == nil && ap.Answer == policy.Approve {
 		// An answer can take an operator minutes: the lease is checked
 		// again before the effect it allows.

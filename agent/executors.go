@@ -617,6 +617,8 @@ type driver struct {
 	// by its key.
 	planOK      atomic.Bool
 	planDecided map[string]string
+	// askMu puts one ask to a person at a time.
+	askMu sync.Mutex
 }
 
 func (d *driver) at(name string) {

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reinhq/rein/agent/loop"
@@ -122,14 +124,13 @@ func (t TerminalResponder) Respond(ctx context.Context, a Ask) (Reply, error) {
 	if _, err := io.WriteString(t.Out, prompt); err != nil {
 		return Reply{}, err
 	}
-	line := make(chan string, 1)
-	go func() {
-		l, _ := bufio.NewReader(t.In).ReadString('\n')
-		line <- strings.TrimSpace(l)
-	}()
 	var got string
 	select {
-	case got = <-line:
+	case l, ok := <-linesOf(t.In):
+		if !ok {
+			l = ""
+		}
+		got = strings.TrimSpace(l)
 	case <-ctx.Done():
 		return Reply{}, fmt.Errorf("no answer at the terminal: %w", ctx.Err())
 	}
@@ -152,6 +153,39 @@ func (t TerminalResponder) Respond(ctx context.Context, a Ask) (Reply, error) {
 // indent is text as a terminal is shown it: each line indented and
 // printable (what the model wrote cannot move the cursor or reorder the
 // line).
+// lineSources are the terminals' readers: one per input, each line read
+// once and given to one prompt, none read ahead and lost, and none
+// swallowed by a prompt that timed out.
+var lineSources sync.Map
+
+// linesOf is the lines of in, read by one reader for every prompt.
+func linesOf(in io.Reader) <-chan string {
+	var key any = in
+	if !reflect.TypeOf(in).Comparable() {
+		// An input that cannot key the map is read by one reader per
+		// prompt.
+		key = new(int)
+	}
+	v, loaded := lineSources.LoadOrStore(key, make(chan string))
+	ch := v.(chan string)
+	if !loaded {
+		go func() {
+			br := bufio.NewReader(in)
+			for {
+				l, err := br.ReadString('\n')
+				if l != "" || err == nil {
+					ch <- l
+				}
+				if err != nil {
+					close(ch)
+					return
+				}
+			}
+		}()
+	}
+	return ch
+}
+
 func indent(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	for i, l := range lines {
@@ -253,8 +287,15 @@ func (d *driver) put(ctx context.Context, a Ask) *tool.Result {
 		var err error
 		if d.o.Responder == nil {
 			r = Reply{Answer: ReplyNone, By: "no one (this run has no responder)"}
-		} else if r, err = d.o.Responder.Respond(ctx, a); err != nil {
-			r = Reply{Answer: ReplyNone, By: "no one (the responder failed: " + err.Error() + ")"}
+		} else {
+			// One ask at a time: a person answers the prompt in front of
+			// them, and calls of one response run at once.
+			d.askMu.Lock()
+			r, err = d.o.Responder.Respond(ctx, a)
+			d.askMu.Unlock()
+			if err != nil {
+				r = Reply{Answer: ReplyNone, By: "no one (the responder failed: " + err.Error() + ")"}
+			}
 		}
 		if a.Kind == AskPlan && r.Answer == ReplyNone || a.Kind == AskPlan && r.Answer == ReplyAnswer {
 			r.Answer = ReplyNo
@@ -317,7 +358,7 @@ func (d *driver) replied(k string, a Ask, r Reply) *tool.Result {
 // planApproved says the run's plan is approved: in its state, or by a
 // call of the response in progress.
 func (d *driver) planApproved() bool {
-	return d.planOK.Load() || (d.state != nil && d.state.Plan != nil)
+	return d.planOK.Load() || (d.state != nil && d.state.PlanApproved())
 }
 
 // hold is the plan gate (tool.Config.Hold): until a plan is approved,

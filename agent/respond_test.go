@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -236,5 +237,92 @@ func TestQuestion(t *testing.T) {
 				t.Errorf("the model saw:\n%s", seen)
 			}
 		})
+	}
+}
+
+// A plan approved by rein approve, then in the same response a command
+// the policy asks about: deferred, approved, resumed: the plan approved
+// earlier in the step (its result in, the step's other calls not) lifts
+// the gate in the resumed process too, and the approved command runs.
+func TestPlanKeptAcrossResume(t *testing.T) {
+	requireSandbox(t)
+	plan := call("", PlanTool, `{"steps":["touch approved.txt"]}`)
+	sh := call("", "shell", `{"line":"touch approved.txt"}`)
+	r := newPersonRun(t, Contract{Goal: "touch it", PlanGate: true}, Defer{}, []ToolCall{plan, sh})
+	drive := func(resume string) Outcome {
+		mode := policy.ModeAuto
+		p, err := policy.Load(policy.Options{Workspace: r.ws, Home: t.TempDir(), NoFiles: true, Mode: &mode,
+			Rules: []policy.Rule{{Act: policy.ActExec, Effect: policy.Ask, Pattern: "touch approved.txt"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := Options{Provider: r.model, Responder: Defer{},
+			Tool: tool.Config{Policy: p, Store: r.store, Approver: Defer{}, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}
+		if resume != "" {
+			out, err := Resume(context.Background(), resume, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		out, err := Run(context.Background(), r.c, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	out := drive("")
+	if out.Kind != AwaitingPlan {
+		t.Fatalf("first %+v", out)
+	}
+	r.decide(out.Run, out.Waiting.Request, "yes", "")
+	out2 := drive(out.Run)
+	if out2.Kind != AwaitingApproval {
+		t.Fatalf("second %+v", out2)
+	}
+	r.decide(out.Run, out2.Waiting.Request, "yes", "")
+	out3 := drive(out.Run)
+	seen, _ := r.model.last()
+	if _, err := os.Stat(filepath.Join(r.ws, "approved.txt")); err != nil {
+		t.Fatalf("plan approved and command approved, yet not run: %v\noutcome %+v\nthe model saw:\n%s", err, out3, seen)
+	}
+}
+
+// promptWriter hands each prompt written to it to prompts.
+type promptWriter struct{ prompts chan string }
+
+func (w promptWriter) Write(p []byte) (int, error) {
+	w.prompts <- string(p)
+	return len(p), nil
+}
+
+// TestTerminalOneAskAtATime: the model asks a yes/no question and
+// proposes its plan in one response (both read-only calls, run at once):
+// the prompts are put one at a time and each line goes to the prompt in
+// front of the operator, so the plan the operator answers n is never
+// approved by the question's yes.
+func TestTerminalOneAskAtATime(t *testing.T) {
+	requireSandbox(t)
+	for range 10 {
+		pr, pw := io.Pipe()
+		out := promptWriter{prompts: make(chan string)}
+		ask := call("", QuestionTool, `{"question":"Also update the docs? (yes/no)"}`)
+		plan := call("", PlanTool, `{"steps":["write a.txt"]}`)
+		write := call("", "write_file", `{"path":"a.txt","content":"x"}`)
+		r := newPersonRun(t, Contract{Goal: "write a.txt", PlanGate: true}, TerminalResponder{In: pr, Out: out}, []ToolCall{plan, ask, write})
+		go func() {
+			for p := range out.prompts {
+				if strings.Contains(p, "the model asks") {
+					io.WriteString(pw, "yes\n")
+				} else {
+					io.WriteString(pw, "n\n")
+				}
+			}
+		}()
+		o := r.drive("")
+		close(out.prompts)
+		if _, err := os.Stat(filepath.Join(r.ws, "a.txt")); err == nil || o.Kind != Cancelled {
+			t.Fatalf("the plan answered n: %+v (a.txt: %v)", o, err)
+		}
 	}
 }

@@ -161,6 +161,7 @@ func Builtin() (*Registry, error) {
 			return &Result{Status: OK, Output: out, Data: map[string]any{"offset": a.Offset, "bytes": len(text), "size": size}}
 		}))
 	specs = append(specs, handleSpecs()...)
+	specs = append(specs, gitSpecs()...)
 	if err := reg.Add(specs...); err != nil {
 		return nil, err
 	}
@@ -399,6 +400,12 @@ func (c *Call) command(ctx context.Context, line *shell.Line, timeoutArg string)
 	live := liveOf(ctx)
 	log := &egressLog{observe: live.Egress}
 	prof := c.profile(timeout, log)
+	if g, ok := ctx.Value(gitKey{}).(gitRun); ok {
+		// A git built-in's own environment, which the policy does not
+		// decide: it only switches git's ways to run programs off.
+		prof.Env = append(slices.Clone(prof.Env), g.env...)
+		prof.ReadOnly = prof.ReadOnly || g.readOnly
+	}
 	if r := line.Opaque; r != nil && prof.Rung == sandbox.RungNone {
 		// Opaque code is asked on the premise that it runs confined.
 		return &Result{Status: Denied, Reason: fmt.Sprintf("opaque shell code (%s at byte %d) runs only in a sandbox, and the rung is none: confine it, or write a line rein sees exactly", r.Construct, r.Offset)}

@@ -243,7 +243,9 @@ func (s *State) summarized(in Summarized) {
 	p := *s.Fold
 	s.Fold = nil
 	s.Tokens = s.Tokens.Add(in.Usage)
-	limit := int(float64(s.Contract.ContextTokens) * summaryShare * charsPerToken)
+	// A summary is at most an eighth of the window, and a quarter of the
+	// transcript's share of it.
+	limit := min(int(float64(s.Contract.ContextTokens)*summaryShare*charsPerToken), s.limit()/4)
 	text := clip(strings.TrimSpace(in.Text), limit)
 	msg := Message{Role: RoleUser, Text: fmt.Sprintf(foldedPrefix, p.FirstStep, p.LastStep) + text}
 	n := p.To - p.From
@@ -265,11 +267,6 @@ func (s *State) summarized(in Summarized) {
 			s.Reads[path] = kept
 		}
 	}
-	if s.Squeezed {
-		// The provider refused the prompt as too long: what the fold
-		// left of the older observations goes too.
-		s.fitTo(0)
-	}
 	var stale []StaleRead
 	for _, r := range s.Stale {
 		switch {
@@ -286,6 +283,17 @@ func (s *State) summarized(in Summarized) {
 		s.FoldAsked = ""
 	}
 	s.Summaries = append(s.Summaries, Summary{Before: s.Steps + 1, FirstStep: p.FirstStep, LastStep: p.LastStep, Messages: n, Chars: len(msg.Text), Tokens: in.Usage, Request: p.Request})
+	switch {
+	case s.Squeezed:
+		// The provider refused the prompt as too long: what the fold
+		// left of the older observations goes too.
+		s.fitTo(0)
+	case s.transcriptChars(0) > s.limit():
+		// The fold did not bring the transcript within its share (a long
+		// summary, long last turns): no fold again for a few steps, the
+		// oldest observations set aside meanwhile.
+		s.NoFoldUntil = s.Steps + keepLastTurns
+	}
 }
 
 // answered says an operator's fold request was taken already.
@@ -321,5 +329,11 @@ func (s *State) summaryFailed(in SummaryFailed) {
 	s.Fold = nil
 	s.NoFoldUntil = s.Steps + 1
 	s.FoldFailures++
+	if s.Squeezed {
+		// The provider refused the prompt as too long: all that can be
+		// set aside goes before it is asked once more.
+		s.fitTo(0)
+		return
+	}
 	s.fit()
 }

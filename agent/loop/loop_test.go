@@ -305,3 +305,73 @@ func TestHostileCounts(t *testing.T) {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// A provider's context overflow after superseded reads: the fold sets
+// aside what is left by the transcript's indices after it.
+func TestStaleAfterSqueezedFold(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w"}.WithDefaults()
+	s := newState(c, time.Now())
+	for k := range 12 {
+		s.Apply(ModelReplied{Response: Response{Finish: FinishToolCalls, ToolCalls: []ToolCall{{Name: "read_file", Args: fmt.Sprintf(`{"path":"a","n":%d}`, k)}}}}, time.Now())
+		s.Apply(CallsRan{Results: []ToolResult{{Observation: "read_file: ok\n" + strings.Repeat("z", 100)}}}, time.Now())
+	}
+	t.Logf("len %d stale %+v", len(s.Transcript), s.Stale)
+	s.Apply(ModelFailed{Class: FailContextOverflow, Message: "prompt is too long"}, time.Now())
+	e, ok := s.Next(time.Now()).(Summarize)
+	if !ok {
+		t.Fatalf("no fold: %#v", s.Next(time.Now()))
+	}
+	t.Logf("plan %+v", e.Plan)
+	s.Apply(Summarized{Text: "summary"}, time.Now())
+	for _, r := range s.Stale {
+		if r.Index >= len(s.Transcript) {
+			t.Fatalf("stale index %d out of %d", r.Index, len(s.Transcript))
+		}
+	}
+}
+
+// A context overflow whose fold's summary fails, transiently (a 429):
+// the fold is given up, and everything that can be set aside is, before
+// the model is asked once more.
+func TestOverflowSummaryFails(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w"}.WithDefaults()
+	s := newState(c, time.Now())
+	for k := range 12 {
+		s.Apply(ModelReplied{Response: Response{Finish: FinishToolCalls, ToolCalls: []ToolCall{{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, k)}}}}, time.Now())
+		s.Apply(CallsRan{Results: []ToolResult{{Observation: "read_file: ok\n" + strings.Repeat("z", 1000)}}}, time.Now())
+	}
+	s.Apply(ModelFailed{Class: FailContextOverflow, Message: "prompt is too long"}, time.Now())
+	if _, ok := s.Next(time.Now()).(Summarize); !ok {
+		t.Fatalf("no fold: %#v", s.Next(time.Now()))
+	}
+	s.Apply(SummaryFailed{Class: FailRateLimited, Message: "429"}, time.Now())
+	if _, ok := s.Next(time.Now()).(CallModel); !ok || s.SetAside < 12-keepLastTurns/2 || s.Done != nil {
+		t.Fatalf("after the failed summary: set aside %d of 12, next %T", s.SetAside, s.Next(time.Now()))
+	}
+}
+
+// A system block and tools that take most of the window leave the
+// transcript window/8, and a model writes the longest summary it may: a
+// fold that does not bring the transcript within its share is not tried
+// again every step.
+func TestFoldNotEveryStep(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w", ContextTokens: 1024}.WithDefaults()
+	s := newState(c, time.Now())
+	s.Overhead = 2500
+	summaries := 0
+	for k := range 20 {
+		s.Apply(ModelReplied{Response: Response{Finish: FinishToolCalls, ToolCalls: []ToolCall{{Name: "read_file", Args: fmt.Sprintf(`{"path":"f%d"}`, k)}}}}, time.Now())
+		s.Apply(CallsRan{Results: []ToolResult{{Observation: strings.Repeat("o", 120)}}}, time.Now())
+		for {
+			if _, ok := s.Next(time.Now()).(Summarize); !ok {
+				break
+			}
+			summaries++
+			s.Apply(Summarized{Text: strings.Repeat("s", 5000)}, time.Now())
+		}
+	}
+	t.Logf("%d summarising calls in 20 steps, limit %d, transcript %d", summaries, s.limit(), s.transcriptChars(0))
+	if summaries > 5 {
+		t.Fatalf("%d summarising calls in 20 steps", summaries)
+	}
+}

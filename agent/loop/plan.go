@@ -107,4 +107,20 @@ func PlanText(steps []string) string {
 
 // Gated says the run's plan gate holds: the contract asks for one, and no
 // plan has been approved.
-func (s *State) Gated() bool { return s.Contract.PlanGate && s.Plan == nil }
+func (s *State) Gated() bool { return s.Contract.PlanGate && !s.PlanApproved() }
+
+// PlanApproved says a plan was approved: the state keeps one, or a
+// propose_plan call of the step in progress was approved (its result in,
+// the step's other calls not yet), so that the calls after it in the
+// same response, in this process or a resumed one, are not held.
+func (s *State) PlanApproved() bool {
+	if s.Plan != nil {
+		return true
+	}
+	for i, r := range s.Results {
+		if i < len(s.Pending) && s.Pending[i].Name == PlanTool && r.Plan == PlanApproved {
+			return true
+		}
+	}
+	return false
+}

@@ -288,6 +288,9 @@ func (s *State) fitTo(limit int) {
 	size := s.transcriptChars(0)
 	var stale []StaleRead
 	for _, r := range s.Stale {
+		if r.Index <= 0 || r.Index >= len(s.Transcript) {
+			continue
+		}
 		if size <= limit || r.Index >= len(s.Transcript)-keepLastTurns && limit > 0 {
 			stale = append(stale, r)
 			continue

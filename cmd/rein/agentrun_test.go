@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -403,5 +404,64 @@ func TestRunFold(t *testing.T) {
 	}
 	if code, _, errOut := rein(t, "run", "fold", o.Run); code != 2 || !strings.Contains(errOut, "it has ended finished") {
 		t.Errorf("a fold of an ended run: exit %d %s", code, errOut)
+	}
+}
+
+// TestRunGitCommit: a run fixes a file and commits the fix with the git
+// built-ins (no hook of the repository runs), the commit is in the trace
+// with its hash, and no tool the model is offered can push.
+func TestRunGitCommit(t *testing.T) {
+	requireBwrap(t)
+	_, ws := docFixture(t)
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	git("config", "user.email", "agent@example.com")
+	git("config", "user.name", "Agent")
+	os.WriteFile(filepath.Join(ws, "fix.txt"), []byte("broken\n"), 0o644)
+	git("add", "fix.txt")
+	git("commit", "-qm", "start")
+	os.WriteFile(filepath.Join(ws, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\ntouch hook-ran\nexit 1\n"), 0o755)
+	srv, n := scriptedModel(t,
+		`edit_file {"path":"fix.txt","old":"broken","new":"fixed"}`,
+		`git_add {"paths":["fix.txt"]}`,
+		`git_commit {"message":"fix fix.txt"}`,
+		"Committed.")
+	code, out, errOut := rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--mode", "auto", "--json", "fix fix.txt and commit it")
+	var o struct {
+		Run  string `json:"run"`
+		Kind string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 0 || o.Kind != "finished" || *n != 4 {
+		t.Fatalf("exit %d, %d calls: %v\n%s\n%s", code, *n, err, out, errOut)
+	}
+	if c, tr, _ := rein(t, "trace", "show", o.Run); git("log", "-1", "--format=%s") != "fix fix.txt" {
+		t.Fatalf("no commit (%d):\n%s", c, tr)
+	}
+	head := git("rev-parse", "HEAD")
+	if git("log", "-1", "--format=%s") != "fix fix.txt" || git("show", "HEAD:fix.txt") != "fixed" {
+		t.Fatalf("the commit: %s", git("log", "-2", "--stat"))
+	}
+	if _, err := os.Stat(filepath.Join(ws, "hook-ran")); err == nil {
+		t.Error("the repository's pre-commit hook ran")
+	}
+	code, out, _ = rein(t, "trace", "show", o.Run)
+	if code != 0 || !strings.Contains(out, "commit "+head) || !strings.Contains(out, "+fixed") {
+		t.Errorf("rein trace show lacks the commit %s:\n%s", head, out)
+	}
+	code, out, _ = rein(t, "tools", "--json")
+	for _, verb := range []string{"push", "fetch", "pull", "reset", "rebase", "clean"} {
+		if code != 0 || strings.Contains(out, `"git_`+verb) {
+			t.Errorf("a tool builds git %s", verb)
+		}
 	}
 }
