@@ -260,7 +260,15 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 	d.rung, d.network, d.sandboxErr = string(rung), string(network), err
 	d.system = d.systemBlock()
 	if rp == nil {
-		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now(), Overhead: d.overhead()}, o.Now())
+		var gs *loop.GitStart
+		if c.Commit {
+			if gs, err = gitStart(ctx, c.Workspace); err != nil {
+				router.Close("refused")
+				x.releaseLease(ctx)
+				return nil, err
+			}
+		}
+		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now(), Overhead: d.overhead(), GitStart: gs}, o.Now())
 	} else {
 		d.state = rp.state
 		d.resumedFrom = rp.seq
@@ -514,6 +522,16 @@ func (x *Executors) Finish(ctx context.Context, out Outcome) (Outcome, error) {
 	out.Active, out.Elapsed = d.state.Active, time.Since(d.state.StartedAt)
 	if d.state.Done != nil {
 		out.Config = d.configChanged(ctx)
+	}
+	if out.Kind == Succeeded && c.Commit && d.state.Done != nil && d.failure() == nil {
+		// The run's changes on a branch of its own, kept in its outcome
+		// and in the trace.
+		out.Commit = d.commitRun(ctx)
+		d.state.Done.Commit = out.Commit
+		if cm := out.Commit; cm.Hash != "" && d.o.Tool.Store != nil {
+			d.o.Tool.Store.AppendAll(context.WithoutCancel(ctx), trace.Edit{RunID: router.RunID(), Path: "commit " + cm.Hash + " on " + cm.Branch,
+				Diff: strings.Join(cm.Paths, "\n"), At: time.Now()})
+		}
 	}
 	if d.failure() == nil {
 		d.closed()

@@ -21,7 +21,7 @@ import (
 // checkout -- or clean. Each runs as a line of the shell tool would (the
 // grammar, the policy, the sandbox, the trace), the policy deciding the
 // plain git line, and runs with git's own ways to run code switched off by
-// the environment (gitEnv): hooks, core.fsmonitor, core.sshCommand, the
+// the environment (GitEnv): hooks, core.fsmonitor, core.sshCommand, the
 // pager and the editor, signing programs, external diffs, and the filter,
 // diff and merge drivers .gitattributes names, whatever the repository's
 // configuration says.
@@ -77,11 +77,11 @@ var gitSafety = [][2]string{
 	{"gc.auto", "0"}, {"maintenance.auto", "false"}, {"protocol.allow", "never"},
 }
 
-// gitEnv is the environment a git built-in's command runs with: no
+// GitEnv is the environment a git built-in's command runs with: no
 // system or global configuration, no pager, editor or prompt, literal
 // pathspecs, and gitSafety with the drivers .gitattributes files in ws
 // name switched off.
-func gitEnv(ws string) []string {
+func GitEnv(ws string) []string {
 	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", "GIT_LITERAL_PATHSPECS=1", "GIT_OPTIONAL_LOCKS=0",
 		"GIT_EXTERNAL_DIFF=", "GIT_SSH_COMMAND=false", "GIT_ASKPASS=false", "SSH_ASKPASS=false"}
@@ -191,7 +191,7 @@ func checkBranch(name string) error {
 }
 
 // git runs the git line of words (quoted here) as the shell tool would,
-// with gitEnv, in a read-only sandbox for a read-only built-in.
+// with GitEnv, in a read-only sandbox for a read-only built-in.
 func (c *Call) git(ctx context.Context, readOnly bool, words ...string) *Result {
 	quoted := make([]string, len(words))
 	for i, w := range words {
@@ -208,7 +208,7 @@ func (c *Call) git(ctx context.Context, readOnly bool, words ...string) *Result 
 	if err != nil {
 		return &Result{Status: Failed, Reason: "rein built a line its grammar refuses: " + err.Error()}
 	}
-	return c.command(context.WithValue(ctx, gitKey{}, gitRun{env: gitEnv(c.Router.cfg.Policy.Workspace), readOnly: readOnly}), line, "")
+	return c.command(context.WithValue(ctx, gitKey{}, gitRun{env: GitEnv(c.Router.cfg.Policy.Workspace), readOnly: readOnly}), line, "")
 }
 
 func gitSpecs() []*Spec {

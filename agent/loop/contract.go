@@ -51,6 +51,10 @@ type Contract struct {
 	// approved before it may write or run anything: until then the
 	// plan-gate layer denies every call of a tool that is not read-only.
 	PlanGate bool `json:"plan_gate,omitempty"`
+	// Commit says a run that succeeds commits what it changed on a branch
+	// of its own, rein/<run id>, whose parent is the commit it started
+	// from; the branch the workspace is on does not move.
+	Commit bool `json:"commit,omitempty"`
 	// Config is how the run was started, kept with it (in its checkpoint,
 	// under the trace's keyed chain) so that a resumption keeps it: a
 	// resumption may narrow it, never widen it. It never holds a key.
@@ -226,6 +230,25 @@ const (
 	AwaitingPlan   Kind = "awaiting_plan"
 )
 
+// Committed is the commit of a run's changes: its branch and hash and
+// the paths it holds, or Error, why none was made.
+type Committed struct {
+	Branch string   `json:"branch,omitempty"`
+	Hash   string   `json:"hash,omitempty"`
+	Paths  []string `json:"paths,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// GitStart is the repository as a run with Contract.Commit began: the
+// commit it started from, its object format, and the paths that differed
+// from that commit then (each as "MODE HASH", "" for a path gone), which
+// the run's commit leaves out unless the run changed them again.
+type GitStart struct {
+	Commit string            `json:"commit"`
+	Format string            `json:"format"`
+	Dirty  map[string]string `json:"dirty,omitempty"`
+}
+
 // ExitCode is the status rein run exits with for the outcome.
 func (k Kind) ExitCode() int {
 	switch k {
@@ -281,6 +304,9 @@ type Outcome struct {
 	// does (not .git's, not the caches workspace.CacheNames has), and
 	// the names of workspace.HostConfig.
 	Config *ConfigReport `json:"config_changed,omitempty"`
+	// Commit is the commit of the run's changes a succeeded run with
+	// Contract.Commit made, or why it made none.
+	Commit *Committed `json:"commit,omitempty"`
 }
 
 // ConfigReport is the count and the first paths of the configuration a

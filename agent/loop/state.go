@@ -73,6 +73,9 @@ type State struct {
 	// ReadOnly are the names of the run's read-only tools, sorted: their
 	// calls run together and are made again after a driver's death.
 	ReadOnly []string `json:"read_only,omitempty"`
+	// GitStart is the repository as the run began, for its commit
+	// (Contract.Commit).
+	GitStart *GitStart `json:"git_start,omitempty"`
 	// Todo is the model's todo list, as its last todo_write call gave it.
 	Todo []TodoItem `json:"todo,omitempty"`
 	// Plan is the plan approved in a plan-gated run (Contract.PlanGate),
@@ -127,6 +130,8 @@ type Start struct {
 	StartedAt time.Time
 	// Overhead is State.Overhead.
 	Overhead int
+	// GitStart is State.GitStart.
+	GitStart *GitStart
 }
 
 // New starts a run's state at now (the clock its budget is read by),
@@ -135,7 +140,7 @@ type Start struct {
 func New(st Start, now time.Time) *State {
 	ro := slices.Clone(st.ReadOnly)
 	slices.Sort(ro)
-	return &State{Run: st.Run, Contract: st.Contract, ReadOnly: slices.Compact(ro), Deadline: now.Add(st.Contract.Budget.WallClock), StartedAt: st.StartedAt, Overhead: st.Overhead,
+	return &State{Run: st.Run, Contract: st.Contract, ReadOnly: slices.Compact(ro), Deadline: now.Add(st.Contract.Budget.WallClock), StartedAt: st.StartedAt, Overhead: st.Overhead, GitStart: st.GitStart,
 		Transcript: []Message{{Role: RoleUser, Text: st.Contract.Goal}}}
 }
 

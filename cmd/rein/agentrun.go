@@ -39,7 +39,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		approve               string
 		replay                string
 		outputSchema          string
-		asJSON, plan          bool
+		asJSON, plan, commit  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] GOAL",
@@ -163,7 +163,7 @@ run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, ContextTokens: contextTokens, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan,
+				ResponseMaxTokens: responseMax, ContextTokens: contextTokens, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan, Commit: commit,
 				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
 					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
 			if replay == "" {
@@ -196,6 +196,7 @@ run that could not start.`,
 	f.StringVar(&replay, "replay", "", "answer the model calls from the recorded ones of this run (the same contract must be given), failing on the first request that differs")
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions, the model's questions and its plan: terminal (denied, unanswered, without one), defer (the run ends awaiting_approval, awaiting_answer or awaiting_plan; rein approve or rein answer answers, rein run resume goes on), all (plans approved, questions unanswered) or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
+	f.BoolVar(&commit, "commit", false, "when the run succeeds, commit what it changed on a new branch rein/<run id> whose parent is the commit it started from (the branch the workspace is on does not move; the run's changes stay in the working tree)")
 	f.BoolVar(&plan, "plan", false, "gate the run on a plan: the model proposes one (propose_plan) before it may write or run anything, and --approve's answerer approves it, sends it back with a note, or cancels the run (defer: the run ends awaiting_plan; rein approve --yes|--no|--revise answers)")
 	return cmd
 }
@@ -279,6 +280,11 @@ func printEvent(w io.Writer, e agent.Event, redact func(string) string) {
 		}
 		if o.Config != nil {
 			fmt.Fprintln(w, "  "+configLine(*o.Config, redact))
+		}
+		if cm := o.Commit; cm != nil && cm.Hash != "" {
+			fmt.Fprintf(w, "  committed %d paths on %s: %s\n", len(cm.Paths), cm.Branch, cm.Hash)
+		} else if cm != nil {
+			fmt.Fprintf(w, "  not committed: %s\n", pr(cm.Error))
 		}
 	}
 }

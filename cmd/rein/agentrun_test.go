@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -457,6 +458,17 @@ func TestRunGitCommit(t *testing.T) {
 	code, out, _ = rein(t, "trace", "show", o.Run)
 	if code != 0 || !strings.Contains(out, "commit "+head) || !strings.Contains(out, "+fixed") {
 		t.Errorf("rein trace show lacks the commit %s:\n%s", head, out)
+	}
+	// --commit: a run that succeeds commits its change on a branch of its
+	// own, and the workspace's branch does not move.
+	srv2, _ := scriptedModel(t, `edit_file {"path":"fix.txt","old":"fixed","new":"fixed twice"}`, "Done.")
+	code, out, errOut = rein(t, "run", "--provider", "ollama", "--base-url", srv2.URL+"/v1", "--model", "m", "--mode", "auto", "--verify", "cat fix.txt", "--commit", "fix it again")
+	if code != 0 || !strings.Contains(out, "committed 1 paths on rein/") || git("rev-parse", "HEAD") != head {
+		t.Fatalf("--commit: exit %d\n%s\n%s", code, out, errOut)
+	}
+	branch := regexp.MustCompile(`on (rein/\S+): ([0-9a-f]{40})`).FindStringSubmatch(out)
+	if branch == nil || git("rev-parse", branch[1]) != branch[2] || git("rev-parse", branch[1]+"^") != head || git("show", branch[1]+":fix.txt") != "fixed twice" {
+		t.Fatalf("the run's branch: %v\n%s", branch, git("log", "--all", "--oneline"))
 	}
 	code, out, _ = rein(t, "tools", "--json")
 	for _, verb := range []string{"push", "fetch", "pull", "reset", "rebase", "clean"} {

@@ -1,0 +1,293 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/reinhq/rein/agent/loop"
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/tool"
+)
+
+// A run's commit (Contract.Commit) is made by rein, outside the sandbox,
+// with git's plumbing alone: the objects are hashed as the files are
+// (no filter runs), a temporary index is read from the start commit and
+// given the changed paths as object ids, and the commit is written on a
+// new branch. Nothing touches the working tree, the index, HEAD or the
+// branch the workspace is on; git runs with every way to run a program
+// forced off (tool.GitEnv).
+
+// maxCommitFile bounds a file the commit holds; maxTreePaths the paths
+// compared.
+const (
+	maxCommitFile = 100 << 20
+	maxTreePaths  = 200_000
+)
+
+// hostGit runs git in ws with the forced-off environment, stdin given,
+// and returns its stdout.
+func hostGit(ctx context.Context, ws string, stdin []byte, extra []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = ws
+	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "LC_ALL=C"}, tool.GitEnv(ws)...), extra...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %v: %s", args[0], err, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), nil
+}
+
+// gitStart reads the repository as a run begins: the commit HEAD names
+// and what differs from it.
+func gitStart(ctx context.Context, ws string) (*loop.GitStart, error) {
+	head, err := hostGit(ctx, ws, nil, nil, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+	if err != nil {
+		return nil, fmt.Errorf("agent: contract: a run that commits needs a git repository with a commit at the workspace (%v)", err)
+	}
+	format, err := hostGit(ctx, ws, nil, nil, "rev-parse", "--show-object-format")
+	if err != nil {
+		format = "sha1"
+	}
+	gs := &loop.GitStart{Commit: strings.TrimSpace(head), Format: strings.TrimSpace(format)}
+	base, now, err := treeAndFiles(ctx, ws, gs)
+	if err != nil {
+		return nil, err
+	}
+	for p, e := range now {
+		if base[p] != e {
+			if gs.Dirty == nil {
+				gs.Dirty = map[string]string{}
+			}
+			gs.Dirty[p] = e
+		}
+	}
+	return gs, nil
+}
+
+// treeAndFiles are the start commit's entries (path to "MODE HASH") and
+// the workspace's now, for every path the commit has or git would add
+// (untracked and not ignored): "" for a path gone.
+func treeAndFiles(ctx context.Context, ws string, gs *loop.GitStart) (base, now map[string]string, err error) {
+	out, err := hostGit(ctx, ws, nil, nil, "ls-tree", "-r", "-z", "--full-tree", gs.Commit)
+	if err != nil {
+		return nil, nil, err
+	}
+	base = map[string]string{}
+	for _, rec := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(rec, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 3 || f[1] != "blob" {
+			// A submodule's commit is the submodule's own: left as it is.
+			continue
+		}
+		base[path] = f[0] + " " + f[2]
+	}
+	others, err := hostGit(ctx, ws, nil, nil, "ls-files", "-z", "--others", "--exclude-standard")
+	if err != nil {
+		return nil, nil, err
+	}
+	paths := make([]string, 0, len(base))
+	for p := range base {
+		paths = append(paths, p)
+	}
+	for _, p := range strings.Split(others, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) > maxTreePaths {
+		return nil, nil, fmt.Errorf("the workspace has %d paths git tracks or would add, more than the %d a run's commit compares", len(paths), maxTreePaths)
+	}
+	now = map[string]string{}
+	for _, p := range paths {
+		e, err := entryOf(ws, p, gs.Format)
+		if err != nil {
+			return nil, nil, err
+		}
+		now[p] = e
+	}
+	return base, now, nil
+}
+
+// entryOf is a workspace path as a tree entry: "MODE HASH" for a regular
+// file or a link, "" for a path that is gone (or a directory now).
+func entryOf(ws, rel, format string) (string, error) {
+	abs := filepath.Join(ws, filepath.FromSlash(rel))
+	fi, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || err == nil && fi.IsDir():
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	var data []byte
+	mode := "100644"
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return "", err
+		}
+		data, mode = []byte(target), "120000"
+	case fi.Mode().IsRegular():
+		if fi.Size() > maxCommitFile {
+			return "", fmt.Errorf("%s is %d bytes, more than a run's commit holds", rel, fi.Size())
+		}
+		if data, err = os.ReadFile(abs); err != nil {
+			return "", err
+		}
+		if fi.Mode()&0o111 != 0 {
+			mode = "100755"
+		}
+	default:
+		return "", nil
+	}
+	var h hash.Hash = sha1.New()
+	if format == "sha256" {
+		h = sha256.New()
+	}
+	fmt.Fprintf(h, "blob %d\x00", len(data))
+	h.Write(data)
+	return mode + " " + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// commitRun commits what the run changed since it began (the paths that
+// differ from the start commit now and did not differ so when the run
+// began, or differ otherwise now; never a path the policy keeps from
+// reading, such as the empty files the sandbox masks secrets with) on the
+// branch rein/<run id>, whose parent is the start commit.
+func (d *driver) commitRun(ctx context.Context) *loop.Committed {
+	gs, ws := d.state.GitStart, d.c.Workspace
+	fail := func(format string, args ...any) *loop.Committed {
+		return &loop.Committed{Error: fmt.Sprintf(format, args...)}
+	}
+	if gs == nil {
+		return fail("the run kept no start commit")
+	}
+	base, now, err := treeAndFiles(ctx, ws, gs)
+	if err != nil {
+		return fail("reading the workspace: %v", err)
+	}
+	var changed []string
+	for p, e := range now {
+		before, dirty := gs.Dirty[p]
+		if !dirty {
+			before = base[p]
+		}
+		if e == before || e == base[p] && !dirty {
+			continue
+		}
+		if v := d.o.Tool.Policy.CheckPath(policy.ActRead, filepath.Join(ws, filepath.FromSlash(p))); v.Decision == policy.Deny {
+			continue
+		}
+		changed = append(changed, p)
+	}
+	if len(changed) == 0 {
+		return fail("the run changed nothing git would commit")
+	}
+	slices.Sort(changed)
+	zero := strings.Repeat("0", 40)
+	if gs.Format == "sha256" {
+		zero = strings.Repeat("0", 64)
+	}
+	tmp, err := os.MkdirTemp("", "rein-commit-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer os.RemoveAll(tmp)
+	index := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	var info bytes.Buffer
+	for _, p := range changed {
+		e := now[p]
+		if e == "" {
+			fmt.Fprintf(&info, "0 %s\t%s\x00", zero, p)
+			continue
+		}
+		mode, id, _ := strings.Cut(e, " ")
+		var data []byte
+		abs := filepath.Join(ws, filepath.FromSlash(p))
+		if mode == "120000" {
+			target, err := os.Readlink(abs)
+			if err != nil {
+				return fail("%v", err)
+			}
+			data = []byte(target)
+		} else if data, err = os.ReadFile(abs); err != nil {
+			return fail("%v", err)
+		}
+		// The object as the file is (no filter): the id it was compared by.
+		got, err := hostGit(ctx, ws, data, nil, "hash-object", "-w", "--no-filters", "--stdin")
+		if err != nil {
+			return fail("%v", err)
+		}
+		if strings.TrimSpace(got) != id {
+			return fail("%s changed while it was committed", p)
+		}
+		fmt.Fprintf(&info, "%s %s\t%s\x00", mode, id, p)
+	}
+	if _, err := hostGit(ctx, ws, nil, index, "read-tree", gs.Commit); err != nil {
+		return fail("%v", err)
+	}
+	if _, err := hostGit(ctx, ws, info.Bytes(), index, "update-index", "-z", "--index-info"); err != nil {
+		return fail("%v", err)
+	}
+	tree, err := hostGit(ctx, ws, nil, index, "write-tree")
+	if err != nil {
+		return fail("%v", err)
+	}
+	goal, _, _ := strings.Cut(strings.TrimSpace(d.c.Goal), "\n")
+	if len(goal) > 200 {
+		goal = goal[:200] + "..."
+	}
+	run := d.router.RunID()
+	gate := "none"
+	if d.c.Verify != nil {
+		gate = d.c.Verify.Line
+	}
+	msg := fmt.Sprintf("rein: %s\n\nThe changes of rein run %s, whose gate %q passed.\n", goal, run, gate)
+	commit, err := hostGit(ctx, ws, []byte(msg), d.identity(ctx), "commit-tree", strings.TrimSpace(tree), "-p", gs.Commit, "-F", "-")
+	if err != nil {
+		return fail("%v", err)
+	}
+	commit = strings.TrimSpace(commit)
+	branch := "rein/" + run
+	if _, err := hostGit(ctx, ws, nil, nil, "update-ref", "-m", "rein run "+run, "refs/heads/"+branch, commit, zero); err != nil {
+		return fail("%v", err)
+	}
+	return &loop.Committed{Branch: branch, Hash: commit, Paths: changed}
+}
+
+// identity is the author and committer of a run's commit: the
+// repository's user, as git's own configuration names it (read, never
+// run), else rein.
+func (d *driver) identity(ctx context.Context) []string {
+	get := func(key string) string {
+		cmd := exec.CommandContext(ctx, "git", "config", "--get", key)
+		cmd.Dir = d.c.Workspace
+		out, _ := cmd.Output()
+		return strings.TrimSpace(string(out))
+	}
+	name, email := get("user.name"), get("user.email")
+	if name == "" {
+		name = "rein"
+	}
+	if email == "" {
+		email = "rein@localhost"
+	}
+	return []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email}
+}
