@@ -26,6 +26,11 @@ import (
 // diff and merge drivers .gitattributes names, whatever the repository's
 // configuration says.
 
+// GitMergeArgs are git_merge's.
+type GitMergeArgs struct {
+	Branch string `json:"branch" jsonschema:"a branch this run made with git_branch, merged into the current one"`
+}
+
 // GitStatusArgs are git_status's (none).
 type GitStatusArgs struct{}
 
@@ -266,9 +271,9 @@ func gitSpecs() []*Spec {
 			}
 			switch {
 			case a.Create && a.Switch:
-				return c.git(ctx, false, "git", "switch", "--no-guess", "-c", a.Name)
+				return c.Router.madeBranch(a.Name, c.git(ctx, false, "git", "switch", "--no-guess", "-c", a.Name))
 			case a.Create:
-				return c.git(ctx, false, "git", "branch", "--", a.Name)
+				return c.Router.madeBranch(a.Name, c.git(ctx, false, "git", "branch", "--", a.Name))
 			case a.Switch:
 				if why := c.switchChanges(ctx, a.Name); why != "" {
 					return &Result{Status: Denied, Reason: why}
@@ -277,7 +282,50 @@ func gitSpecs() []*Spec {
 			}
 			return &Result{Status: Denied, Reason: "say create, switch or both"}
 		}))
+	add(Define("git_merge", "Merge a branch this run made (git_branch) into the current one. A merge that would change a protected file is refused; a conflict is left for you to resolve and commit.", false, writeModes,
+		func(ctx context.Context, c *Call, a GitMergeArgs) *Result {
+			if err := checkBranch(a.Branch); err != nil {
+				return &Result{Status: Denied, Reason: err.Error()}
+			}
+			if !c.Router.hasBranch(a.Branch) {
+				return &Result{Status: Denied, Reason: fmt.Sprintf("%s is not a branch this run made with git_branch: git_merge merges only those", a.Branch)}
+			}
+			if why := c.mergeChanges(ctx, a.Branch); why != "" {
+				return &Result{Status: Denied, Reason: why}
+			}
+			return c.git(ctx, false, "git", "merge", "--no-ff", "--no-edit", "--no-verify", "--no-gpg-sign", a.Branch)
+		}))
 	return specs
+}
+
+// madeBranch notes a branch the run made, when res says it was.
+func (r *Router) madeBranch(name string, res *Result) *Result {
+	if res.Status == OK {
+		r.noteBranch(name)
+	}
+	return res
+}
+
+func (r *Router) noteBranch(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.branches == nil {
+		r.branches = map[string]bool{}
+	}
+	r.branches[name] = true
+}
+
+func (r *Router) hasBranch(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.branches[name]
+}
+
+// mergeChanges says why a merge of branch is refused: the changes it
+// brings (the branch's since the merge base) touch a file the policy
+// protects, or cannot be read.
+func (c *Call) mergeChanges(ctx context.Context, branch string) string {
+	return c.protectedIn(ctx, fmt.Sprintf("merging %s", branch), "HEAD..."+branch)
 }
 
 // gitPaths runs words with the paths after --; need says at least one.
@@ -300,9 +348,17 @@ func (c *Call) gitPaths(ctx context.Context, readOnly bool, words, paths []strin
 // file the policy protects (the run's protect globs among them), or the
 // difference cannot be read.
 func (c *Call) switchChanges(ctx context.Context, branch string) string {
-	res := c.git(ctx, true, "git", "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z", "HEAD", branch, "--")
+	return c.protectedIn(ctx, "switching to "+branch, "HEAD", branch)
+}
+
+// protectedIn says why what, whose changes git diff of revs names, is
+// refused: it would change a file the policy protects, or its changes
+// cannot be read.
+func (c *Call) protectedIn(ctx context.Context, what string, revs ...string) string {
+	words := append([]string{"git", "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z"}, revs...)
+	res := c.git(ctx, true, append(words, "--")...)
 	if res.Status != OK {
-		return "the switch's changes could not be read: " + res.Reason
+		return what + ": its changes could not be read: " + res.Reason
 	}
 	out, _, _ := strings.Cut(res.Output, "[stderr]")
 	p := c.Router.cfg.Policy
@@ -311,7 +367,7 @@ func (c *Call) switchChanges(ctx context.Context, branch string) string {
 			continue
 		}
 		if v := p.CheckPath(policy.ActWrite, filepath.Join(p.Workspace, f)); v.Decision == policy.Deny {
-			return fmt.Sprintf("switching to %s would change %s, which the policy protects (%s)", branch, f, v.Reason)
+			return fmt.Sprintf("%s would change %s, which the policy protects (%s)", what, f, v.Reason)
 		}
 	}
 	return ""

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -146,8 +147,49 @@ func TestGitBuiltins(t *testing.T) {
 	if e := call("git_branch", map[string]any{"name": "fix", "create": true, "switch": true}); e.Status != OK || strings.TrimSpace(git("branch", "--show-current")) != "fix" {
 		t.Fatalf("git_branch: %s", e.Text())
 	}
-	if e := call("git_branch", map[string]any{"name": "other", "switch": true}); e.Status != Denied || !strings.Contains(e.Text(), "would change a_test.go") {
+	if e := call("git_branch", map[string]any{"name": "other", "switch": true}); e.Status != Denied || !strings.Contains(e.Text(), "switching to other would change a_test.go") {
 		t.Fatalf("a switch over a protected file: %s", e.Text())
+	}
+	// A change on the run's branch, merged back into main.
+	os.WriteFile(filepath.Join(ws, "b.txt"), []byte("on fix\n"), 0o644)
+	call("git_add", map[string]any{"paths": []string{"b.txt"}})
+	if e := call("git_commit", map[string]any{"message": "b on fix"}); e.Status != OK {
+		t.Fatalf("git_commit on fix: %s", e.Text())
+	}
+	if e := call("git_branch", map[string]any{"name": "main", "switch": true}); e.Status != OK {
+		t.Fatalf("back to main: %s", e.Text())
+	}
+	if e := call("git_merge", map[string]any{"branch": "other"}); e.Status != Denied || !strings.Contains(e.Text(), "not a branch this run made") {
+		t.Fatalf("a merge of a branch the run did not make: %s", e.Text())
+	}
+	if e := call("git_merge", map[string]any{"branch": "fix"}); e.Status != OK || git("show", "HEAD:b.txt") != "on fix\n" || !strings.Contains(git("log", "-1", "--format=%P"), " ") {
+		t.Fatalf("git_merge: %s\n%s", e.Text(), git("log", "--oneline", "--graph", "--all"))
+	}
+	// A branch the run made that someone else moved over a protected file.
+	if e := call("git_branch", map[string]any{"name": "prot", "create": true}); e.Status != OK {
+		t.Fatalf("git_branch prot: %s", e.Text())
+	}
+	noMarks := func() {
+		t.Helper()
+		got, _ := os.ReadDir(marks)
+		for _, m := range got {
+			t.Errorf("%s ran", m.Name())
+		}
+	}
+	noMarks()
+	// The test's own git (not rein's) runs what was planted: its marks
+	// are cleared.
+	git("switch", "-q", "prot")
+	os.WriteFile(filepath.Join(ws, "a_test.go"), []byte("package a // prot\n"), 0o644)
+	git("-c", "core.hooksPath=/dev/null", "-c", "commit.gpgSign=false", "-c", "core.fsmonitor=false", "commit", "-qam", "prot")
+	git("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "switch", "-q", "main")
+	if c := r.Carried(); !slices.Equal(c.Branches, []string{"fix", "prot"}) {
+		t.Errorf("the branches carried: %v", c.Branches)
+	}
+	os.RemoveAll(marks)
+	os.MkdirAll(marks, 0o777)
+	if e := call("git_merge", map[string]any{"branch": "prot"}); e.Status != Denied || !strings.Contains(e.Text(), "merging prot would change a_test.go") {
+		t.Fatalf("a merge over a protected file: %s", e.Text())
 	}
 	for _, bad := range []map[string]any{{"name": "-f", "create": true}, {"name": "a..b", "create": true}, {"name": "x", "create": false}} {
 		if e := call("git_branch", bad); e.Status != Denied {

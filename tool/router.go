@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -96,6 +97,9 @@ type Config struct {
 type Carried struct {
 	Refusals    map[string]int `json:"refusals,omitempty"`
 	SandboxDown string         `json:"sandbox_down,omitempty"`
+	// Branches are the branches the run made with git_branch, which
+	// git_merge may merge.
+	Branches []string `json:"branches,omitempty"`
 }
 
 // Carried is what the router knows of its run for the run's next
@@ -104,7 +108,10 @@ func (r *Router) Carried() Carried {
 	r.mu.Lock()
 	down := r.sandboxDown
 	r.mu.Unlock()
-	return Carried{Refusals: r.repeats.Counts(), SandboxDown: down}
+	r.mu.Lock()
+	branches := slices.Sorted(maps.Keys(r.branches))
+	r.mu.Unlock()
+	return Carried{Refusals: r.repeats.Counts(), SandboxDown: down, Branches: branches}
 }
 
 // Envelope is what the model is shown of a result: a bounded preview with
@@ -188,8 +195,9 @@ type Router struct {
 
 	mu          sync.Mutex
 	index       int
-	stopped     string // why the run was stopped, if it was
-	sandboxDown string // why the sandbox is down in this run
+	stopped     string          // why the run was stopped, if it was
+	sandboxDown string          // why the sandbox is down in this run
+	branches    map[string]bool // made by git_branch in this run
 	repeats     policy.RepeatTracker
 	observers   []func(Event)
 	handles     *handleTable
@@ -240,6 +248,9 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	if cfg.Carried != nil {
 		r.repeats.Restore(cfg.Carried.Refusals)
 		r.sandboxDown = cfg.Carried.SandboxDown
+		for _, b := range cfg.Carried.Branches {
+			r.noteBranch(b)
+		}
 	}
 	r.files = &files.Tools{WS: ws}
 	r.handles = newHandleTable(r)
