@@ -125,37 +125,12 @@ func treeAndFiles(ctx context.Context, ws string, gs *loop.GitStart) (base, now 
 }
 
 // entryOf is a workspace path as a tree entry: "MODE HASH" for a regular
-// file or a link, "" for a path that is gone (or a directory now).
+// file or a link, "" for a path that is gone, a directory now, or below a
+// link (git sees the link, not what is through it).
 func entryOf(ws, rel, format string) (string, error) {
-	abs := filepath.Join(ws, filepath.FromSlash(rel))
-	fi, err := os.Lstat(abs)
-	switch {
-	case errors.Is(err, os.ErrNotExist) || err == nil && fi.IsDir():
-		return "", nil
-	case err != nil:
+	mode, data, err := readEntry(ws, rel)
+	if err != nil || mode == "" {
 		return "", err
-	}
-	var data []byte
-	mode := "100644"
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(abs)
-		if err != nil {
-			return "", err
-		}
-		data, mode = []byte(target), "120000"
-	case fi.Mode().IsRegular():
-		if fi.Size() > maxCommitFile {
-			return "", fmt.Errorf("%s is %d bytes, more than a run's commit holds", rel, fi.Size())
-		}
-		if data, err = os.ReadFile(abs); err != nil {
-			return "", err
-		}
-		if fi.Mode()&0o111 != 0 {
-			mode = "100755"
-		}
-	default:
-		return "", nil
 	}
 	var h hash.Hash = sha1.New()
 	if format == "sha256" {
@@ -164,6 +139,53 @@ func entryOf(ws, rel, format string) (string, error) {
 	fmt.Fprintf(h, "blob %d\x00", len(data))
 	h.Write(data)
 	return mode + " " + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// readEntry reads a workspace path as git would hold it: its mode and
+// its bytes (a link's target), or mode "" for none. Every directory above
+// it must be a directory, not a link, and it is read through the
+// workspace's root, so nothing outside the workspace is ever read.
+func readEntry(ws, rel string) (string, []byte, error) {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return "", nil, err
+	}
+	defer root.Close()
+	parts := strings.Split(rel, "/")
+	for i := 1; i < len(parts); i++ {
+		fi, err := root.Lstat(strings.Join(parts[:i], "/"))
+		if err != nil || !fi.IsDir() {
+			return "", nil, nil
+		}
+	}
+	fi, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, os.ErrNotExist) || err == nil && fi.IsDir():
+		return "", nil, nil
+	case err != nil:
+		return "", nil, err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := root.Readlink(rel)
+		if err != nil {
+			return "", nil, err
+		}
+		return "120000", []byte(target), nil
+	case fi.Mode().IsRegular():
+		if fi.Size() > maxCommitFile {
+			return "", nil, fmt.Errorf("%s is %d bytes, more than a run's commit holds", rel, fi.Size())
+		}
+		data, err := root.ReadFile(rel)
+		if err != nil {
+			return "", nil, err
+		}
+		if fi.Mode()&0o111 != 0 {
+			return "100755", data, nil
+		}
+		return "100644", data, nil
+	}
+	return "", nil, nil
 }
 
 // commitRun commits what the run changed since it began (the paths that
@@ -219,15 +241,8 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 			continue
 		}
 		mode, id, _ := strings.Cut(e, " ")
-		var data []byte
-		abs := filepath.Join(ws, filepath.FromSlash(p))
-		if mode == "120000" {
-			target, err := os.Readlink(abs)
-			if err != nil {
-				return fail("%v", err)
-			}
-			data = []byte(target)
-		} else if data, err = os.ReadFile(abs); err != nil {
+		_, data, err := readEntry(ws, p)
+		if err != nil {
 			return fail("%v", err)
 		}
 		// The object as the file is (no filter): the id it was compared by.

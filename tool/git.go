@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -80,6 +81,12 @@ var gitSafety = [][2]string{
 	{"commit.gpgSign", "false"}, {"tag.gpgSign", "false"}, {"gpg.program", "false"}, {"gpg.ssh.program", "false"},
 	{"gpg.x509.program", "false"}, {"diff.external", ""}, {"sequence.editor", "true"}, {"credential.helper", ""},
 	{"gc.auto", "0"}, {"maintenance.auto", "false"}, {"protocol.allow", "never"},
+	// A protocol's own key beats protocol.allow: each is forced too, so
+	// that no transport runs (a partial clone's lazy fetch, a remote's
+	// uploadpack command).
+	{"protocol.file.allow", "never"}, {"protocol.ext.allow", "never"}, {"protocol.ssh.allow", "never"},
+	{"protocol.git.allow", "never"}, {"protocol.http.allow", "never"}, {"protocol.https.allow", "never"},
+	{"protocol.fd.allow", "never"},
 }
 
 // GitEnv is the environment a git built-in's command runs with: no
@@ -87,11 +94,13 @@ var gitSafety = [][2]string{
 // pathspecs, and gitSafety with the drivers .gitattributes files in ws
 // name switched off.
 func GitEnv(ws string) []string {
-	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
+	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_LAZY_FETCH=1", "GIT_PROTOCOL_FROM_USER=0", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", "GIT_LITERAL_PATHSPECS=1", "GIT_OPTIONAL_LOCKS=0",
 		"GIT_EXTERNAL_DIFF=", "GIT_SSH_COMMAND=false", "GIT_ASKPASS=false", "SSH_ASKPASS=false"}
 	cfg := slices.Clone(gitSafety)
-	for _, d := range attributeDrivers(ws) {
+	drivers := append(attributeDrivers(ws), configDrivers(ws)...)
+	slices.SortFunc(drivers, func(a, b [2]string) int { return strings.Compare(a[0]+"."+a[1], b[0]+"."+b[1]) })
+	for _, d := range slices.Compact(drivers) {
 		switch d[0] {
 		case "filter":
 			cfg = append(cfg, [2]string{"filter." + d[1] + ".clean", ""}, [2]string{"filter." + d[1] + ".smudge", ""},
@@ -107,6 +116,29 @@ func GitEnv(ws string) []string {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
 	return env
+}
+
+// configDrivers are the filter, diff and merge drivers the repository's
+// configuration defines (its own files and what they include; git reads
+// a driver from nowhere else), each as its kind and name: whatever names
+// them (an attribute file of another branch, of a linked git directory),
+// they are forced off. git runs nothing to list them.
+func configDrivers(ws string) [][2]string {
+	cmd := exec.Command("git", "config", "--name-only", "-z", "--get-regexp", `^(filter|diff|merge)\.`)
+	cmd.Dir = ws
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
+	out, _ := cmd.Output()
+	var drivers [][2]string
+	for _, key := range strings.Split(string(out), "\x00") {
+		kind, rest, ok := strings.Cut(strings.TrimSpace(key), ".")
+		if !ok {
+			continue
+		}
+		if i := strings.LastIndexByte(rest, '.'); i > 0 {
+			drivers = append(drivers, [2]string{kind, rest[:i]})
+		}
+	}
+	return drivers
 }
 
 // driverAttr matches an attribute that names a driver: filter=NAME,
@@ -143,10 +175,10 @@ func attributeDrivers(ws string) [][2]string {
 		if err != nil {
 			continue
 		}
-		sc := bufio.NewScanner(fh)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			for _, m := range driverAttr.FindAllStringSubmatch(sc.Text(), -1) {
+		br := bufio.NewReader(fh)
+		for {
+			line, err := br.ReadString('\n')
+			for _, m := range driverAttr.FindAllStringSubmatch(line, -1) {
 				k := [2]string{m[1], m[2]}
 				// Quoted names and names git would not read as one are
 				// switched off as written too: a forced-off key that
@@ -155,6 +187,9 @@ func attributeDrivers(ws string) [][2]string {
 					seen[k] = true
 					out = append(out, k)
 				}
+			}
+			if err != nil {
+				break
 			}
 		}
 		fh.Close()
@@ -166,6 +201,11 @@ func attributeDrivers(ws string) [][2]string {
 func gitQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// gitAnd joins two git lines of a built-in: a word no argument the model
+// gives can be (the built-ins refuse a NUL in each), so that a path "&&"
+// stays a path.
+const gitAnd = "\x00&&"
 
 // plainWord is a word rein's grammar reads as itself unquoted.
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./=%:@+,-]+$`)
@@ -201,8 +241,8 @@ func (c *Call) git(ctx context.Context, readOnly bool, words ...string) *Result 
 	quoted := make([]string, len(words))
 	for i, w := range words {
 		switch {
-		case w == "&&":
-			quoted[i] = w
+		case w == gitAnd:
+			quoted[i] = "&&"
 		case plainWord.MatchString(w):
 			quoted[i] = w
 		default:
@@ -255,7 +295,7 @@ func gitSpecs() []*Spec {
 			if strings.TrimSpace(a.Message) == "" || strings.ContainsRune(a.Message, 0) {
 				return &Result{Status: Denied, Reason: "the commit message is empty or holds a NUL"}
 			}
-			res := c.git(ctx, false, "git", "commit", "--no-verify", "--no-gpg-sign", "--no-edit", "-m", a.Message, "&&",
+			res := c.git(ctx, false, "git", "commit", "--no-verify", "--no-gpg-sign", "--no-edit", "-m", a.Message, gitAnd,
 				"git", "show", "--no-ext-diff", "--no-textconv", "--no-color", "--format=commit %H%n%n%B", "--stat", "-p", "HEAD")
 			if res.Status == OK {
 				if m := regexp.MustCompile(`(?m)^commit ([0-9a-f]{40,64})$`).FindStringSubmatch(res.Output); m != nil {
@@ -293,7 +333,7 @@ func gitSpecs() []*Spec {
 			if why := c.mergeChanges(ctx, a.Branch); why != "" {
 				return &Result{Status: Denied, Reason: why}
 			}
-			return c.git(ctx, false, "git", "merge", "--no-ff", "--no-edit", "--no-verify", "--no-gpg-sign", a.Branch)
+			return c.git(ctx, false, "git", "merge", "--no-ff", "--no-edit", "--no-verify", "--no-gpg-sign", "-m", "Merge branch '"+a.Branch+"'", "refs/heads/"+a.Branch)
 		}))
 	return specs
 }
@@ -325,7 +365,7 @@ func (r *Router) hasBranch(name string) bool {
 // brings (the branch's since the merge base) touch a file the policy
 // protects, or cannot be read.
 func (c *Call) mergeChanges(ctx context.Context, branch string) string {
-	return c.protectedIn(ctx, fmt.Sprintf("merging %s", branch), "HEAD..."+branch)
+	return c.protectedIn(ctx, fmt.Sprintf("merging %s", branch), "HEAD...refs/heads/"+branch)
 }
 
 // gitPaths runs words with the paths after --; need says at least one.
@@ -348,21 +388,26 @@ func (c *Call) gitPaths(ctx context.Context, readOnly bool, words, paths []strin
 // file the policy protects (the run's protect globs among them), or the
 // difference cannot be read.
 func (c *Call) switchChanges(ctx context.Context, branch string) string {
-	return c.protectedIn(ctx, "switching to "+branch, "HEAD", branch)
+	return c.protectedIn(ctx, "switching to "+branch, "HEAD", "refs/heads/"+branch)
 }
 
 // protectedIn says why what, whose changes git diff of revs names, is
 // refused: it would change a file the policy protects, or its changes
 // cannot be read.
 func (c *Call) protectedIn(ctx context.Context, what string, revs ...string) string {
-	words := append([]string{"git", "diff", "--no-ext-diff", "--no-textconv", "--name-only", "-z"}, revs...)
+	// No rename detection: a protected file renamed away is a change of
+	// it.
+	words := append([]string{"git", "diff", "--no-ext-diff", "--no-textconv", "--no-renames", "--name-only", "-z"}, revs...)
 	res := c.git(ctx, true, append(words, "--")...)
 	if res.Status != OK {
 		return what + ": its changes could not be read: " + res.Reason
 	}
-	out, _, _ := strings.Cut(res.Output, "[stderr]")
+	// Every name ends with a NUL: what follows the last (what git said
+	// on stderr) is no name, whatever a name holds.
+	names := strings.Split(res.Output, "\x00")
+	names = names[:len(names)-1]
 	p := c.Router.cfg.Policy
-	for _, f := range strings.Split(out, "\x00") {
+	for _, f := range names {
 		if f == "" {
 			continue
 		}

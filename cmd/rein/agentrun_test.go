@@ -291,7 +291,7 @@ func TestRunAnswerRedacted(t *testing.T) {
 // write before its plan, ends awaiting_answer on a question (rein answer
 // answers it, and a plan's answer does not fit it), then awaiting_plan on
 // its plan (rein approve --revise sends it back, --yes approves it), and
-// writes once the plan is approved.
+// writes once the plan is approved, and its gate passes.
 func TestRunPlanAndQuestion(t *testing.T) {
 	requireBwrap(t)
 	_, ws := docFixture(t)
@@ -318,7 +318,7 @@ func TestRunPlanAndQuestion(t *testing.T) {
 		}
 		return o
 	}
-	q := step("awaiting_answer", 6, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--plan", "--approve", "defer", "--json", "write a greeting")
+	q := step("awaiting_answer", 6, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--plan", "--approve", "defer", "--verify", "cat a.txt", "--json", "write a greeting")
 	if _, err := os.Stat(filepath.Join(ws, "a.txt")); !os.IsNotExist(err) {
 		t.Fatalf("written before the plan: %v", err)
 	}
@@ -345,7 +345,7 @@ func TestRunPlanAndQuestion(t *testing.T) {
 	if code, _, errOut := rein(t, "approve", q.Run, p2.Waiting.Request, "--yes"); code != 0 {
 		t.Fatalf("approve: exit %d\n%s", code, errOut)
 	}
-	step("finished", 0, "run", "resume", q.Run, "--base-url", srv.URL+"/v1", "--json")
+	step("succeeded", 0, "run", "resume", q.Run, "--base-url", srv.URL+"/v1", "--json")
 	if data, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(data) != "x" || *n != 6 {
 		t.Fatalf("after approval: %q %v, %d calls", data, err, *n)
 	}
