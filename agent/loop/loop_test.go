@@ -375,3 +375,17 @@ func TestFoldNotEveryStep(t *testing.T) {
 		t.Fatalf("%d summarising calls in 20 steps", summaries)
 	}
 }
+
+// TestStaleBounded: the superseded reads kept whole (in every checkpoint)
+// are bounded: past the bound, all are set aside at once.
+func TestStaleBounded(t *testing.T) {
+	c, _ := Contract{Goal: "g", Workspace: "/w"}.WithDefaults()
+	s := newState(c, time.Now())
+	for i := range maxStale + 2 {
+		s.Apply(ModelReplied{Response: Response{ToolCalls: []ToolCall{{Name: "read_file", Args: `{"path":"c.go"}`}}, Finish: FinishToolCalls}}, time.Now())
+		s.Apply(CallsRan{Results: []ToolResult{{Observation: fmt.Sprint("read_file: ok\nc ", i)}}}, time.Now())
+	}
+	if len(s.Stale) > maxStale || !strings.Contains(s.Transcript[2].Text, "superseded by a later read_file") || s.Transcript[len(s.Transcript)-1].Text != fmt.Sprint("read_file: ok\nc ", maxStale+1) {
+		t.Fatalf("%d superseded reads kept; the first %q", len(s.Stale), s.Transcript[2].Text)
+	}
+}

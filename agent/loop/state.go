@@ -383,7 +383,22 @@ func (s *State) supersede(path, by string) {
 		}
 	}
 	delete(s.Reads, path)
+	if len(s.Stale) > maxStale {
+		// The list is bounded (it is in every checkpoint): past it, every
+		// superseded read is set aside at once, so the cache's prefix
+		// breaks once for all of them.
+		for _, r := range s.Stale {
+			if r.Index > 0 && r.Index < len(s.Transcript) && !strings.HasPrefix(s.Transcript[r.Index].Text, "[rein:") {
+				s.Transcript[r.Index].Text = fmt.Sprintf("[rein: this read of %s is superseded by a later %s of it]", r.Path, r.By)
+				s.SetAside++
+			}
+		}
+		s.Stale = nil
+	}
 }
+
+// maxStale bounds the superseded reads kept whole.
+const maxStale = 32
 
 // StaleRead is a read of a file superseded by a later read or change of
 // it: its observation, at Index of the transcript, is the first set aside
