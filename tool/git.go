@@ -3,6 +3,7 @@ package tool
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -94,11 +95,19 @@ var gitSafety = [][2]string{
 // pathspecs, and gitSafety with the drivers .gitattributes files in ws
 // name switched off.
 func GitEnv(ws string) []string {
+	env, _ := gitEnv(ws)
+	return env
+}
+
+// gitEnv is GitEnv, and why the repository's drivers could not be listed
+// (the env then switches off those the attribute files name only).
+func gitEnv(ws string) ([]string, error) {
 	env := []string{"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_NO_LAZY_FETCH=1", "GIT_PROTOCOL_FROM_USER=0", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_PAGER=cat", "PAGER=cat", "GIT_EDITOR=true", "GIT_SEQUENCE_EDITOR=true", "GIT_LITERAL_PATHSPECS=1", "GIT_OPTIONAL_LOCKS=0",
 		"GIT_EXTERNAL_DIFF=", "GIT_SSH_COMMAND=false", "GIT_ASKPASS=false", "SSH_ASKPASS=false"}
 	cfg := slices.Clone(gitSafety)
-	drivers := append(attributeDrivers(ws), configDrivers(ws)...)
+	configured, cerr := configDrivers(ws)
+	drivers := append(attributeDrivers(ws), configured...)
 	slices.SortFunc(drivers, func(a, b [2]string) int { return strings.Compare(a[0]+"."+a[1], b[0]+"."+b[1]) })
 	for _, d := range slices.Compact(drivers) {
 		switch d[0] {
@@ -115,7 +124,7 @@ func GitEnv(ws string) []string {
 	for i, kv := range cfg {
 		env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, kv[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, kv[1]))
 	}
-	return env
+	return env, cerr
 }
 
 // configDrivers are the filter, diff and merge drivers the repository's
@@ -123,11 +132,17 @@ func GitEnv(ws string) []string {
 // a driver from nowhere else), each as its kind and name: whatever names
 // them (an attribute file of another branch, of a linked git directory),
 // they are forced off. git runs nothing to list them.
-func configDrivers(ws string) [][2]string {
+func configDrivers(ws string) ([][2]string, error) {
 	cmd := exec.Command("git", "config", "--name-only", "-z", "--get-regexp", `^(filter|diff|merge)\.`)
 	cmd.Dir = ws
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"}
-	out, _ := cmd.Output()
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+		// Exit 1 is "no such variable"; anything else is a configuration
+		// rein could not read, whose drivers it cannot switch off.
+		return nil, fmt.Errorf("the repository's configuration could not be read to switch its drivers off: %v", err)
+	}
 	var drivers [][2]string
 	for _, key := range strings.Split(string(out), "\x00") {
 		kind, rest, ok := strings.Cut(strings.TrimSpace(key), ".")
@@ -138,7 +153,7 @@ func configDrivers(ws string) [][2]string {
 			drivers = append(drivers, [2]string{kind, rest[:i]})
 		}
 	}
-	return drivers
+	return drivers, nil
 }
 
 // driverAttr matches an attribute that names a driver: filter=NAME,
@@ -207,6 +222,9 @@ func gitQuote(s string) string {
 // stays a path.
 const gitAnd = "\x00&&"
 
+// commitLine is the line of git show's output that names the commit.
+var commitLine = regexp.MustCompile(`(?m)^commit ([0-9a-f]{40,64})$`)
+
 // plainWord is a word rein's grammar reads as itself unquoted.
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./=%:@+,-]+$`)
 
@@ -253,7 +271,12 @@ func (c *Call) git(ctx context.Context, readOnly bool, words ...string) *Result 
 	if err != nil {
 		return &Result{Status: Failed, Reason: "rein built a line its grammar refuses: " + err.Error()}
 	}
-	return c.command(context.WithValue(ctx, gitKey{}, gitRun{env: GitEnv(c.Router.cfg.Policy.Workspace), readOnly: readOnly}), line, "")
+	env, err := gitEnv(c.Router.cfg.Policy.Workspace)
+	if err != nil {
+		// A driver rein cannot switch off is one git may run: refused.
+		return &Result{Status: Unavailable, Reason: err.Error()}
+	}
+	return c.command(context.WithValue(ctx, gitKey{}, gitRun{env: env, readOnly: readOnly}), line, "")
 }
 
 func gitSpecs() []*Spec {
@@ -298,7 +321,7 @@ func gitSpecs() []*Spec {
 			res := c.git(ctx, false, "git", "commit", "--no-verify", "--no-gpg-sign", "--no-edit", "-m", a.Message, gitAnd,
 				"git", "show", "--no-ext-diff", "--no-textconv", "--no-color", "--format=commit %H%n%n%B", "--stat", "-p", "HEAD")
 			if res.Status == OK {
-				if m := regexp.MustCompile(`(?m)^commit ([0-9a-f]{40,64})$`).FindStringSubmatch(res.Output); m != nil {
+				if m := commitLine.FindStringSubmatch(res.Output); m != nil {
 					res.Changed, res.Diff = []string{"commit " + m[1]}, res.Output
 				}
 			}

@@ -233,3 +233,14 @@ func TestGitBuiltins(t *testing.T) {
 		}
 	}
 }
+
+// A configuration rein cannot read is one whose drivers it cannot switch
+// off: the git built-ins are refused, naming why, and nothing runs.
+func TestGitUnreadableConfig(t *testing.T) {
+	a := newAtk(t)
+	a.write(".git/config", "[core\n\trepositoryformatversion = 0\n")
+	a.router()
+	if e := a.call("git_status", map[string]any{}); e.Status != Unavailable || !strings.Contains(e.Text(), "could not be read to switch its drivers off") {
+		t.Fatalf("git_status over an unreadable configuration: %s", e.Text())
+	}
+}
