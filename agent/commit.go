@@ -201,6 +201,10 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 	if gs == nil {
 		return fail("the run kept no start commit")
 	}
+	if c := d.madeCommit(ctx, gs); c != nil {
+		// Made by this run before a kill: kept, never made twice.
+		return c
+	}
 	base, now, err := treeAndFiles(ctx, ws, gs)
 	if err != nil {
 		return fail("reading the workspace: %v", err)
@@ -285,6 +289,38 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 		return fail("%v", err)
 	}
 	return &loop.Committed{Branch: branch, Hash: commit, Paths: changed}
+}
+
+// madeCommit is the commit this run made already on its branch
+// (rein/<run id>), when its driver was killed after making it and before
+// keeping the outcome: a commit whose parent is the start commit and
+// whose message names the run. nil when there is none; a branch of that
+// name that is not such a commit is left to fail the update.
+func (d *driver) madeCommit(ctx context.Context, gs *loop.GitStart) *loop.Committed {
+	ws, run := d.c.Workspace, d.router.RunID()
+	branch := "rein/" + run
+	hash, err := hostGit(ctx, ws, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/"+branch+"^{commit}")
+	if err != nil {
+		return nil
+	}
+	hash = strings.TrimSpace(hash)
+	info, err := hostGit(ctx, ws, nil, nil, "show", "-s", "--format=%P%n%B", hash)
+	parents, msg, _ := strings.Cut(info, "\n")
+	if err != nil || strings.TrimSpace(parents) != gs.Commit || !strings.Contains(msg, "The changes of rein run "+run+",") {
+		return nil
+	}
+	names, err := hostGit(ctx, ws, nil, nil, "diff-tree", "-r", "-z", "--no-renames", "--name-only", gs.Commit, hash)
+	if err != nil {
+		return nil
+	}
+	var paths []string
+	for _, p := range strings.Split(names, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return &loop.Committed{Branch: branch, Hash: hash, Paths: paths}
 }
 
 // identity is the author and committer of a run's commit: the

@@ -119,7 +119,7 @@ func resumePointOf(ctx context.Context, store trace.Durable, runID string) (*res
 			return nil, fmt.Errorf("agent: run %s's checkpoint %d keeps the protected file %q, which no protect glob of its contract matches: the checkpoint was not written by rein, refused", runID, cp.Seq, p)
 		}
 	}
-	if s.Done != nil {
+	if s.Done != nil && !commitPending(s) {
 		store.ReleaseLease(ctx, lease)
 		out := *s.Done
 		out.Run, out.Active, out.Elapsed = runID, s.Active, time.Since(s.StartedAt)
@@ -130,6 +130,15 @@ func resumePointOf(ctx context.Context, store trace.Durable, runID string) (*res
 	}
 	json.Unmarshal([]byte(cp.State), &carried) // decode read it whole
 	return &resumePoint{state: s, baseline: base, baselineBlobs: baseBlobs, snapshot: snap, lease: lease, seq: cp.Seq, blobs: blobs, carried: carried.Router}, nil
+}
+
+// commitPending says whether s is a run that ended succeeded with
+// Contract.Commit and whose commit was not kept (its driver was killed
+// between the gate that passed and the last checkpoint): resumed, it
+// makes the commit, or takes the one it made already (madeCommit), and
+// ends.
+func commitPending(s *loop.State) bool {
+	return s.Done != nil && s.Contract.Commit && s.Done.Kind == Succeeded && s.Done.Commit == nil
 }
 
 func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executors, error) {
@@ -527,6 +536,7 @@ func (x *Executors) Finish(ctx context.Context, out Outcome) (Outcome, error) {
 		// The run's changes on a branch of its own, kept in its outcome
 		// and in the trace.
 		out.Commit = d.commitRun(ctx)
+		d.at("commit-after")
 		d.state.Done.Commit = out.Commit
 		if cm := out.Commit; cm.Hash != "" && d.o.Tool.Store != nil {
 			d.o.Tool.Store.AppendAll(context.WithoutCancel(ctx), trace.Edit{RunID: router.RunID(), Path: "commit " + cm.Hash + " on " + cm.Branch,

@@ -1,14 +1,11 @@
 package agent
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/reinhq/rein/agent/loop"
@@ -153,38 +150,9 @@ func (t TerminalResponder) Respond(ctx context.Context, a Ask) (Reply, error) {
 // indent is text as a terminal is shown it: each line indented and
 // printable (what the model wrote cannot move the cursor or reorder the
 // line).
-// lineSources are the terminals' readers: one per input, each line read
-// once and given to one prompt, none read ahead and lost, and none
-// swallowed by a prompt that timed out.
-var lineSources sync.Map
-
-// linesOf is the lines of in, read by one reader for every prompt.
-func linesOf(in io.Reader) <-chan string {
-	var key any = in
-	if !reflect.TypeOf(in).Comparable() {
-		// An input that cannot key the map is read by one reader per
-		// prompt.
-		key = new(int)
-	}
-	v, loaded := lineSources.LoadOrStore(key, make(chan string))
-	ch := v.(chan string)
-	if !loaded {
-		go func() {
-			br := bufio.NewReader(in)
-			for {
-				l, err := br.ReadString('\n')
-				if l != "" || err == nil {
-					ch <- l
-				}
-				if err != nil {
-					close(ch)
-					return
-				}
-			}
-		}()
-	}
-	return ch
-}
+// linesOf is the lines of in, read by the one reader every terminal
+// prompt of the process shares (the approver's too).
+func linesOf(in io.Reader) <-chan string { return policy.TerminalLines(in) }
 
 func indent(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -98,14 +100,9 @@ func (t Terminal) Approve(ctx context.Context, v *Verdict) (Approval, error) {
 	if _, err := io.WriteString(t.Out, b.String()); err != nil {
 		return Approval{}, err
 	}
-	answer := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(t.In).ReadString('\n')
-		answer <- strings.ToLower(strings.TrimSpace(line))
-	}()
 	select {
-	case a := <-answer:
-		if a == "y" || a == "yes" {
+	case line := <-TerminalLines(t.In):
+		if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
 			return Approval{Answer: Approve, Reason: "approved at the terminal"}, nil
 		}
 		return Approval{Answer: Reject, Reason: "rejected at the terminal"}, nil
@@ -153,4 +150,40 @@ func Resolve(ctx context.Context, a Approver, v *Verdict, recheck func() *Verdic
 	out := *fresh
 	out.Decision, out.Reason = Allow, "approved: "+ans.Reason+" ("+v.Reason+")"
 	return &out
+}
+
+// lineSources are the terminals' readers: one per input, each line read
+// once and given to one prompt, none read ahead and lost, and none
+// swallowed by a prompt that timed out.
+var lineSources sync.Map
+
+// TerminalLines is the lines of in, read by one reader for every prompt
+// of the process that reads in (Terminal's and the agent's): a line typed
+// ahead is kept for the next prompt, and a prompt that timed out takes
+// none.
+func TerminalLines(in io.Reader) <-chan string {
+	var key any = in
+	if !reflect.TypeOf(in).Comparable() {
+		// An input that cannot key the map is read by one reader per
+		// prompt.
+		key = new(int)
+	}
+	v, loaded := lineSources.LoadOrStore(key, make(chan string))
+	ch := v.(chan string)
+	if !loaded {
+		go func() {
+			br := bufio.NewReader(in)
+			for {
+				l, err := br.ReadString('\n')
+				if l != "" || err == nil {
+					ch <- l
+				}
+				if err != nil {
+					close(ch)
+					return
+				}
+			}
+		}()
+	}
+	return ch
 }

@@ -85,6 +85,33 @@ func TestTerminalApprover(t *testing.T) {
 	if _, err := (Terminal{}).Approve(context.Background(), askedVerdict()); err == nil {
 		t.Fatal("a terminal approver without a terminal approved")
 	}
+	// The prompt that timed out took no line: the one typed next answers
+	// the next prompt.
+	go io.WriteString(w, "y\n")
+	a.Timeout = 5 * time.Second
+	if got, err := a.Approve(context.Background(), askedVerdict()); err != nil || got.Answer != Approve {
+		t.Fatalf("after a timeout: %v %v", got, err)
+	}
+}
+
+// TestTerminalLinesTypedAhead: lines typed ahead answer the prompts in
+// order, each one line, whoever prompts (the approver or another reader
+// of TerminalLines): none is read ahead into one prompt's buffer and
+// lost.
+func TestTerminalLinesTypedAhead(t *testing.T) {
+	in := strings.NewReader("yes\nthe answer\ny\nn\n")
+	a := Terminal{In: in, Out: io.Discard, Timeout: 5 * time.Second}
+	if got, _ := a.Approve(context.Background(), askedVerdict()); got.Answer != Approve {
+		t.Fatalf("first: %v", got)
+	}
+	if l := <-TerminalLines(in); l != "the answer\n" {
+		t.Fatalf("another reader's line: %q", l)
+	}
+	for _, want := range []Answer{Approve, Reject, Reject} {
+		if got, _ := a.Approve(context.Background(), askedVerdict()); got.Answer != want {
+			t.Fatalf("got %v, want %v", got.Answer, want)
+		}
+	}
 }
 
 func TestRepeatTracker(t *testing.T) {

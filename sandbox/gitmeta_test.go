@@ -217,11 +217,13 @@ func TestRepoMetadataPutBack(t *testing.T) {
 			{"a module's git directory",
 				`sh -c 'mkdir -p .git/modules/x/hooks && printf "[core]\n\thooksPath = /tmp\n" > .git/modules/x/config && echo "ref: refs/heads/main" > .git/modules/x/HEAD'`,
 				[]string{".git/modules/x"}, ".git/modules/x (made by the command; .git/modules/x/config sets core.hookspath): removed"},
-			{"another worktree's config",
-				`sh -c 'mkdir -p .git/worktrees/w && printf "[core]
+			// The top-level .git/worktrees is protected whole
+			// (TestWorktreesProtected); a nested repository's is not.
+			{"another worktree's config, of a nested repository",
+				`sh -c 'mkdir -p n/.git/worktrees/w && echo "[core]" > n/.git/config && printf "[core]
 	pager = touch m
-" > .git/worktrees/w/config.worktree'`,
-				[]string{".git/worktrees/w/config.worktree"}, ".git/worktrees/w/config.worktree (made by the command; .git/worktrees/w/config.worktree sets core.pager): removed"},
+" > n/.git/worktrees/w/config.worktree'`,
+				[]string{"n/.git"}, "n/.git (made by the command; n/.git/worktrees/w/config.worktree sets core.pager): removed"},
 			{"a nested repository's hook",
 				`sh -c 'mkdir -p n/.git/hooks && echo "[core]" > n/.git/config && printf "#!/bin/sh\ntouch m\n" > n/.git/hooks/post-checkout'`,
 				[]string{"n/.git"}, "n/.git/hooks/post-checkout is a hook"},

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -17,6 +19,13 @@ import (
 
 	"github.com/reinhq/rein/workspace"
 )
+
+// worktreeLinks are the files of a worktree's administrative directory
+// that say where git finds the rest (commondir: the common directory,
+// its config and hooks; gitdir: the worktree), what git obeys there
+// (config.worktree), and whether it may be pruned (locked): kept and put
+// back even in the directory of a worktree rein made.
+var worktreeLinks = []string{"commondir", "gitdir", "config.worktree", "locked"}
 
 // gitControl are the paths that redirect git to other config and hooks
 // than the protected ones: a planted commondir or alternates, or a whole
@@ -56,6 +65,12 @@ type guard struct {
 	Workspace string           `json:"workspace"`
 	Trees     []string         `json:"trees"` // guarded whole, with what is beneath
 	Entries   map[string]entry `json:"entries"`
+	// Admitted are the administrative directories of the worktrees rein
+	// made (.git/worktrees/NAME), as the registry named them when the
+	// guard was taken: of each, only the files that point git elsewhere
+	// (worktreeLinks) are kept and put back; the rest (the index, HEAD,
+	// the logs) is its worktree's to change.
+	Admitted map[string]bool `json:"admitted,omitempty"`
 }
 
 // newGuard snapshots git's control paths and, when whole, the protected set
@@ -66,7 +81,7 @@ func newGuard(ws string, whole bool) (*guard, error) {
 		return nil, refuse(Unavailable, "opening the workspace: %v", err)
 	}
 	defer root.Close()
-	g := &guard{Workspace: ws, Entries: map[string]entry{}}
+	g := &guard{Workspace: ws, Entries: map[string]entry{}, Admitted: admittedWorktrees(ws)}
 	for _, rel := range gitControl {
 		g.Entries[rel] = snap(root, rel)
 	}
@@ -84,11 +99,18 @@ func newGuard(ws string, whole bool) (*guard, error) {
 }
 
 func (g *guard) walk(root *os.Root, rel string, total *int) error {
+	if g.Admitted[rel] {
+		g.Entries[rel] = snap(root, rel)
+		for _, n := range worktreeLinks {
+			g.Entries[filepath.Join(rel, n)] = snap(root, filepath.Join(rel, n))
+		}
+		return nil
+	}
 	e := snap(root, rel)
 	g.Entries[rel] = e
 	*total += len(e.Data)
 	if *total > maxGuarded {
-		return refuse(Denied, "the protected paths (.git/hooks, .git/config, .rein, the agents' configuration such as .claude and .vscode) hold more than %d MiB, more than rein keeps a copy of to put back: use the bwrap rung, a read-only workspace, or make them smaller", maxGuarded>>20)
+		return refuse(Denied, "the protected paths (.git/hooks, .git/config, .git/worktrees, .rein, the agents' configuration such as .claude and .vscode) hold more than %d MiB, more than rein keeps a copy of to put back: use the bwrap rung, a read-only workspace, or make them smaller", maxGuarded>>20)
 	}
 	if e.Kind != "dir" {
 		return nil
@@ -174,10 +196,17 @@ func (g *guard) restore() []string {
 			return fixed
 		}
 	}
-	// Removals of what appeared beneath a guarded tree, deepest first.
+	// Removals of what appeared beneath a guarded tree, deepest first;
+	// a worktree rein made meanwhile (under the same lock as this) is
+	// rein's own.
+	skip := maps.Clone(g.Admitted)
+	if skip == nil {
+		skip = map[string]bool{}
+	}
+	maps.Copy(skip, admittedWorktrees(g.Workspace))
 	for _, t := range g.Trees {
 		var extra []string
-		collect(root, t, g.Entries, &extra)
+		collect(root, t, g.Entries, skip, &extra)
 		sort.Sort(sort.Reverse(sort.StringSlice(extra)))
 		for _, x := range extra {
 			if root.RemoveAll(x) == nil {
@@ -201,6 +230,10 @@ func (g *guard) restore() []string {
 		if same(snap(root, rel), want) {
 			continue
 		}
+		if want.Kind == "" && slices.ContainsFunc(slices.Collect(maps.Keys(skip)), func(a string) bool { return within(a, rel) }) {
+			// .git/worktrees made for a worktree rein made meanwhile.
+			continue
+		}
 		if putBack(root, rel, want) {
 			fixed = append(fixed, rel)
 		} else {
@@ -211,7 +244,7 @@ func (g *guard) restore() []string {
 }
 
 // collect lists the paths beneath rel that the snapshot does not have.
-func collect(root *os.Root, rel string, have map[string]entry, out *[]string) {
+func collect(root *os.Root, rel string, have map[string]entry, skip map[string]bool, out *[]string) {
 	fi, err := root.Lstat(rel)
 	if err != nil || !fi.IsDir() {
 		return
@@ -224,11 +257,14 @@ func collect(root *os.Root, rel string, have map[string]entry, out *[]string) {
 	d.Close()
 	for _, n := range names {
 		p := filepath.Join(rel, n)
+		if skip[p] {
+			continue
+		}
 		if _, ok := have[p]; !ok {
 			*out = append(*out, p)
 			continue
 		}
-		collect(root, p, have, out)
+		collect(root, p, have, skip, out)
 	}
 }
 
@@ -296,10 +332,11 @@ func dedupe(in []string) []string {
 }
 
 // protectedPaths are the workspace paths bound read-only (or guarded):
-// git's hooks and config, those of its submodules, and rein's own
-// directory.
+// git's hooks and config, its worktrees' administrative directories
+// (which a command could otherwise make, point elsewhere or prune), those
+// of its submodules, and rein's own directory.
 func protectedPaths(ws string) []string {
-	out := []string{".git/hooks", ".git/config", ".rein"}
+	out := []string{".git/hooks", ".git/config", ".git/worktrees", ".rein"}
 	mods, _ := filepath.Glob(filepath.Join(ws, ".git", "modules", "*"))
 	for _, m := range mods {
 		rel, err := filepath.Rel(ws, m)

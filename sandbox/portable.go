@@ -252,3 +252,20 @@ func KeyPath() (string, error) {
 	}
 	return filepath.Join(dir, "trace.key"), nil
 }
+
+// Worktree is one git worktree rein made for a workspace.
+type Worktree struct {
+	// Name is rein's name for it, the name of its directory.
+	Name string `json:"name"`
+	// Admin is the name of its administrative directory under the
+	// workspace's .git/worktrees (git's choice: Name, or Name with a
+	// number when that was taken).
+	Admin string `json:"admin"`
+	// Path is where it is checked out (WorktreeDir's Name).
+	Path string `json:"path"`
+	// Branch is the branch it was made on.
+	Branch string `json:"branch"`
+	// Run is the run that made it, when one did.
+	Run  string    `json:"run,omitempty"`
+	Made time.Time `json:"made"`
+}

@@ -89,3 +89,17 @@ func (pl *Pool) Close() {}
 
 // Warm is zero: no sandbox waits here.
 func (pl *Pool) Warm() int { return 0 }
+
+// WorktreeDir refuses: see ErrUnsupported.
+func WorktreeDir(string) (string, error) { return "", checkPlatform() }
+
+// WorktreePath refuses: see ErrUnsupported.
+func WorktreePath(string, string) (string, error) { return "", checkPlatform() }
+
+// Worktrees refuses: see ErrUnsupported.
+func Worktrees(string) ([]Worktree, error) { return nil, checkPlatform() }
+
+// WithWorktrees refuses: see ErrUnsupported.
+func WithWorktrees(context.Context, string, func([]Worktree) ([]Worktree, error)) error {
+	return checkPlatform()
+}

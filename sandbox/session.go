@@ -526,7 +526,7 @@ func joinSession(ctx context.Context, ws string, whole, writes bool) (*session, 
 }
 
 // beginSession puts back what runs of a rein that died left behind, makes
-// .git/hooks where a repository has none and .rein where the workspace
+// .git/hooks and .git/worktrees where a repository has none and .rein where the workspace
 // has none, and takes the baseline and the protected paths of a new
 // session after prev (nil for none). The caller holds the lock.
 func beginSession(f *sessionFile, prev *sessionState, whole, writes bool) (*sessionState, *baseline, error) {
@@ -539,8 +539,10 @@ func beginSession(f *sessionFile, prev *sessionState, whole, writes bool) (*sess
 	}
 	sweep(ws, last)
 	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && fi.IsDir() {
-		if err := os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return nil, nil, refuse(Unavailable, "creating .git/hooks to protect it: %v", err)
+		for _, d := range []string{"hooks", "worktrees"} {
+			if err := os.Mkdir(filepath.Join(ws, ".git", d), 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+				return nil, nil, refuse(Unavailable, "creating .git/%s to protect it: %v", d, err)
+			}
 		}
 	}
 	// rein's own directory is made where the workspace has none, so that

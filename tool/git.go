@@ -358,6 +358,7 @@ func gitSpecs() []*Spec {
 			}
 			return c.git(ctx, false, "git", "merge", "--no-ff", "--no-edit", "--no-verify", "--no-gpg-sign", "-m", "Merge branch '"+a.Branch+"'", "refs/heads/"+a.Branch)
 		}))
+	add(worktreeSpec())
 	return specs
 }
 

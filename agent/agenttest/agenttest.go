@@ -101,7 +101,8 @@ type childReport struct {
 // scriptTurns is the kill matrix's run: a todo list, a question no one
 // answers and a plan approved (the run is plan-gated), reads, writes,
 // commands that append to log.txt, two reads at once, a background handle, a claim of
-// done the gate fails, then one it passes.
+// done the gate fails, then one it passes; the run's changes committed on
+// its branch at the end.
 var scriptTurns = [][]agent.ToolCall{
 	{call("todo_write", `{"items":[{"text":"write the notes","state":"in_progress"},{"text":"log three lines","state":"pending"}]}`)},
 	{call("ask_question", `{"question":"Which notes?"}`), call("propose_plan", `{"steps":["write the notes","log three lines"]}`)},
@@ -208,7 +209,7 @@ const scriptWindow = 6000
 func scriptContract(ws, recovery string) agent.Contract {
 	return agent.Contract{Goal: "write the notes", Workspace: ws, Verify: &agent.Gate{Line: "cat done.txt"}, Recovery: recovery, Budget: agent.Budget{Steps: 40, Tokens: 10_000_000},
 		ContextTokens: scriptWindow,
-		OutputSchema:  json.RawMessage(scriptSchema), PlanGate: true}
+		OutputSchema:  json.RawMessage(scriptSchema), PlanGate: true, Commit: true}
 }
 
 func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error) {
@@ -310,7 +311,25 @@ func newKit(t *testing.T, d Driver, root string) kit {
 			t.Fatal(err)
 		}
 	}
+	// A repository, for the run's commit at the end (Contract.Commit).
+	os.WriteFile(filepath.Join(k.ws, "README"), []byte("notes\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "README"},
+		{"-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm", "start"}} {
+		if out, err := k.git(args...); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
 	return k
+}
+
+// git runs git in k's workspace, with no configuration but the
+// repository's.
+func (k kit) git(args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = k.ws
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
 }
 
 // child runs the test binary as a driver of k's run; killed says it died
@@ -360,6 +379,8 @@ type result struct {
 	files     map[string]string
 	calls     int
 	summaries int
+	// branches are the rein/ branches of the repository.
+	branches []string
 }
 
 func (k kit) result(t *testing.T, run string) result {
@@ -379,6 +400,9 @@ func (k kit) result(t *testing.T, run string) result {
 	// Each run of the matrix has a workspace of its own.
 	r := result{canonical: strings.ReplaceAll(canon, k.ws, "WS"), files: map[string]string{}}
 	filepath.WalkDir(k.ws, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() && p == filepath.Join(k.ws, ".git") {
+			return fs.SkipDir
+		}
 		if err == nil && e.Type().IsRegular() {
 			data, _ := os.ReadFile(p)
 			rel, _ := filepath.Rel(k.ws, p)
@@ -389,6 +413,11 @@ func (k kit) result(t *testing.T, run string) result {
 	data, _ := os.ReadFile(k.calls)
 	r.calls = strings.Count(string(data), "turn ")
 	r.summaries = strings.Count(string(data), "summary\n")
+	refs, err := k.git("for-each-ref", "--format=%(refname)", "refs/heads/rein/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.branches = strings.Fields(refs)
 	return r
 }
 
@@ -420,6 +449,10 @@ func KillMatrix(t *testing.T, d Driver) {
 	want := base.result(t, rep.Outcome.Run)
 	if want.files["log.txt"] != "one\ntwo\nthree\n" {
 		t.Fatalf("log.txt = %q", want.files["log.txt"])
+	}
+	if cm := rep.Outcome.Commit; cm == nil || cm.Error != "" || cm.Branch != "rein/"+rep.Outcome.Run || strings.Join(cm.Paths, " ") != "data/b.txt done.txt log.txt notes.txt" ||
+		len(want.branches) != 1 {
+		t.Fatalf("the run never killed committed %+v, branches %v", cm, want.branches)
 	}
 	if want.calls != len(scriptTurns) || want.summaries < 1 {
 		t.Fatalf("the run never killed made %d model calls (want %d) and %d summarising calls (want one at least)", want.calls, len(scriptTurns), want.summaries)
@@ -471,6 +504,10 @@ func KillMatrix(t *testing.T, d Driver) {
 			}
 			if fmt.Sprint(res.files) != fmt.Sprint(want.files) {
 				t.Errorf("killed at %s: the workspace is %q, want %q", name, res.files, want.files)
+			}
+			if cm, wc := o.Commit, w.Commit; cm == nil || cm.Error != "" || cm.Branch != "rein/"+run || fmt.Sprint(cm.Paths) != fmt.Sprint(wc.Paths) ||
+				fmt.Sprint(res.branches) != "[refs/heads/"+cm.Branch+"]" {
+				t.Errorf("killed at %s: the resumed run committed %+v (branches %v), the run never killed %+v", name, cm, res.branches, wc)
 			}
 			if res.calls != want.calls || res.summaries != want.summaries {
 				t.Errorf("killed at %s: %d model calls and %d summarising calls were made, want %d and %d: one was made twice", name, res.calls, res.summaries, want.calls, want.summaries)
