@@ -190,7 +190,7 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema, planDecided: map[string]string{}}
 	reg := o.Registry
 	if reg == nil {
-		if reg, err = d.agentRegistry(); err != nil {
+		if reg, err = d.agentRegistry(o.Tool.WebSearchURL != ""); err != nil {
 			return nil, err
 		}
 		if o.Tool.Surface == "" {

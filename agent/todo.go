@@ -21,8 +21,9 @@ const todoDescription = "Keep a short todo list of the goal's work (at most 30 i
 	"Mark an item in_progress when you start it and done when it is. The current list is shown in your instructions at every step, not here."
 
 // agentRegistry is the built-in tools with the todo, question and plan
-// tools, and the agent's surface over them.
-func (d *driver) agentRegistry() (*tool.Registry, error) {
+// tools, and the agent's surface over them, with the web tools when the
+// contract says Web (search_internet when search says a backend is set).
+func (d *driver) agentRegistry(search bool) (*tool.Registry, error) {
 	reg, err := tool.Builtin()
 	if err != nil {
 		return nil, err
@@ -51,6 +52,13 @@ func (d *driver) agentRegistry() (*tool.Registry, error) {
 	names := append([]string{loop.TodoTool}, person...)
 	for _, s := range coding {
 		names = append(names, s.Name)
+	}
+	if d.c.Web {
+		// Exposure follows the contract's Web alone.
+		names = append(names, tool.FetchURLTool)
+		if search {
+			names = append(names, tool.SearchTool)
+		}
 	}
 	if err := reg.DefineSurface(SurfaceAgent, names...); err != nil {
 		return nil, err

@@ -62,6 +62,9 @@ type fileConfig struct {
 	} `toml:"env"`
 	Run      runConfig        `toml:"run"`
 	Provider []providerConfig `toml:"provider"`
+	Web      struct {
+		SearchURL string `toml:"search_url"`
+	} `toml:"web"`
 }
 
 type actRules struct {
@@ -235,11 +238,15 @@ type Policy struct {
 	// trace ([limits] session_trace); 0 is the launcher's default.
 	SessionTrace int64
 	// Run and Providers are the agent's settings ([run], [[provider]]).
-	Run        RunSettings
-	Providers  []ProviderSetting
-	NetPresets []string
-	EnvPass    []string
-	EnvSecrets []string
+	Run       RunSettings
+	Providers []ProviderSetting
+	// WebSearchURL is the search backend of search_internet, a
+	// SearxNG-compatible JSON API ([web] search_url of the org or user
+	// file; a project file cannot point it anywhere); "" for none.
+	WebSearchURL string
+	NetPresets   []string
+	EnvPass      []string
+	EnvSecrets   []string
 	// EnvSet names the variables, beyond rein's table of harmless ones, a
 	// line may set before a command without a question ([env] set of the
 	// org and user files; a name, or a pattern with *).

@@ -28,6 +28,10 @@ type RunSettings struct {
 	// trusted.
 	Verify  string
 	Protect []string
+	// Web puts the web tools (fetch_url, and search_internet when a
+	// search backend is set) on the agent's surface and rein mcp's. A
+	// project file that is not trusted can only turn it off.
+	Web bool
 	// Recovery is what a resumed run does with a call that was running
 	// when its driver died and is not safe to repeat: "tell" the model
 	// (the default), or "wait" for an operator. A project file can only
@@ -71,6 +75,7 @@ type runConfig struct {
 	Verify            string   `toml:"verify"`
 	Protect           []string `toml:"protect"`
 	Recovery          string   `toml:"recovery"`
+	Web               *bool    `toml:"web"`
 }
 
 type providerConfig struct {
@@ -155,6 +160,20 @@ func (a *applier) run(c *fileConfig) error {
 		}
 	default:
 		return a.fail("run.recovery", fmt.Errorf("%q is neither \"tell\" (the model is told of an interrupted call) nor \"wait\" (an operator decides)", r.Recovery))
+	}
+	if r.Web != nil && (!a.narrowOnly || !*r.Web) {
+		p.Run.Web = *r.Web
+		p.setting("run.web", strconv.FormatBool(*r.Web), a.layer, a.file)
+	}
+	if u := c.Web.SearchURL; u != "" {
+		if a.layer == LayerProject {
+			return a.fail("web.search_url", fmt.Errorf("a project file may not set the search backend: it would choose where the model's queries go; put it in the user's policy file"))
+		}
+		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" || pu.User != nil {
+			return a.fail("web.search_url", fmt.Errorf("%q is not an http(s) URL without a user", u))
+		}
+		p.WebSearchURL = u
+		p.setting("web.search_url", u, a.layer, a.file)
 	}
 	for _, g := range r.Protect {
 		if !slices.Contains(p.Run.Protect, g) {

@@ -57,6 +57,38 @@ func (p *Policy) CheckNet(target string) *Verdict {
 	return p.orDenyInSafe(&Verdict{Decision: Ask, Reason: "no net rule names " + target})
 }
 
+// CheckWeb decides a URL the web tools (fetch_url, search_internet)
+// reach from rein's own process, target being host:port/path: by the net
+// rules as CheckNet decides a connection, with the path the request
+// names whatever its scheme (rein sees each request, so path rules hold
+// for https too), except that a host an allow rule (or a preset) names is
+// reached in safe mode too, whose commands have no network. No mode
+// lets a host nothing names through unasked: a URL can carry data out.
+func (p *Policy) CheckWeb(target string) *Verdict {
+	t := splitNetTarget(target)
+	if r := p.rules[ActNet][Deny].matchNet(t); r != nil {
+		return ruleVerdict(Deny, r)
+	}
+	if r := p.rules[ActNet][Ask].matchNet(t); r != nil {
+		return p.askVerdict(r)
+	}
+	if r := p.rules[ActNet][Allow].matchNet(t); r != nil {
+		return ruleVerdict(Allow, r)
+	}
+	for _, name := range p.NetPresets {
+		for _, h := range netPresets[name] {
+			if splitNetPattern(h).matchHost(t) {
+				return &Verdict{Decision: Allow, Reason: fmt.Sprintf("in the %s preset", name),
+					Rule: &Attribution{Rule: "preset " + name, Act: ActNet, Effect: Allow, Layer: LayerBuiltin}}
+			}
+		}
+	}
+	if p.Mode == ModeSafe {
+		return &Verdict{Decision: Deny, Reason: "no net rule names " + target + " (safe mode: the web tools reach only what an allow rule names)"}
+	}
+	return &Verdict{Decision: Ask, Reason: "no net rule names " + target + " (a URL can carry data out: every mode asks)"}
+}
+
 // CheckTool decides a call of a named tool.
 func (p *Policy) CheckTool(name string) *Verdict {
 	if r := p.rules[ActTool][Deny].matchString(name); r != nil {

@@ -165,6 +165,11 @@ func Builtin() (*Registry, error) {
 	if err := reg.Add(specs...); err != nil {
 		return nil, err
 	}
+	// The web tools are in the registry, on no surface of its own:
+	// WebSurface adds them to one.
+	if err := reg.Add(webSpecs()...); err != nil {
+		return nil, err
+	}
 	var all []string
 	for _, s := range specs {
 		all = append(all, s.Name)

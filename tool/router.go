@@ -30,6 +30,9 @@ import (
 type Config struct {
 	// Policy decides every call; it is required.
 	Policy *policy.Policy
+	// WebSearchURL is search_internet's backend, a SearxNG-compatible
+	// JSON API (policy.Policy.WebSearchURL); "" for none.
+	WebSearchURL string
 	// Approver answers what the policy asks; nil denies every ask, naming
 	// that no approver is configured.
 	Approver policy.Approver

@@ -51,6 +51,10 @@ type Contract struct {
 	// approved before it may write or run anything: until then the
 	// plan-gate layer denies every call of a tool that is not read-only.
 	PlanGate bool `json:"plan_gate,omitempty"`
+	// Web puts the web tools on the run's surface: fetch_url, and
+	// search_internet when a search backend is configured. Each host is
+	// decided by the policy's net rules.
+	Web bool `json:"web,omitempty"`
 	// Commit says a run that succeeds commits what it changed on a branch
 	// of its own, rein/<run id>, whose parent is the commit it started
 	// from; the branch the workspace is on does not move.

@@ -26,20 +26,20 @@ import (
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
 	var (
-		cf                    commonFlags
-		tf                    traceFlag
-		verify                string
-		protect               []string
-		pc                    agent.ProviderChoice
-		maxSteps, responseMax int
-		contextTokens         int
-		maxTokens             int64
-		maxTime               time.Duration
-		maxCost               float64
-		approve               string
-		replay                string
-		outputSchema          string
-		asJSON, plan, commit  bool
+		cf                        commonFlags
+		tf                        traceFlag
+		verify                    string
+		protect                   []string
+		pc                        agent.ProviderChoice
+		maxSteps, responseMax     int
+		contextTokens             int
+		maxTokens                 int64
+		maxTime                   time.Duration
+		maxCost                   float64
+		approve                   string
+		replay                    string
+		outputSchema              string
+		asJSON, plan, commit, web bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] GOAL",
@@ -163,7 +163,7 @@ run that could not start.`,
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
-				ResponseMaxTokens: responseMax, ContextTokens: contextTokens, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan, Commit: commit,
+				ResponseMaxTokens: responseMax, ContextTokens: contextTokens, GateRetries: gateRetries, Recovery: p.Run.Recovery, OutputSchema: schema, PlanGate: plan, Commit: commit, Web: web || p.Run.Web,
 				Config: &agent.RunConfig{Provider: pc.Name, Model: pc.Model, BaseURL: pc.BaseURL, KeyEnv: pc.KeyEnv, Family: string(pc.Family),
 					Mode: p.Mode.String(), Network: p.Sandbox.Network, Allow: cf.allow, Ask: cf.ask, Deny: cf.deny, ReadPaths: cf.readPaths, Approve: approve}}
 			if replay == "" {
@@ -197,6 +197,7 @@ run that could not start.`,
 	f.StringVar(&approve, "approve", "terminal", "who answers asked actions, the model's questions and its plan: terminal (denied, unanswered, without one), defer (the run ends awaiting_approval, awaiting_answer or awaiting_plan; rein approve or rein answer answers, rein run resume goes on), all (plans approved, questions unanswered) or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	f.BoolVar(&commit, "commit", false, "when the run succeeds, commit what it changed on a new branch rein/<run id> whose parent is the commit it started from (the branch the workspace is on does not move; the run's changes stay in the working tree)")
+	f.BoolVar(&web, "web", false, "give the model the web tools: fetch_url, and search_internet when [web] search_url is set; each host is decided by the net rules (also [run] web = true)")
 	f.BoolVar(&plan, "plan", false, "gate the run on a plan: the model proposes one (propose_plan) before it may write or run anything, and --approve's answerer approves it, sends it back with a note, or cancels the run (defer: the run ends awaiting_plan; rein approve --yes|--no|--revise answers)")
 	return cmd
 }
@@ -323,7 +324,7 @@ func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.App
 	o := agent.Options{
 		Provider:  provider,
 		Responder: responderFor(approver),
-		Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run",
+		Tool: tool.Config{Policy: p, Approver: approver, Store: store, Redactor: red, Source: "run", WebSearchURL: p.WebSearchURL,
 			Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
 	}
 	if !asJSON {

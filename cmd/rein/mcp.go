@@ -91,8 +91,14 @@ HTTPS.`,
 			if err != nil {
 				return err
 			}
+			if p.Run.Web {
+				// [run] web = true: the surface with the web tools.
+				if surface, err = tool.WebSurface(reg, surface, p.WebSearchURL != ""); err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
+			}
 			srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: surface, Approver: approver, Run: func() (tool.Config, error) {
-				return tool.Config{Policy: p, Store: store, Redactor: red, Profile: sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}}, nil
+				return tool.Config{Policy: p, Store: store, Redactor: red, WebSearchURL: p.WebSearchURL, Profile: sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}}, nil
 			}})
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}

@@ -193,3 +193,8 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// Classify says whether a is a special address and which kind (see
+// classify): what the web tools check the address they connect to by,
+// as the proxy does.
+func Classify(a netip.Addr) string { return classify(a) }
