@@ -3,11 +3,12 @@ package agent
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -28,14 +29,7 @@ func TestRunCommit(t *testing.T) {
 	ws := t.TempDir()
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(testenv.Git(t, ws, args...))
 	}
 	write := func(p, s string) { os.WriteFile(filepath.Join(ws, p), []byte(s), 0o644) }
 	git("init", "-q", "-b", "main")

@@ -3,10 +3,11 @@ package agent
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -45,14 +46,7 @@ func TestReplayDepth(t *testing.T) {
 	}
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+		return strings.TrimSpace(testenv.Git(t, ws, args...))
 	}
 	reset := func() {
 		os.RemoveAll(ws)

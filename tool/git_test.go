@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reinhq/rein/internal/testenv"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
@@ -33,14 +34,7 @@ func TestGitBuiltins(t *testing.T) {
 	os.MkdirAll(ws, 0o755)
 	git := func(args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return testenv.Git(t, ws, args...)
 	}
 	git("init", "-q", "-b", "main")
 	git("config", "user.email", "agent@example.com")

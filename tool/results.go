@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -39,6 +40,11 @@ type Results struct {
 	scanned bool
 	kept    []keptResult // oldest first
 	used    int64
+	// last is the newest result's time: each result's is set after it,
+	// so that the order is the files' times even where the clock's
+	// granularity would give two the same (a store opened again orders
+	// by them).
+	last time.Time
 }
 
 type keptResult struct {
@@ -78,6 +84,9 @@ func (s *Results) scan() {
 		}
 		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() {
 			all = append(all, aged{keptResult{e.Name(), fi.Size()}, fi.ModTime().UnixNano()})
+			if fi.ModTime().After(s.last) {
+				s.last = fi.ModTime()
+			}
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].mod < all[j].mod })
@@ -124,6 +133,14 @@ func (s *Results) Put(text string) (string, error) {
 	_, err = f.WriteString(text)
 	if cerr := f.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		mod := time.Now()
+		if !mod.After(s.last) {
+			mod = s.last.Add(time.Microsecond)
+		}
+		s.last = mod
+		err = os.Chtimes(filepath.Join(s.Dir, id), mod, mod)
 	}
 	if err != nil {
 		os.Remove(filepath.Join(s.Dir, id))

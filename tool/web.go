@@ -128,7 +128,7 @@ func (c *Call) fetchURL(ctx context.Context, a FetchURLArgs) *Result {
 		return c.saveBody(ctx, res, a, page, rec)
 	}
 	mt := web.MediaType(page.ContentType)
-	about := fmt.Sprintf("HTTP %d, %s, %d bytes", page.Status, orUnknown(page.ContentType), page.Bytes)
+	about := fmt.Sprintf("HTTP %d, %s, %d bytes", page.Status, orUnknown(mt), page.Bytes)
 	if page.Truncated {
 		about += fmt.Sprintf(", cut at %d bytes", page.Bytes)
 	}
@@ -136,7 +136,7 @@ func (c *Call) fetchURL(ctx context.Context, a FetchURLArgs) *Result {
 	switch {
 	case mt == "application/pdf" || strings.HasPrefix(string(page.Body), "%PDF-"):
 		if page.Truncated {
-			res.Status, res.Reason = Failed, fmt.Sprintf("the PDF at %s is larger than %d bytes, more than rein reads: save it with save_as and read parts of it another way", page.URL, page.Bytes)
+			res.Status, res.Reason = Failed, fmt.Sprintf("the PDF at %q is larger than %d bytes, more than rein reads: save it with save_as and read parts of it another way", page.URL, page.Bytes)
 			return res
 		}
 		s, err := web.PDFText(ctx, page.Body, first, last, 0)
@@ -158,13 +158,13 @@ func (c *Call) fetchURL(ctx context.Context, a FetchURLArgs) *Result {
 	default:
 		t, ok := web.PlainText(page.Body)
 		if !ok {
-			res.Status, res.Reason = Failed, fmt.Sprintf("%s holds %d bytes of %s, not text: save it with save_as", page.URL, page.Bytes, orUnknown(page.ContentType))
+			res.Status, res.Reason = Failed, fmt.Sprintf("%q holds %d bytes of %s, not text: save it with save_as", page.URL, page.Bytes, orUnknown(mt))
 			return res
 		}
 		text = t
 	}
 	if page.Status >= 400 {
-		res.Status, res.Reason = Failed, fmt.Sprintf("%s answered HTTP %d", page.URL, page.Status)
+		res.Status, res.Reason = Failed, fmt.Sprintf("%q answered HTTP %d", page.URL, page.Status)
 	} else {
 		res.Status = OK
 	}
@@ -177,11 +177,11 @@ func (c *Call) fetchURL(ctx context.Context, a FetchURLArgs) *Result {
 // the write it is.
 func (c *Call) saveBody(ctx context.Context, res *Result, a FetchURLArgs, page *web.Page, rec map[string]any) *Result {
 	if page.Truncated {
-		res.Status, res.Reason = Failed, fmt.Sprintf("the body of %s is larger than %d bytes: nothing was saved", page.URL, page.Bytes)
+		res.Status, res.Reason = Failed, fmt.Sprintf("the body of %q is larger than %d bytes: nothing was saved", page.URL, page.Bytes)
 		return res
 	}
 	if page.Status >= 400 {
-		res.Status, res.Reason = Failed, fmt.Sprintf("%s answered HTTP %d: nothing was saved", page.URL, page.Status)
+		res.Status, res.Reason = Failed, fmt.Sprintf("%q answered HTTP %d: nothing was saved", page.URL, page.Status)
 		return res
 	}
 	body := string(page.Body)
@@ -192,7 +192,7 @@ func (c *Call) saveBody(ctx context.Context, res *Result, a FetchURLArgs, page *
 	out.records = res.records
 	if out.Status == OK {
 		rec["saved_as"] = a.SaveAs
-		out.Output = fmt.Sprintf("saved %d bytes of %s (%s, HTTP %d) as %s", page.Bytes, page.URL, orUnknown(page.ContentType), page.Status, a.SaveAs)
+		out.Output = fmt.Sprintf("saved %d bytes of %q (%s, HTTP %d) as %q", page.Bytes, page.URL, orUnknown(web.MediaType(page.ContentType)), page.Status, a.SaveAs)
 		out.Diff = ""
 	}
 	*res = *out

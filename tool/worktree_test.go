@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/internal/testenv"
+
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
@@ -36,14 +38,7 @@ func testGitWorktree(t *testing.T, rung sandbox.Rung) {
 	os.MkdirAll(ws, 0o755)
 	git := func(dir string, args ...string) string {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
+		return testenv.Git(t, dir, args...)
 	}
 	git(ws, "init", "-q", "-b", "main")
 	git(ws, "config", "user.email", "agent@example.com")

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/reinhq/rein/internal/netname"
 	"github.com/reinhq/rein/sandbox/netproxy"
@@ -94,10 +95,11 @@ type Refusal struct {
 	Reason string
 }
 
-func (r *Refusal) Error() string { return fmt.Sprintf("%s: %s", r.URL, r.Reason) }
+func (r *Refusal) Error() string { return fmt.Sprintf("%q: %s", r.URL, r.Reason) }
 
 // Target is the policy's net target of u: host:port/path, the port
-// written always, the path as sent (the query left out).
+// written always, the path decoded (the query left out); a path servers
+// resolve each their own way (netproxy.AmbiguousPath) is refused.
 func Target(u *url.URL) (string, error) {
 	host, lit, why := netname.Host(u.Hostname())
 	if why != "" {
@@ -111,8 +113,16 @@ func Target(u *url.URL) (string, error) {
 	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 		return "", fmt.Errorf("port %q", port)
 	}
+	if why := netproxy.AmbiguousPath(u); why != "" {
+		return "", errors.New(why)
+	}
+	if strings.ContainsFunc(u.Path, unicode.IsControl) {
+		return "", errors.New("the path holds a control character once decoded")
+	}
 	hp := net.JoinHostPort(host, port)
-	path := u.EscapedPath()
+	// The decoded path, as the proxy decides a plain request's: /%61dmin
+	// is /admin to every server, and to the rules.
+	path := u.Path
 	if path == "" {
 		path = "/"
 	}
@@ -188,7 +198,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 			if errors.As(err, &r) {
 				return page, r
 			}
-			return page, fmt.Errorf("fetching %s: %w", u.Redacted(), err)
+			return page, fmt.Errorf("fetching %q: %w", u.Redacted(), err)
 		}
 		page.Hops[len(page.Hops)-1].Status = resp.StatusCode
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
@@ -212,7 +222,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 		if strings.EqualFold(resp.Header.Get("Content-Encoding"), "gzip") {
 			zr, err := gzip.NewReader(resp.Body)
 			if err != nil {
-				return page, fmt.Errorf("the gzip body of %s: %v", u.Redacted(), err)
+				return page, fmt.Errorf("the gzip body of %q: %v", u.Redacted(), err)
 			}
 			body = zr
 		}
@@ -226,7 +236,7 @@ func (f *Fetcher) Fetch(ctx context.Context, raw string) (*Page, error) {
 		if int64(len(data)) > max {
 			data, page.Truncated = data[:max], true
 		} else if err != nil {
-			return page, fmt.Errorf("reading %s: %w", u.Redacted(), err)
+			return page, fmt.Errorf("reading %q: %w", u.Redacted(), err)
 		}
 		page.Body, page.Bytes = data, int64(len(data))
 		if page.ContentType == "" {
@@ -257,8 +267,12 @@ func (f *Fetcher) decide(ctx context.Context, u *url.URL) (hopState, error) {
 // address each connection goes to against the hop's decision.
 func (f *Fetcher) transport() *http.Transport {
 	return &http.Transport{
-		Proxy:                  nil,
-		DisableCompression:     true, // gzip is read here, bounded
+		Proxy:              nil,
+		DisableCompression: true, // gzip is read here, bounded
+		// Every hop dials anew: a connection kept from a hop decided by
+		// name would carry the next, whose address is checked only when
+		// it dials.
+		DisableKeepAlives:      true,
 		MaxResponseHeaderBytes: 64 << 10,
 		TLSHandshakeTimeout:    10 * time.Second,
 		ResponseHeaderTimeout:  20 * time.Second,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 )
@@ -156,25 +157,33 @@ func readPDF(ra io.ReaderAt, size int64, first, last, maxChars int) (*PDFSlice, 
 		end = min(last, n)
 	}
 	var b strings.Builder
+	// A range asked for is read as far as it fits in four slices' text:
+	// the rest is named as what continues it, like a slice's.
+	limit := 4 * maxChars
 	for i := first; i <= end; i++ {
 		text, why := pageText(r.Page(i))
 		if why != "" {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("page %d: %s", i, why))
 		}
-		if i > first && last == 0 && b.Len()+len(text) > maxChars {
+		if i > first && (last == 0 && b.Len()+len(text) > maxChars || b.Len()+len(text) > limit) {
 			break
 		}
-		fmt.Fprintf(&b, "--- page %d of %d ---\n%s\n", i, n, strings.TrimSpace(text))
+		text = strings.TrimSpace(text)
+		if len(text) > limit {
+			// One page alone larger than a slice may be: cut, saying so.
+			cut := limit
+			for cut > 0 && !utf8.RuneStart(text[cut]) {
+				cut--
+			}
+			text = text[:cut] + fmt.Sprintf("\n[rein: page %d's text was cut at %d characters]", i, cut)
+		}
+		fmt.Fprintf(&b, "--- page %d of %d ---\n%s\n", i, n, text)
 		s.Last = i
-		if b.Len() >= maxChars && last == 0 {
+		if last == 0 && b.Len() >= maxChars || b.Len() >= limit {
 			break
 		}
 	}
 	s.Text = b.String()
-	if len(s.Text) > 4*maxChars {
-		// One page alone larger than the slice: cut, saying so.
-		s.Text = s.Text[:4*maxChars] + fmt.Sprintf("\n[rein: page %d's text was cut at %d characters]\n", s.Last, 4*maxChars)
-	}
 	return s, nil
 }
 

@@ -15,9 +15,14 @@ import (
 // maxLinks bounds the links an HTML page's text keeps as references.
 const maxLinks = 200
 
-// maxElements bounds the elements of an HTML page the main-content
-// extraction scores; a larger page is rendered whole.
-const maxElements = 200_000
+// Bounds of reading an HTML page into a tree: a page of more elements
+// or bytes is read as a stream of tokens instead (tokenText), whose cost
+// is its length. A tree costs far more than its bytes (a gzip of a few
+// KiB of "<p>x" is millions of nodes).
+const (
+	maxElements  = 50_000
+	maxHTMLBytes = 2 << 20
+)
 
 // HTMLText is an HTML page as readable text: its main content (as
 // Mozilla's Readability finds it; the whole body, less navigation and
@@ -26,9 +31,14 @@ const maxElements = 200_000
 // the links listed at the end resolved against base. No markup of the
 // page survives: what comes back is text.
 func HTMLText(body []byte, base *url.URL) string {
+	if len(body) > maxHTMLBytes || startTags(body, maxElements) > maxElements {
+		return tokenText(body, base)
+	}
 	doc, err := html.Parse(bytes.NewReader(body))
 	if err != nil {
-		return strings.ToValidUTF8(string(body), "\uFFFD")
+		// Nested too deep for the parser: read as tokens, still without
+		// markup, scripts or navigation.
+		return tokenText(body, base)
 	}
 	title := ""
 	var root *html.Node
@@ -47,6 +57,11 @@ func HTMLText(body []byte, base *url.URL) string {
 	}
 	r := &renderer{base: base}
 	r.walk(root, false)
+	return r.text(title)
+}
+
+// text is what r rendered, headed by title, its links listed.
+func (r *renderer) text(title string) string {
 	var b strings.Builder
 	if title != "" {
 		fmt.Fprintf(&b, "# %s\n\n", oneLine(title))
@@ -77,6 +92,9 @@ type renderer struct {
 var skipped = map[atom.Atom]bool{atom.Script: true, atom.Style: true, atom.Noscript: true, atom.Template: true, atom.Svg: true,
 	atom.Iframe: true, atom.Object: true, atom.Embed: true, atom.Canvas: true, atom.Nav: true, atom.Head: true, atom.Button: true,
 	atom.Form: true, atom.Select: true, atom.Math: true}
+
+// headings are h1 to h6.
+var headings = map[atom.Atom]bool{atom.H1: true, atom.H2: true, atom.H3: true, atom.H4: true, atom.H5: true, atom.H6: true}
 
 // blocks are the elements that begin a line of their own.
 var blocks = map[atom.Atom]bool{atom.P: true, atom.Div: true, atom.Section: true, atom.Article: true, atom.Main: true,
@@ -284,4 +302,95 @@ func PlainText(body []byte) (string, bool) {
 		return strings.ToValidUTF8(string(body), "\uFFFD"), true
 	}
 	return string(body), true
+}
+
+// startTags counts the start tags of body, stopping past limit.
+func startTags(body []byte, limit int) int {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	n := 0
+	for n <= limit {
+		switch z.Next() {
+		case html.ErrorToken:
+			return n
+		case html.StartTagToken, html.SelfClosingTagToken:
+			n++
+		}
+	}
+	return n
+}
+
+// tokenText is body's text read as a stream of tokens, in one pass and
+// with nothing kept but the text: what is inside a skipped element
+// (scripts, styles, navigation) is left out, block elements begin lines,
+// links are numbered as HTMLText numbers them. Its text is at most
+// maxHTMLBytes.
+func tokenText(body []byte, base *url.URL) string {
+	z := html.NewTokenizer(bytes.NewReader(body))
+	r := &renderer{base: base}
+	skip := 0
+	var hrefs []string
+	title, inTitle := "", false
+	for r.b.Len() < maxHTMLBytes {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			break
+		}
+		name, _ := z.TagName()
+		a := atom.Lookup(name)
+		switch tt {
+		case html.StartTagToken, html.SelfClosingTagToken:
+			switch {
+			case a == atom.Title:
+				inTitle = tt == html.StartTagToken
+			case skipped[a]:
+				if tt == html.StartTagToken {
+					skip++
+				}
+			case skip > 0:
+			case a == atom.Br:
+				r.b.WriteString("\n")
+			case a == atom.Li:
+				r.b.WriteString("\n- ")
+			case a == atom.A && tt == html.StartTagToken:
+				href := ""
+				for {
+					k, v, more := z.TagAttr()
+					if string(k) == "href" {
+						href = strings.TrimSpace(string(v))
+					}
+					if !more {
+						break
+					}
+				}
+				hrefs = append(hrefs, href)
+			case blocks[a] || a == atom.Pre || headings[a]:
+				r.b.WriteString("\n\n")
+			}
+		case html.EndTagToken:
+			switch {
+			case a == atom.Title:
+				inTitle = false
+			case skipped[a]:
+				if skip > 0 {
+					skip--
+				}
+			case skip > 0:
+			case a == atom.A && len(hrefs) > 0:
+				if ref := r.link(hrefs[len(hrefs)-1]); ref > 0 {
+					fmt.Fprintf(&r.b, " [%d]", ref)
+				}
+				hrefs = hrefs[:len(hrefs)-1]
+			case blocks[a] || a == atom.Pre:
+				r.b.WriteString("\n\n")
+			}
+		case html.TextToken:
+			switch {
+			case inTitle:
+				title += string(z.Text())
+			case skip == 0:
+				r.inline(string(z.Text()))
+			}
+		}
+	}
+	return strings.ToValidUTF8(r.text(strings.TrimSpace(title)), "\uFFFD")
 }

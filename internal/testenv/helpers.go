@@ -109,3 +109,17 @@ func ReadCorpus(tb testing.TB, path string) []CorpusLine {
 	}
 	return out
 }
+
+// Git runs git with args in dir, reading no system or global
+// configuration, and returns what it printed; an error fails tb.
+func Git(tb testing.TB, dir string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tb.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}

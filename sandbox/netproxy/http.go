@@ -407,3 +407,10 @@ func (p *Proxy) admitHTTP(ctx context.Context, w http.ResponseWriter, ev *Event,
 	}
 	return addrs, true
 }
+
+// AmbiguousPath says why u's path is one servers resolve each their own
+// way (an encoded slash, backslash, dot or NUL, a dot segment, an empty
+// segment, path parameters, a double encoding), or "": the web tools
+// refuse such a URL as the proxy refuses such a request, and decide the
+// decoded path.
+func AmbiguousPath(u *url.URL) string { return ambiguousPath(u) }
