@@ -212,10 +212,12 @@ func decode(cp *trace.Checkpoint, blobs map[string]string) (*State, map[string]p
 // status is a state's word for rein runs.
 func status(s *State) (string, string) {
 	switch {
+	case s.Done != nil && (s.Waiting == nil || string(s.Done.Kind) != string(s.Waiting.Kind)):
+		// Ended, a wait among what it ended (a run cancelled while it
+		// waited).
+		return string(s.Done.Kind), ""
 	case s.Waiting != nil:
 		return string(s.Waiting.Kind), s.Waiting.Request
-	case s.Done != nil:
-		return string(s.Done.Kind), ""
 	}
 	return "running", ""
 }

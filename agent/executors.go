@@ -297,8 +297,8 @@ func (x *Executors) Now() time.Time { return x.d.o.Now() }
 
 // Bound is ctx bounded by what is left of the run's wall-clock budget, and
 // ended when a commit fails (another driver took the run over, the store
-// is down); while it lives, a durable run's lease is renewed. done ends
-// it.
+// is down) or a cancel is asked (rein run cancel, recorded in the trace);
+// while it lives, a durable run's lease is renewed. done ends it.
 func (x *Executors) Bound(ctx context.Context) (context.Context, func()) {
 	d := x.d
 	d.segStart, d.activeBase = time.Now(), d.state.Active
@@ -307,11 +307,13 @@ func (x *Executors) Bound(ctx context.Context) (context.Context, func()) {
 	// The wall clock bounds every effect too: a model that streams
 	// forever, a command that sleeps, a gate that hangs.
 	ctx, cancel := context.WithTimeoutCause(ctx, max(d.c.Budget.WallClock-d.state.Active, 0), errWallClock)
-	beat := func() {}
+	beat, watch := func() {}, func() {}
 	if d.durable != nil {
 		beat = d.heartbeat(ctx)
+		// rein run cancel, from another process: taken within cancelPoll.
+		watch = d.watchCancel(ctx, stop)
 	}
-	return ctx, func() { beat(); cancel(); stop(nil) }
+	return ctx, func() { watch(); beat(); cancel(); stop(nil) }
 }
 
 // Begin records the run's start, or settles its resumption: a call that
@@ -342,6 +344,9 @@ func (x *Executors) Halt(ctx context.Context) (in loop.Input, stop *Outcome) {
 	}
 	if ctx.Err() != nil && s.Done == nil {
 		cause := context.Cause(ctx)
+		if isCancelAsked(cause) {
+			return loop.Stopped{Reason: "the run was " + cause.Error()}, nil
+		}
 		return loop.Stopped{OutOfTime: errors.Is(cause, errWallClock), Reason: "the run was cancelled: " + cause.Error()}, nil
 	}
 	// An operator's fold is taken before the next model step.

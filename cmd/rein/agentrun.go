@@ -176,7 +176,7 @@ run that could not start.`,
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
-	cmd.AddCommand(newRunResumeCmd(sf), newRunFoldCmd(sf))
+	cmd.AddCommand(newRunResumeCmd(sf), newRunFoldCmd(sf), newRunCancelCmd(sf))
 	cf.register(cmd)
 	tf.register(cmd)
 	f := cmd.Flags()

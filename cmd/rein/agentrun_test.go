@@ -407,6 +407,38 @@ func TestRunFold(t *testing.T) {
 	}
 }
 
+// TestRunCancel: rein run cancel records a cancel a run that waits takes
+// when it is resumed (exit 130, no model call), says so when one is
+// asked already, and refuses a run that has ended. (A running driver
+// takes it within a second: agent's TestCancelRequest.)
+func TestRunCancel(t *testing.T) {
+	requireBwrap(t)
+	docFixture(t)
+	srv, n := scriptedModel(t, `ask_question {"question":"More?"}`, "Done.")
+	code, out, errOut := rein(t, "run", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--approve", "defer", "--json", "ask")
+	var o struct {
+		Run  string `json:"run"`
+		Kind string `json:"outcome"`
+	}
+	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Kind != "awaiting_answer" {
+		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errOut)
+	}
+	if code, out, errOut := rein(t, "run", "cancel", o.Run); code != 0 || !strings.Contains(out, "is cancelled by its driver within a second, or when it is resumed (request x") {
+		t.Fatalf("rein run cancel: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := rein(t, "run", "cancel", o.Run); code != 0 || !strings.Contains(out, "has a cancel asked already") {
+		t.Fatalf("rein run cancel again: exit %d\n%s", code, out)
+	}
+	calls := *n
+	code, out, errOut = rein(t, "run", "resume", o.Run, "--base-url", srv.URL+"/v1")
+	if code != 130 || *n != calls || !strings.Contains(out, "cancelled by request x") {
+		t.Fatalf("resumed: exit %d, %d calls (%d before)\n%s\n%s", code, *n, calls, out, errOut)
+	}
+	if code, _, errOut := rein(t, "run", "cancel", o.Run); code != 2 || !strings.Contains(errOut, "it has ended cancelled") {
+		t.Errorf("a cancel of an ended run: exit %d %s", code, errOut)
+	}
+}
+
 // TestRunGitCommit: a run fixes a file and commits the fix with the git
 // built-ins (no hook of the repository runs), the commit is in the trace
 // with its hash, and no tool the model is offered can push.

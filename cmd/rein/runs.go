@@ -236,6 +236,69 @@ func runApprover(flag string, cmd *cobra.Command) (policy.Approver, error) {
 	return chooseApprover(flag, cmd.ErrOrStderr())
 }
 
+// newRunCancelCmd is rein run cancel: an operator's request that a run
+// stop, from any process.
+func newRunCancelCmd(sf *scopeFlags) *cobra.Command {
+	var (
+		cf commonFlags
+		tf traceFlag
+	)
+	cmd := &cobra.Command{
+		Use:   "cancel [flags] RUN",
+		Short: "Cancel a run: its driver stops it within a second, its model call and command in flight cancelled",
+		Long: `Record a request that RUN be cancelled. The process driving it looks for
+one every quarter of a second and, finding it, cancels the model call or
+the command in flight (the command's whole process tree ends) and ends
+the run cancelled (exit 130), naming the request. A run that waits for a
+person (awaiting_*) ends cancelled when it is resumed. The request and
+when it was taken are in the trace (rein trace show RUN).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, store, _, err := loadWithTrace(&cf, sf, &tf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			ctx, run := cmd.Context(), args[0]
+			if err := runInTrace(ctx, store, run, p.Workspace); err != nil {
+				return err
+			}
+			cp, err := store.LastCheckpoint(ctx, run)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			if cp == nil || !strings.HasPrefix(cp.Status, "awaiting_") && cp.Status != "running" {
+				status := "no checkpoint: it is not an agent run"
+				if cp != nil {
+					status = "it has ended " + cp.Status
+				}
+				return &exitError{exitUsage, fmt.Sprintf("run %s cannot be cancelled: %s", run, status)}
+			}
+			reqs, err := store.ApprovalRequests(ctx, run)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			for _, r := range reqs {
+				if d, _ := store.Decision(ctx, run, r.Request); r.Kind == agent.CancelRequest && d == nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "run %s has a cancel asked already (request %s), not yet taken\n", run, r.Request)
+					return nil
+				}
+			}
+			var b [4]byte
+			rand.Read(b[:])
+			id := "x" + hex.EncodeToString(b[:])
+			if _, err := store.Append(ctx, trace.ApprovalRequest{RunID: run, Request: id, Kind: agent.CancelRequest, Shown: "cancel the run, asked by " + operator(), At: time.Now()}); err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s is cancelled by its driver within a second, or when it is resumed (request %s)\n", run, id)
+			return nil
+		},
+	}
+	cf.register(cmd)
+	tf.register(cmd)
+	return cmd
+}
+
 // newRunFoldCmd is rein run fold: an operator's request that a run fold
 // its oldest steps into a summary.
 func newRunFoldCmd(sf *scopeFlags) *cobra.Command {
