@@ -38,6 +38,8 @@ type (
 	Wait          = loop.Wait
 	End           = loop.End
 	ToolResult    = loop.ToolResult
+	// ConversationRef is a conversation and one of its turns.
+	ConversationRef = loop.ConversationRef
 )
 
 // The recovery choices of a contract.

@@ -277,7 +277,7 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 				return nil, err
 			}
 		}
-		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now(), Overhead: d.overhead(), GitStart: gs}, o.Now())
+		d.state = loop.New(loop.Start{Run: router.RunID(), Contract: c, ReadOnly: d.readOnlyTools(), StartedAt: time.Now(), Overhead: d.overhead(), GitStart: gs, History: o.history}, o.Now())
 	} else {
 		d.state = rp.state
 		d.resumedFrom = rp.seq

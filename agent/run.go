@@ -34,6 +34,9 @@ type Options struct {
 	// boundary's name: a driver conformance suite (agent/agenttest) kills the
 	// process there.
 	Boundary func(string)
+	// history is the transcript a conversation's turn goes on from
+	// (Send).
+	history []Message
 }
 
 // EventKind names an event.

@@ -85,6 +85,28 @@ type Durable interface {
 	Decision(ctx context.Context, runID, request string) (*ApprovalDecision, error)
 }
 
+// Conversations is a durable store that keeps conversations
+// (ConversationTurn): the agent's conversations need one.
+type Conversations interface {
+	Durable
+	// ConversationTurns lists a conversation's turns, turn 0 first.
+	ConversationTurns(ctx context.Context, conv string) ([]ConversationTurn, error)
+	// ConversationStarts lists every conversation's turn 0, oldest
+	// first.
+	ConversationStarts(ctx context.Context) ([]ConversationTurn, error)
+}
+
+// TurnTakenError is a turn appended to a conversation that has it
+// already: another sender extended the head first.
+type TurnTakenError struct {
+	Conv string
+	Turn int
+}
+
+func (e *TurnTakenError) Error() string {
+	return fmt.Sprintf("trace: conversation %s has a turn %d already: another sender extended it first", e.Conv, e.Turn)
+}
+
 // Lease is one driver's claim on a run: its process (its pid, and the
 // start of that process, which tells it from a later one given the same
 // pid), its host, and the generation, bumped at each takeover, that

@@ -230,24 +230,43 @@ type GateAttempt struct {
 	Tests    string `json:"tests,omitempty"`
 }
 
+// ConversationTurn is one turn of a conversation (a chain of agent runs
+// over one transcript, one run a turn): turn N is the run whose final
+// transcript ends it. Turn 0 is the conversation itself, with no run:
+// where it branched from (From, at its turn FromTurn; "" for a new
+// conversation) and how its runs are configured (Config, JSON). A turn
+// is appended once (the store refuses a second row for the same
+// conversation and turn): two senders cannot both extend one head.
+type ConversationTurn struct {
+	ID       int64     `json:"id"`
+	Conv     string    `json:"conv"`
+	Turn     int       `json:"turn"`
+	RunID    string    `json:"run_id"`
+	From     string    `json:"from_conv"`
+	FromTurn int       `json:"from_turn"`
+	Config   string    `json:"config"`
+	At       time.Time `json:"at"`
+}
+
 // Record is one of the record types above.
 type Record interface {
 	table() string
 }
 
-func (Run) table() string          { return "runs" }
-func (RunEnd) table() string       { return "run_ends" }
-func (Step) table() string         { return "steps" }
-func (PolicyEvent) table() string  { return "policy_events" }
-func (Handle) table() string       { return "process_handles" }
-func (HandleOutput) table() string { return "handle_output" }
-func (SandboxEvent) table() string { return "sandbox_events" }
-func (Edit) table() string         { return "edits" }
-func (Audit) table() string        { return "audit" }
-func (ProviderCall) table() string { return "provider_calls" }
-func (GateAttempt) table() string  { return "gate_attempts" }
-func (Summary) table() string      { return "summaries" }
-func (StepTime) table() string     { return "step_times" }
+func (Run) table() string              { return "runs" }
+func (RunEnd) table() string           { return "run_ends" }
+func (Step) table() string             { return "steps" }
+func (PolicyEvent) table() string      { return "policy_events" }
+func (Handle) table() string           { return "process_handles" }
+func (HandleOutput) table() string     { return "handle_output" }
+func (SandboxEvent) table() string     { return "sandbox_events" }
+func (Edit) table() string             { return "edits" }
+func (Audit) table() string            { return "audit" }
+func (ProviderCall) table() string     { return "provider_calls" }
+func (GateAttempt) table() string      { return "gate_attempts" }
+func (Summary) table() string          { return "summaries" }
+func (StepTime) table() string         { return "step_times" }
+func (ConversationTurn) table() string { return "conversation_turns" }
 
 // RunSummary is a run as listed.
 type RunSummary struct {

@@ -63,6 +63,16 @@ type Contract struct {
 	// under the trace's keyed chain) so that a resumption keeps it: a
 	// resumption may narrow it, never widen it. It never holds a key.
 	Config *RunConfig `json:"config,omitempty"`
+	// Conversation names the conversation and the turn the run is (one
+	// run a turn, its transcript going on from the turn before), or nil
+	// for a run of its own.
+	Conversation *ConversationRef `json:"conversation,omitempty"`
+}
+
+// ConversationRef is a conversation and one of its turns.
+type ConversationRef struct {
+	ID   string `json:"id"`
+	Turn int    `json:"turn"`
 }
 
 // RunConfig is what a run was started with besides its contract: its

@@ -132,16 +132,19 @@ type Start struct {
 	Overhead int
 	// GitStart is State.GitStart.
 	GitStart *GitStart
+	// History is the transcript the run goes on from (a conversation's
+	// turns before it), before its goal.
+	History []Message
 }
 
 // New starts a run's state at now (the clock its budget is read by),
-// with the goal as the first message. The contract must have its
+// with the history, then the goal, as its first messages. The contract must have its
 // defaults (Contract.WithDefaults).
 func New(st Start, now time.Time) *State {
 	ro := slices.Clone(st.ReadOnly)
 	slices.Sort(ro)
 	return &State{Run: st.Run, Contract: st.Contract, ReadOnly: slices.Compact(ro), Deadline: now.Add(st.Contract.Budget.WallClock), StartedAt: st.StartedAt, Overhead: st.Overhead, GitStart: st.GitStart,
-		Transcript: []Message{{Role: RoleUser, Text: st.Contract.Goal}}}
+		Transcript: append(slices.Clone(st.History), Message{Role: RoleUser, Text: st.Contract.Goal})}
 }
 
 func (s *State) key(kind EffectKind, step, index, attempt int) Key {

@@ -85,64 +85,11 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 			if c.Workspace != pre.Workspace {
 				return &exitError{exitUsage, fmt.Sprintf("run %s works in %s, not %s: resume it with --workspace %s", runID, c.Workspace, pre.Workspace, c.Workspace)}
 			}
-			// The policy again, with the run's gate and protect globs as
-			// the run began with them.
-			if c.Verify != nil {
-				line, err := shell.Parse(c.Verify.Line)
-				if err != nil {
-					return &exitError{exitUsage, fmt.Sprintf("the run's gate %q: %v", c.Verify.Line, err)}
-				}
-				cf.extraRules = append(cf.extraRules, gateRules(line)...)
-			}
-			cf.verification = c.Protect
-			if rc := c.Config; rc != nil {
-				if err := keepRunConfig(rc, &cf, &pc, &approve, cmd.Flags().Changed("approve")); err != nil {
-					return err
-				}
-			}
-			p, err := cf.load(sf)
-			if err != nil {
-				return err
-			}
-			if rc := c.Config; rc != nil {
-				// The policy files may have been widened since: the run
-				// keeps the mode and network it began with at most.
-				reload := false
-				if rank(modeRank, p.Mode.String()) > rank(modeRank, rc.Mode) {
-					cf.mode, reload = rc.Mode, true
-				}
-				if rank(networkRank, p.Sandbox.Network) > rank(networkRank, rc.Network) {
-					cf.networkFlag, reload = rc.Network, true
-				}
-				if reload {
-					if p, err = cf.load(sf); err != nil {
-						return err
-					}
-				}
-			}
 			calls, err := store.ProviderCalls(ctx, runID)
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
 			}
-			if pc.Name == "" && len(calls) > 0 {
-				last := calls[len(calls)-1]
-				pc.Name = last.Provider
-				if pc.Model == "" {
-					pc.Model = last.Model
-				}
-			}
-			pc, _ = providerFrom(pc, p.Providers)
-			provider, preset, err := agent.ChooseProvider(ctx, pc, os.Getenv)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			if preset.KeyEnv != "" {
-				red = trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), os.Getenv(preset.KeyEnv))...)
-			}
-			approver, err := runApprover(approve, cmd)
+			provider, p, approver, red, err := runnerFor(ctx, cmd, sf, &cf, pc, approve, c, calls, red)
 			if err != nil {
 				return err
 			}
@@ -161,6 +108,74 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 	f.StringVar(&approve, "approve", "defer", "who answers asked actions: defer (an operator, with rein approve), terminal, all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
 	return cmd
+}
+
+// runnerFor is what drives a run under contract c again (rein run resume,
+// rein chat send): the policy loaded again with c's gate and protect
+// globs and the configuration c was started with (a flag may narrow it,
+// never widen it), the provider (the flags', else the configuration's,
+// else that of the last of calls), the approver, and the redactor with
+// the provider's key.
+func runnerFor(ctx context.Context, cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, pc agent.ProviderChoice, approve string, c agent.Contract,
+	calls []trace.ProviderCall, red *trace.Redactor) (agent.Provider, *policy.Policy, policy.Approver, *trace.Redactor, error) {
+	// The policy again, with the run's gate and protect globs as
+	// the run began with them.
+	if c.Verify != nil {
+		line, err := shell.Parse(c.Verify.Line)
+		if err != nil {
+			return nil, nil, nil, nil, &exitError{exitUsage, fmt.Sprintf("the run's gate %q: %v", c.Verify.Line, err)}
+		}
+		cf.extraRules = append(cf.extraRules, gateRules(line)...)
+	}
+	cf.verification = c.Protect
+	if rc := c.Config; rc != nil {
+		if err := keepRunConfig(rc, cf, &pc, &approve, cmd.Flags().Changed("approve")); err != nil {
+			return nil, nil, nil, nil, err
+		}
+	}
+	p, err := cf.load(sf)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if rc := c.Config; rc != nil {
+		// The policy files may have been widened since: the run
+		// keeps the mode and network it began with at most.
+		reload := false
+		if rank(modeRank, p.Mode.String()) > rank(modeRank, rc.Mode) {
+			cf.mode, reload = rc.Mode, true
+		}
+		if rank(networkRank, p.Sandbox.Network) > rank(networkRank, rc.Network) {
+			cf.networkFlag, reload = rc.Network, true
+		}
+		if reload {
+			if p, err = cf.load(sf); err != nil {
+				return nil, nil, nil, nil, err
+			}
+		}
+	}
+	if pc.Name == "" && len(calls) > 0 {
+		last := calls[len(calls)-1]
+		pc.Name = last.Provider
+		if pc.Model == "" {
+			pc.Model = last.Model
+		}
+	}
+	pc, _ = providerFrom(pc, p.Providers)
+	provider, preset, err := agent.ChooseProvider(ctx, pc, os.Getenv)
+	if err != nil {
+		return nil, nil, nil, nil, &exitError{exitUsage, err.Error()}
+	}
+	if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
+		return nil, nil, nil, nil, &exitError{exitUsage, err.Error()}
+	}
+	if preset.KeyEnv != "" {
+		red = trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), os.Getenv(preset.KeyEnv))...)
+	}
+	approver, err := runApprover(approve, cmd)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return provider, p, approver, red, nil
 }
 
 // The orders of what a flag may widen: a later entry grants more.

@@ -129,6 +129,10 @@ var migrations = []string{
 		tools_ms REAL NOT NULL, rein_ms REAL NOT NULL, input_tokens INTEGER NOT NULL, cache_read_tokens INTEGER NOT NULL,
 		cache_write_tokens INTEGER NOT NULL, at TEXT NOT NULL);
 	CREATE INDEX step_times_run ON step_times (run_id, step);`,
+	// 9: conversations, a turn each row, one row a turn.
+	`CREATE TABLE conversation_turns (conv TEXT NOT NULL, turn INTEGER NOT NULL, run_id TEXT NOT NULL, from_conv TEXT NOT NULL,
+		from_turn INTEGER NOT NULL, config TEXT NOT NULL, at TEXT NOT NULL);
+	CREATE UNIQUE INDEX conversation_turns_key ON conversation_turns (conv, turn);`,
 }
 
 // appendOnlyFrom are the tables each migration adds, made append-only by
@@ -139,11 +143,13 @@ var appendOnlyFrom = map[int][]string{
 	4: {"checkpoints", "blobs", "approval_requests", "approval_decisions"},
 	7: {"summaries"},
 	8: {"step_times"},
+	9: {"conversation_turns"},
 }
 
 // chained are the tables whose every row is in the chain.
 var chained = []string{"runs", "run_ends", "steps", "policy_events", "process_handles", "handle_output", "sandbox_events", "edits", "audit",
-	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions", "summaries", "step_times"}
+	"provider_calls", "gate_attempts", "checkpoints", "blobs", "approval_requests", "approval_decisions", "summaries", "step_times",
+	"conversation_turns"}
 
 // Option is an option of Open.
 type Option func(*Store)
@@ -566,6 +572,16 @@ func (s *Store) Summaries(ctx context.Context, runID string) ([]trace.Summary, e
 	return query[trace.Summary](ctx, s, `WHERE run_id = ? ORDER BY rowid`, runID)
 }
 
+// ConversationTurns lists a conversation's turns, turn 0 first.
+func (s *Store) ConversationTurns(ctx context.Context, conv string) ([]trace.ConversationTurn, error) {
+	return query[trace.ConversationTurn](ctx, s, `WHERE conv = ? ORDER BY turn`, conv)
+}
+
+// ConversationStarts lists every conversation's turn 0, oldest first.
+func (s *Store) ConversationStarts(ctx context.Context) ([]trace.ConversationTurn, error) {
+	return query[trace.ConversationTurn](ctx, s, `WHERE turn = 0 ORDER BY rowid`)
+}
+
 // StepTimes lists where each step of an agent run spent its time, in
 // order.
 func (s *Store) StepTimes(ctx context.Context, runID string) ([]trace.StepTime, error) {
@@ -615,6 +631,7 @@ var recordTypes = map[string]reflect.Type{
 	"checkpoints": reflect.TypeOf(trace.Checkpoint{}), "blobs": reflect.TypeOf(trace.Blob{}),
 	"approval_requests": reflect.TypeOf(trace.ApprovalRequest{}), "approval_decisions": reflect.TypeOf(trace.ApprovalDecision{}),
 	"summaries": reflect.TypeOf(trace.Summary{}), "step_times": reflect.TypeOf(trace.StepTime{}),
+	"conversation_turns": reflect.TypeOf(trace.ConversationTurn{}),
 }
 
 // Verify checks the chain (VerifyChain without a kept head).
