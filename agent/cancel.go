@@ -44,7 +44,9 @@ func (d *driver) cancelRequested(ctx context.Context) (*cancelAsked, error) {
 		if err != nil {
 			return nil, err
 		}
-		if dec == nil {
+		// Only rein's own answer says it was taken (a person's cannot
+		// undo a cancel).
+		if dec == nil || dec.By != "rein" {
 			return &cancelAsked{request: r.Request, shown: r.Shown}, nil
 		}
 	}

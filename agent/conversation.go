@@ -128,7 +128,7 @@ func ConversationHistory(ctx context.Context, store trace.Store, conv string, tu
 	if err != nil {
 		return nil, fmt.Errorf("agent: conversation %s's turn %d (run %s): %w", conv, turn, run, err)
 	}
-	return slices.Clone(st.Transcript), nil
+	return answered(st.Transcript), nil
 }
 
 // historyRun is the run whose transcript conv has after its turn,
@@ -190,7 +190,7 @@ func Send(ctx context.Context, conv string, c Contract, o Options) (Outcome, err
 		if st.Contract.Workspace != c.Workspace {
 			return Outcome{}, fmt.Errorf("agent: conversation %s goes on from run %s, which worked in %s, not %s", conv, from, st.Contract.Workspace, c.Workspace)
 		}
-		history = slices.Clone(st.Transcript)
+		history = answered(st.Transcript)
 	}
 	if c.Config == nil && turns[0].Config != "" {
 		var rc RunConfig
@@ -215,4 +215,32 @@ func Send(ctx context.Context, conv string, c Contract, o Options) (Outcome, err
 		return out, err
 	}
 	return drive(ctx, x)
+}
+
+// answered is msgs with every tool call that has no result given one: a
+// turn cancelled while it waited, or in the middle of a group of calls,
+// ends with calls no tool message answers, which every provider refuses
+// in the next turn's request. Each result goes after those its response
+// has.
+func answered(msgs []Message) []Message {
+	out := make([]Message, 0, len(msgs))
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		out = append(out, m)
+		if m.Role != RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		got := map[string]bool{}
+		for i+1 < len(msgs) && msgs[i+1].Role == RoleTool {
+			i++
+			got[msgs[i].ToolCallID] = true
+			out = append(out, msgs[i])
+		}
+		for _, c := range m.ToolCalls {
+			if !got[c.ID] {
+				out = append(out, Message{Role: RoleTool, ToolCallID: c.ID, Text: c.Name + ": not run: the turn ended before this call ran"})
+			}
+		}
+	}
+	return out
 }

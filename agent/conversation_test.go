@@ -147,15 +147,38 @@ func TestConversation(t *testing.T) {
 		t.Errorf("the refused sender's run: %+v", cp)
 	}
 
-	// A turn that waits for a person is resumed before the next.
+	// A turn that waits for a person is resumed before the next; one
+	// cancelled while it waited leaves a call with no result, which the
+	// next turn is sent answered (a provider refuses a call left
+	// unanswered).
 	conv3, _ := NewConversation(ctx, store, nil)
 	ao := o
-	ao.Provider, ao.Responder = &scriptModel{turns: [][]ToolCall{{call("", QuestionTool, `{"question":"Which?"}`)}}}, Defer{}
-	if out, err := Send(ctx, conv3, Contract{Goal: "ask me", Workspace: ws}, ao); err != nil || out.Kind != AwaitingAnswer {
-		t.Fatalf("%+v %v", out, err)
+	seen := &seenModel{scriptModel: scriptModel{turns: [][]ToolCall{{call("", QuestionTool, `{"question":"Which?"}`)}}}}
+	ao.Provider, ao.Responder = seen, Defer{}
+	waiting, err := Send(ctx, conv3, Contract{Goal: "ask me", Workspace: ws}, ao)
+	if err != nil || waiting.Kind != AwaitingAnswer {
+		t.Fatalf("%+v %v", waiting, err)
 	}
 	if _, err := Send(ctx, conv3, Contract{Goal: "next", Workspace: ws}, ao); err == nil || !strings.Contains(err.Error(), "which has not ended (awaiting_answer): rein run resume") {
 		t.Fatalf("a turn after one that waits: %v", err)
+	}
+	store.Append(ctx, trace.ApprovalRequest{RunID: waiting.Run, Request: "x9", Kind: CancelRequest, Shown: "cancel", At: time.Now()})
+	if out, err := Resume(ctx, waiting.Run, ao); err != nil || out.Kind != Cancelled {
+		t.Fatalf("the cancelled wait: %+v %v", out, err)
+	}
+	if out, err := Send(ctx, conv3, Contract{Goal: "next", Workspace: ws}, ao); err != nil || out.Kind != Finished {
+		t.Fatalf("the turn after a cancelled one: %+v %v", out, err)
+	}
+	last := seen.reqs[len(seen.reqs)-1].Messages
+	calls, results := 0, 0
+	for _, m := range last {
+		calls += len(m.ToolCalls)
+		if m.Role == RoleTool {
+			results++
+		}
+	}
+	if calls != 1 || results != 1 || !strings.Contains(texts(last), "ask_question: not run: the turn ended before this call ran|next") {
+		t.Fatalf("the next turn was sent %d calls and %d results: %q", calls, results, texts(last))
 	}
 	if _, err := Send(ctx, branch, Contract{Goal: "elsewhere", Workspace: t.TempDir()}, o); err == nil || !strings.Contains(err.Error(), "which worked in "+ws) {
 		t.Fatalf("a turn in another workspace: %v", err)

@@ -423,11 +423,18 @@ func TestRunCancel(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Kind != "awaiting_answer" {
 		t.Fatalf("exit %d: %v\n%s\n%s", code, err, out, errOut)
 	}
-	if code, out, errOut := rein(t, "run", "cancel", o.Run); code != 0 || !strings.Contains(out, "is cancelled by its driver within a second, or when it is resumed (request x") {
+	code, out, errOut = rein(t, "run", "cancel", o.Run)
+	if code != 0 || !strings.Contains(out, "is cancelled by its driver within a second, or when it is resumed (request x") {
 		t.Fatalf("rein run cancel: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, _ := rein(t, "run", "cancel", o.Run); code != 0 || !strings.Contains(out, "has a cancel asked already") {
 		t.Fatalf("rein run cancel again: exit %d\n%s", code, out)
+	}
+	// A cancel is not answered: nobody can undo it unseen.
+	reqs := regexp.MustCompile(`request (x[0-9a-f]+)`).FindStringSubmatch(out)
+	code, _, errOut = rein(t, "approve", o.Run, reqs[1], "--no")
+	if code != 2 || !strings.Contains(errOut, "it is an operator's cancel of the run, which the run takes itself") {
+		t.Fatalf("a cancel answered no: exit %d %s", code, errOut)
 	}
 	calls := *n
 	code, out, errOut = rein(t, "run", "resume", o.Run, "--base-url", srv.URL+"/v1")

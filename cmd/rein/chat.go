@@ -171,6 +171,9 @@ func sendTurn(cmd *cobra.Command, sf *scopeFlags, f *chatFlags, conv, message st
 	if err != nil {
 		return &exitError{exitUsage, strings.TrimPrefix(err.Error(), "agent: ")}
 	}
+	if cmd.Flags().Changed("approve") && f.approve == "defer" {
+		return &exitError{exitUsage, "--approve defer: a conversation's turn is answered at once: use terminal, all or none"}
+	}
 	c := agent.Contract{Goal: message, Workspace: pre.Workspace, Config: rc}
 	cf := f.cf
 	provider, p, approver, red, err := runnerFor(ctx, cmd, sf, &cf, f.pc, f.approve, c, nil, red)

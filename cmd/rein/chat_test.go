@@ -31,6 +31,9 @@ func TestChat(t *testing.T) {
 			t.Fatalf("send %q: exit %d\n%s%s", msg, code, out, errOut)
 		}
 	}
+	if code, _, errOut := rein(t, "chat", "send", conv, "later", "--approve", "defer"); code != 2 || !strings.Contains(errOut, "a conversation's turn is answered at once") {
+		t.Fatalf("send --approve defer: exit %d %s", code, errOut)
+	}
 	code, out, errOut = rein(t, "chat", "branch", conv, "2")
 	branch := strings.TrimSpace(out)
 	if code != 0 || branch == "" || branch == conv {

@@ -362,6 +362,10 @@ func (s *Store) Decide(ctx context.Context, d trace.ApprovalDecision) error {
 // answerFits says why d is not an answer a request of kind takes.
 func answerFits(kind string, d trace.ApprovalDecision) error {
 	switch kind {
+	case "cancel", "fold":
+		// An operator's own request to the run: the run takes it, and
+		// says when; answering it would undo it unseen.
+		return fmt.Errorf("it is an operator's %s of the run, which the run takes itself: it is not answered", kind)
 	case "question":
 		if d.Answer != "answer" || strings.TrimSpace(d.Note) == "" {
 			return fmt.Errorf("it is the model's question: its answer is text (rein answer), not %q", d.Answer)
