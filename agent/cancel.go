@@ -65,32 +65,17 @@ func (d *driver) watchCancel(ctx context.Context, stop context.CancelCauseFunc) 
 		if err != nil || c == nil {
 			return false
 		}
+		// The watch runs beside the driver: it reads nothing of the run's
+		// state, which the driver alone writes.
 		d.durable.AppendAll(context.WithoutCancel(ctx), trace.ApprovalDecision{RunID: d.router.RunID(), Request: c.request, Answer: "yes",
-			Note: fmt.Sprintf("taken at step %d", d.state.Steps), By: "rein", At: time.Now()})
+			Note: "taken by the run's driver", By: "rein", At: time.Now()})
 		stop(c)
 		return true
 	}
 	if take() {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(cancelPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if take() {
-					return
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return every(ctx, cancelPoll, func(context.Context) bool { return take() })
 }
 
 // isCancelAsked reports whether err is a cancel rein run cancel asked.

@@ -44,20 +44,31 @@ func (d *driver) holdLease(ctx context.Context) error {
 // call (a command of minutes) does not let the lease lapse; a renewal
 // fenced out stops the run.
 func (d *driver) heartbeat(ctx context.Context) func() {
+	return every(ctx, leaseRenewal, func(ctx context.Context) bool {
+		var fenced *trace.FencedError
+		if err := d.durable.RenewLease(ctx, d.lease, leaseTTL); errors.As(err, &fenced) {
+			d.fail(err)
+			return true
+		}
+		return false
+	})
+}
+
+// every calls f every period until ctx ends or f says it is done; the
+// returned function ends it and waits for it.
+func every(ctx context.Context, period time.Duration, f func(context.Context) bool) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(leaseRenewal)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				var fenced *trace.FencedError
-				if err := d.durable.RenewLease(ctx, d.lease, leaseTTL); errors.As(err, &fenced) {
-					d.fail(err)
+				if f(ctx) {
 					return
 				}
 			}

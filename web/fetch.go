@@ -101,11 +101,10 @@ func (r *Refusal) Error() string { return fmt.Sprintf("%q: %s", r.URL, r.Reason)
 // written always, the path decoded (the query left out); a path servers
 // resolve each their own way (netproxy.AmbiguousPath) is refused.
 func Target(u *url.URL) (string, error) {
-	host, lit, why := netname.Host(u.Hostname())
+	host, _, why := netname.Host(u.Hostname())
 	if why != "" {
 		return "", errors.New(why)
 	}
-	_ = lit
 	port := u.Port()
 	if port == "" {
 		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]

@@ -269,44 +269,8 @@ person (awaiting_*) ends cancelled when it is resumed. The request and
 when it was taken are in the trace (rein trace show RUN).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, store, _, err := loadWithTrace(&cf, sf, &tf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			ctx, run := cmd.Context(), args[0]
-			if err := runInTrace(ctx, store, run, p.Workspace); err != nil {
-				return err
-			}
-			cp, err := store.LastCheckpoint(ctx, run)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			if cp == nil || !strings.HasPrefix(cp.Status, "awaiting_") && cp.Status != "running" {
-				status := "no checkpoint: it is not an agent run"
-				if cp != nil {
-					status = "it has ended " + cp.Status
-				}
-				return &exitError{exitUsage, fmt.Sprintf("run %s cannot be cancelled: %s", run, status)}
-			}
-			reqs, err := store.ApprovalRequests(ctx, run)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			for _, r := range reqs {
-				if d, _ := store.Decision(ctx, run, r.Request); r.Kind == agent.CancelRequest && d == nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "run %s has a cancel asked already (request %s), not yet taken\n", run, r.Request)
-					return nil
-				}
-			}
-			var b [4]byte
-			rand.Read(b[:])
-			id := "x" + hex.EncodeToString(b[:])
-			if _, err := store.Append(ctx, trace.ApprovalRequest{RunID: run, Request: id, Kind: agent.CancelRequest, Shown: "cancel the run, asked by " + operator(), At: time.Now()}); err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s is cancelled by its driver within a second, or when it is resumed (request %s)\n", run, id)
-			return nil
+			return operatorRequest(cmd, sf, &cf, &tf, args[0], agent.CancelRequest, "x", "cancel the run",
+				"run %s is cancelled by its driver within a second, or when it is resumed (request %s)\n")
 		},
 	}
 	cf.register(cmd)
@@ -333,50 +297,59 @@ RUN): answered yes with the steps folded, or no when there was nothing to
 fold.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, store, _, err := loadWithTrace(&cf, sf, &tf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			ctx, run := cmd.Context(), args[0]
-			if err := runInTrace(ctx, store, run, p.Workspace); err != nil {
-				return err
-			}
-			cp, err := store.LastCheckpoint(ctx, run)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			if cp == nil || !strings.HasPrefix(cp.Status, "awaiting_") && cp.Status != "running" {
-				status := "no checkpoint: it is not an agent run"
-				if cp != nil {
-					status = "it has ended " + cp.Status
-				}
-				return &exitError{exitUsage, fmt.Sprintf("run %s cannot fold: %s", run, status)}
-			}
-			reqs, err := store.ApprovalRequests(ctx, run)
-			if err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			for _, r := range reqs {
-				if d, _ := store.Decision(ctx, run, r.Request); r.Kind == "fold" && d == nil {
-					fmt.Fprintf(cmd.OutOrStdout(), "run %s has a fold asked already (request %s), not yet taken\n", run, r.Request)
-					return nil
-				}
-			}
-			var b [4]byte
-			rand.Read(b[:])
-			id := "f" + hex.EncodeToString(b[:])
-			by := operator()
-			if _, err := store.Append(ctx, trace.ApprovalRequest{RunID: run, Request: id, Kind: "fold", Shown: "fold the oldest steps into a summary, asked by " + by, At: time.Now()}); err != nil {
-				return &exitError{exitUsage, err.Error()}
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "run %s folds its oldest steps before its next model step (request %s)\n", run, id)
-			return nil
+			return operatorRequest(cmd, sf, &cf, &tf, args[0], "fold", "f", "fold the oldest steps into a summary",
+				"run %s folds its oldest steps before its next model step (request %s)\n")
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
 	return cmd
+}
+
+// operatorRequest records an operator's request of kind to run (rein run
+// fold, rein run cancel), its id the prefix and random hex, shown as what
+// is asked and by whom, and prints done with the run and the id. A run
+// that has ended, or is no agent run, is refused; while one of that kind
+// is not yet taken, it says so and records none.
+func operatorRequest(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, run, kind, prefix, what, done string) error {
+	p, store, _, err := loadWithTrace(cf, sf, tf)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	ctx := cmd.Context()
+	if err := runInTrace(ctx, store, run, p.Workspace); err != nil {
+		return err
+	}
+	cp, err := store.LastCheckpoint(ctx, run)
+	if err != nil {
+		return &exitError{exitUsage, err.Error()}
+	}
+	if cp == nil || !strings.HasPrefix(cp.Status, "awaiting_") && cp.Status != "running" {
+		status := "no checkpoint: it is not an agent run"
+		if cp != nil {
+			status = "it has ended " + cp.Status
+		}
+		return &exitError{exitUsage, fmt.Sprintf("run %s cannot take a %s: %s", run, kind, status)}
+	}
+	reqs, err := store.ApprovalRequests(ctx, run)
+	if err != nil {
+		return &exitError{exitUsage, err.Error()}
+	}
+	for _, r := range reqs {
+		if d, _ := store.Decision(ctx, run, r.Request); r.Kind == kind && d == nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "run %s has a %s asked already (request %s), not yet taken\n", run, kind, r.Request)
+			return nil
+		}
+	}
+	var b [4]byte
+	rand.Read(b[:])
+	id := prefix + hex.EncodeToString(b[:])
+	if _, err := store.Append(ctx, trace.ApprovalRequest{RunID: run, Request: id, Kind: kind, Shown: what + ", asked by " + operator(), At: time.Now()}); err != nil {
+		return &exitError{exitUsage, err.Error()}
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), done, run, id)
+	return nil
 }
 
 // operator is who runs this command: the user at this host.
