@@ -137,7 +137,7 @@ func (d *driver) encode() (string, error) {
 	}
 	cs.Baseline = d.baselineBlobs
 	if d.router != nil {
-		if c := d.router.Carried(); len(c.Refusals) > 0 || c.SandboxDown != "" {
+		if c := d.router.Carried(); len(c.Refusals) > 0 || c.SandboxDown != "" || len(c.Branches) > 0 {
 			cs.Router = &c
 		}
 	}

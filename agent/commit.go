@@ -279,16 +279,44 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 		gate = d.c.Verify.Line
 	}
 	msg := fmt.Sprintf("rein: %s\n\nThe changes of rein run %s, whose gate %q passed.\n", goal, run, gate)
+	old := zero
+	if wt := worktreeChild(d.c); wt {
+		// A child in a worktree of its own: its branch, made with the
+		// worktree at the start commit, moves on to the commit.
+		old = gs.Commit
+		if d.c.Verify == nil {
+			msg = fmt.Sprintf("rein: %s\n\nThe changes of rein run %s, a child run with no gate, which ended finished.\n", goal, run)
+		}
+	}
 	commit, err := hostGit(ctx, ws, []byte(msg), d.identity(ctx), "commit-tree", strings.TrimSpace(tree), "-p", gs.Commit, "-F", "-")
 	if err != nil {
 		return fail("%v", err)
 	}
 	commit = strings.TrimSpace(commit)
 	branch := "rein/" + run
-	if _, err := hostGit(ctx, ws, nil, nil, "update-ref", "-m", "rein run "+run, "refs/heads/"+branch, commit, zero); err != nil {
+	if _, err := hostGit(ctx, ws, nil, nil, "update-ref", "-m", "rein run "+run, "refs/heads/"+branch, commit, old); err != nil {
 		return fail("%v", err)
 	}
+	if old != zero {
+		// The worktree's index follows its branch: what it holds now is
+		// what is committed.
+		if _, err := hostGit(ctx, ws, nil, nil, "read-tree", commit); err != nil {
+			return fail("%v", err)
+		}
+	}
 	return &loop.Committed{Branch: branch, Hash: commit, Paths: changed}
+}
+
+// worktreeChild says whether c is a child run's in a worktree of its own,
+// whose changes are committed on the worktree's branch however it ends
+// but cancelled or waiting (a gate, if it has one, passed).
+func worktreeChild(c Contract) bool {
+	return c.Child != nil && c.Child.Worktree != "" && c.Commit
+}
+
+// commits says whether a run that ended with kind commits its changes.
+func commits(c Contract, kind Kind) bool {
+	return c.Commit && (kind == Succeeded || kind == Finished && worktreeChild(c) && c.Verify == nil)
 }
 
 // madeCommit is the commit this run made already on its branch

@@ -138,7 +138,7 @@ func resumePointOf(ctx context.Context, store trace.Durable, runID string) (*res
 // makes the commit, or takes the one it made already (madeCommit), and
 // ends.
 func commitPending(s *loop.State) bool {
-	return s.Done != nil && s.Contract.Commit && s.Done.Kind == Succeeded && s.Done.Commit == nil
+	return s.Done != nil && commits(s.Contract, s.Done.Kind) && s.Done.Commit == nil
 }
 
 func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executors, error) {
@@ -187,7 +187,14 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 		return nil, errors.New("agent: contract: a plan gate needs someone to approve the plan: the run has no responder (Options.Responder; rein run --approve terminal, defer or all)")
 	}
 	d := &driver{c: c, baseline: baseline, specs: map[string]*tool.Spec{}, calls: map[string]ToolCall{}, deferred: map[string]*deferral{},
-		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema, planDecided: map[string]string{}}
+		blobs: map[string]bool{}, newBlobs: map[string]string{}, answerSchema: answerSchema, planDecided: map[string]string{},
+		base: o.Tool, tree: o.tree, kids: newKids(c.Limits())}
+	if d.tree == nil {
+		if c.Child != nil {
+			return nil, fmt.Errorf("agent: the run is a child of run %s, which drives it: resume the tree's root, %s", c.Child.Parent, c.Child.Root)
+		}
+		d.tree = &tree{limits: c.Limits(), ids: map[string]bool{}}
+	}
 	reg := o.Registry
 	if reg == nil {
 		if reg, err = d.agentRegistry(o.Tool.WebSearchURL != ""); err != nil {
@@ -537,7 +544,7 @@ func (x *Executors) Finish(ctx context.Context, out Outcome) (Outcome, error) {
 	if d.state.Done != nil {
 		out.Config = d.configChanged(ctx)
 	}
-	if out.Kind == Succeeded && c.Commit && d.state.Done != nil && d.failure() == nil {
+	if commits(c, out.Kind) && d.state.Done != nil && d.failure() == nil {
 		// The run's changes on a branch of its own, kept in its outcome
 		// and in the trace.
 		out.Commit = d.commitRun(ctx)
@@ -652,6 +659,12 @@ type driver struct {
 	planDecided map[string]string
 	// askMu puts one ask to a person at a time.
 	askMu sync.Mutex
+	// base is the router's configuration as the run was given it, which
+	// a child's starts from; tree what the run's tree shares, kids what
+	// it keeps of its own children in flight.
+	base tool.Config
+	tree *tree
+	kids *kids
 }
 
 func (d *driver) at(name string) {
@@ -724,17 +737,27 @@ func (d *driver) route(ctx context.Context, calls []ToolCall) []ToolResult {
 	out := make([]ToolResult, len(calls))
 	for i := 0; i < len(calls); {
 		j := i + 1
-		if d.readOnly(calls[i].Name) {
-			for j < len(calls) && d.readOnly(calls[j].Name) {
+		together := d.readOnly
+		if calls[i].Name == loop.SpawnTool {
+			// Child runs go at once, as their limits let them.
+			together = func(name string) bool { return name == loop.SpawnTool }
+		}
+		if together(calls[i].Name) {
+			for j < len(calls) && together(calls[j].Name) {
 				j++
 			}
+		}
+		if calls[i].Name == loop.SpawnTool {
+			d.kids.mu.Lock()
+			d.kids.unshared = j - i
+			d.kids.mu.Unlock()
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out[k] = d.call(ctx, calls[k])
+				out[k] = d.call(ctx, calls[k], k)
 			}()
 		}
 		wg.Wait()
@@ -748,7 +771,12 @@ func (d *driver) readOnly(name string) bool {
 	return ok && s.ReadOnly
 }
 
-func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
+func (d *driver) call(ctx context.Context, c ToolCall, index int) ToolResult {
+	var slot *spawnSlot
+	if c.Name == loop.SpawnTool {
+		slot = &spawnSlot{index: index}
+		ctx = context.WithValue(ctx, spawnKey{}, slot)
+	}
 	if !d.readOnly(c.Name) {
 		if err := d.holdLease(ctx); err != nil {
 			return ToolResult{Observation: fmt.Sprintf("%s: cancelled: not made: %v", c.Name, err)}
@@ -770,7 +798,11 @@ func (d *driver) call(ctx context.Context, c ToolCall) ToolResult {
 	plan := d.planDecided[c.ID]
 	delete(d.planDecided, c.ID)
 	d.mu.Unlock()
-	return ToolResult{Observation: env.Text(), Changed: changed, Plan: plan}
+	r := ToolResult{Observation: env.Text(), Changed: changed, Plan: plan}
+	if slot != nil {
+		r.Spent, r.Changed = slot.spent, changed && slot.wrote
+	}
+	return r
 }
 
 // target is what a call is about, for a line of rein run's output.

@@ -149,6 +149,12 @@ func withCall(ctx context.Context, k string) context.Context {
 	return context.WithValue(ctx, callKey{}, k)
 }
 
+// callFrom is the key of the call ctx is for, or "".
+func callFrom(ctx context.Context) string {
+	k, _ := ctx.Value(callKey{}).(string)
+	return k
+}
+
 func (h *heldRecords) AppendAll(ctx context.Context, recs ...trace.Record) ([]int64, error) {
 	k, ok := ctx.Value(callKey{}).(string)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/agent/loop"
+	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -34,9 +35,17 @@ type Options struct {
 	// boundary's name: a driver conformance suite (agent/agenttest) kills the
 	// process there.
 	Boundary func(string)
+	// PolicyFor loads the policy of another workspace as the run's was
+	// loaded (the same files, flags and mode): a child run in a git
+	// worktree (spawn_agent with worktree) is decided by it. nil: no
+	// child of the run works in a worktree.
+	PolicyFor func(workspace string) (*policy.Policy, error)
 	// history is the transcript a conversation's turn goes on from
 	// (Send).
 	history []Message
+	// tree is what the runs of a tree share in this process; nil for a
+	// root, which starts one.
+	tree *tree
 }
 
 // EventKind names an event.

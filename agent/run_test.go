@@ -22,6 +22,9 @@ import (
 // The test binary serves as the sandbox's init, as rein's binary does.
 func TestMain(m *testing.M) {
 	sandbox.Main()
+	if code, ok := spawnKillChild(); ok {
+		os.Exit(code)
+	}
 	code := m.Run()
 	if fixtureRoot != "" {
 		os.RemoveAll(fixtureRoot)

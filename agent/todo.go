@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/reinhq/rein/agent/loop"
 	"github.com/reinhq/rein/tool"
@@ -59,6 +60,20 @@ func (d *driver) agentRegistry(search bool) (*tool.Registry, error) {
 		if search {
 			names = append(names, tool.SearchTool)
 		}
+	}
+	if d.c.CanSpawn() {
+		spawn, err := d.spawnSpec()
+		if err != nil {
+			return nil, err
+		}
+		if err := reg.Add(spawn); err != nil {
+			return nil, err
+		}
+		names = append(names, loop.SpawnTool)
+	}
+	if ch := d.c.Child; ch != nil {
+		// A child has the tools its parent gave it, and no more.
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(ch.Tools, n) })
 	}
 	if err := reg.DefineSurface(SurfaceAgent, names...); err != nil {
 		return nil, err

@@ -370,6 +370,11 @@ func (r *Router) madeBranch(name string, res *Result) *Result {
 	return res
 }
 
+// NoteBranch lets git_merge take branch, one rein made for the run
+// itself (a child run's worktree branch, found again after the run's
+// driver died).
+func (r *Router) NoteBranch(branch string) { r.noteBranch(branch) }
+
 func (r *Router) noteBranch(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

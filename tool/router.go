@@ -67,6 +67,10 @@ type Config struct {
 	// session, whose hook decisions and MCP calls are one run); empty
 	// starts a run of the router's own, ended by Close.
 	RunID string
+	// ID, when set (and RunID and Resume are not), is the id the router's
+	// own run takes (an agent's child run, named by its parent's call);
+	// empty draws one.
+	ID string
 	// Resume, when set, is the id of a run of Store that this router
 	// continues (an agent run resumed after its process ended): no new
 	// run is recorded but its resumption, calls and handles are numbered
@@ -246,6 +250,8 @@ func NewRouter(reg *Registry, cfg Config) (*Router, error) {
 	r := &Router{reg: reg, cfg: cfg, ws: ws, runID: time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:4])}
 	if cfg.RunID != "" {
 		r.runID = cfg.RunID
+	} else if cfg.ID != "" && cfg.Resume == "" {
+		r.runID = cfg.ID
 	}
 	r.repeats.Limit = cfg.Policy.RepeatedRefusals
 	if cfg.Carried != nil {

@@ -21,6 +21,9 @@ import (
 // maxWorktrees bounds the worktrees rein keeps for one workspace.
 const maxWorktrees = 32
 
+// GitWorktreeTool is the built-in that makes and removes git worktrees.
+const GitWorktreeTool = "git_worktree"
+
 // GitWorktreeArgs are git_worktree's.
 type GitWorktreeArgs struct {
 	Action string `json:"action" jsonschema:"add, remove or list"`
@@ -37,7 +40,7 @@ type GitWorktreeArgs struct {
 // put-back admits of .git/worktrees.
 
 func worktreeSpec() (*Spec, error) {
-	return Define("git_worktree", "Make a git worktree of the repository on a new branch from HEAD (add), remove one made here (remove: refused while it holds changes not committed on its branch), or list them. rein makes it in a directory of its own outside the workspace; merge its branch with git_merge.", false, writeModes,
+	return Define(GitWorktreeTool, "Make a git worktree of the repository on a new branch from HEAD (add), remove one made here (remove: refused while it holds changes not committed on its branch), or list them. rein makes it in a directory of its own outside the workspace; merge its branch with git_merge.", false, writeModes,
 		func(ctx context.Context, c *Call, a GitWorktreeArgs) *Result {
 			ws := c.Router.cfg.Policy.Workspace
 			if !policy.ForMode(c.Router.cfg.Policy.Mode).WorkspaceWrite && a.Action != "list" {

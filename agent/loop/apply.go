@@ -318,6 +318,9 @@ func (s *State) ran(in CallsRan) {
 func (s *State) result(r ToolResult) {
 	if len(s.Results) < len(s.Pending) {
 		s.Results = append(s.Results, r)
+		if r.Spent != nil {
+			s.Children = s.Children.Add(*r.Spent)
+		}
 	}
 	if len(s.Running) > 0 {
 		s.Running = s.Running[1:]

@@ -67,6 +67,12 @@ type Contract struct {
 	// run a turn, its transcript going on from the turn before), or nil
 	// for a run of its own.
 	Conversation *ConversationRef `json:"conversation,omitempty"`
+	// Children are the limits of the run's tree of child runs
+	// (spawn_agent); nil is the defaults (ChildLimits). A child run has
+	// its parent's.
+	Children *ChildLimits `json:"children,omitempty"`
+	// Child, for a child run, is what it is to its parent; nil for a root.
+	Child *ChildRef `json:"child,omitempty"`
 }
 
 // ConversationRef is a conversation and one of its turns.
@@ -215,6 +221,9 @@ func (c Contract) WithDefaults() (Contract, error) {
 	if c.Verify != nil && c.Verify.Line == "" {
 		return c, fmt.Errorf("agent: contract: verify has no command")
 	}
+	if err := c.checkChild(); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -321,6 +330,9 @@ type Outcome struct {
 	// Commit is the commit of the run's changes a succeeded run with
 	// Contract.Commit made, or why it made none.
 	Commit *Committed `json:"commit,omitempty"`
+	// Children is what the run's child runs, and theirs, spent (counted
+	// in its budget besides Steps and Tokens), when it had any.
+	Children *Spent `json:"children,omitempty"`
 }
 
 // ConfigReport is the count and the first paths of the configuration a

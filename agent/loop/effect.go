@@ -95,8 +95,12 @@ type CallModel struct{ Key Key }
 type RunTools struct {
 	Key   Key
 	Calls []ToolCall
-	// ReadOnly says every call is of a read-only tool.
+	// ReadOnly says every call is of a read-only tool; Children that
+	// every call is a spawn_agent call, whose child run its key names
+	// (ChildID): made again after a death, a call finds its child and
+	// goes on with it, so the group is safe to repeat.
 	ReadOnly bool
+	Children bool
 }
 
 // RunGate asks for one gate attempt; with Baseline, the one before the
@@ -150,7 +154,7 @@ func (CallModel) Recovery() Recovery { return SafeToRepeat }
 
 // Recovery: read-only calls run again; any other is indeterminate.
 func (e RunTools) Recovery() Recovery {
-	if e.ReadOnly {
+	if e.ReadOnly || e.Children {
 		return SafeToRepeat
 	}
 	return Indeterminate

@@ -101,6 +101,9 @@ type State struct {
 	Summaries    []Summary `json:"summaries,omitempty"`
 	NoFoldUntil  int       `json:"no_fold_until,omitempty"`
 	FoldFailures int       `json:"fold_failures,omitempty"`
+	// Children is what the run's children (and theirs) spent, as their
+	// results said: the run's budget bounds it with the run's own.
+	Children Spent `json:"children,omitempty"`
 	// Done is the outcome, once the run has one.
 	Done *Outcome `json:"done,omitempty"`
 }
@@ -195,6 +198,11 @@ func (s *State) Next(now time.Time) Effect {
 func (s *State) runTools() RunTools {
 	rest := s.Pending[len(s.Results):]
 	n := 1
+	if n := spawnGroup(rest); n > 0 {
+		// Child runs, each started at most once by its call's key: they
+		// run at once (as their limits let them) and are safe to repeat.
+		return RunTools{Key: s.key(KindChild, s.Steps, len(s.Results), 0), Calls: slices.Clone(rest[:n]), Children: true}
+	}
 	ro := s.IsReadOnly(rest[0].Name)
 	if ro {
 		for n < len(rest) && s.IsReadOnly(rest[n].Name) {
@@ -207,13 +215,15 @@ func (s *State) runTools() RunTools {
 // spent is the outcome of a budget spent at now, if one is.
 func (s *State) spent(now time.Time) (Outcome, bool) {
 	why := ""
+	// The budget bounds the run and its children together.
+	t := s.TreeSpent()
 	switch {
-	case s.Steps >= s.Contract.Budget.Steps:
+	case t.Steps >= s.Contract.Budget.Steps:
 		why = fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps)
-	case Sat(s.Tokens.Input, s.Tokens.Output) >= s.Contract.Budget.Tokens:
-		why = fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, s.Tokens.Input, s.Tokens.Output)
-	case s.Contract.Budget.Cost > 0 && s.Contract.Prices.Cost(s.Tokens) >= s.Contract.Budget.Cost:
-		why = fmt.Sprintf("the cost budget of %.2f is spent (%.4f)", s.Contract.Budget.Cost, s.Contract.Prices.Cost(s.Tokens))
+	case Sat(t.Tokens.Input, t.Tokens.Output) >= s.Contract.Budget.Tokens:
+		why = fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, t.Tokens.Input, t.Tokens.Output)
+	case s.Contract.Budget.Cost > 0 && s.Contract.Prices.Cost(t.Tokens) >= s.Contract.Budget.Cost:
+		why = fmt.Sprintf("the cost budget of %.2f is spent (%.4f)", s.Contract.Budget.Cost, s.Contract.Prices.Cost(t.Tokens))
 	case !now.Before(s.Deadline):
 		why = fmt.Sprintf("the wall-clock budget of %s is spent", s.Contract.Budget.WallClock)
 	default:
@@ -228,7 +238,7 @@ func (s *State) outcome(kind Kind, reason string) Outcome {
 	if len(s.Contract.OutputSchema) > 0 && s.Answer.OK() {
 		o.Answer = s.Answer.JSON
 	}
-	return o
+	return s.withChildren(o)
 }
 
 func (s *State) end(kind Kind, reason string) {
@@ -421,6 +431,9 @@ type ToolResult struct {
 	// PlanApproved, PlanRevise or PlanCancelled ("" for a plan refused
 	// before anyone saw it).
 	Plan string `json:"plan,omitempty"`
+	// Spent is, for a spawn_agent call, what the child run and its own
+	// children spent: the parent's ledger counts it.
+	Spent *Spent `json:"spent,omitempty"`
 }
 
 // stall returns a call repeated StallRepeats times in a full window that
