@@ -201,6 +201,15 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 	if gs == nil {
 		return fail("the run kept no start commit")
 	}
+	if ch := d.c.Child; worktreeChild(d.c) {
+		// git is run in the worktree on the host: its .git must still
+		// lead where rein made it lead, not where a command of the run
+		// pointed it.
+		want := "gitdir: " + filepath.Join(ch.Repo, ".git", "worktrees", ch.Worktree)
+		if link, err := os.ReadFile(filepath.Join(ws, ".git")); err != nil || strings.TrimRight(string(link), "\n") != want {
+			return fail("the worktree's .git no longer leads to %s (%q): rein runs no git through it", want, link)
+		}
+	}
 	if c := d.madeCommit(ctx, gs); c != nil {
 		// Made by this run before a kill: kept, never made twice.
 		return c

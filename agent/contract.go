@@ -40,6 +40,11 @@ type (
 	ToolResult    = loop.ToolResult
 	// ConversationRef is a conversation and one of its turns.
 	ConversationRef = loop.ConversationRef
+	// ChildLimits bound a run tree; ChildRef is what a child run is to
+	// its parent; Spent is what a run's children spent.
+	ChildLimits = loop.ChildLimits
+	ChildRef    = loop.ChildRef
+	Spent       = loop.Spent
 )
 
 // The recovery choices of a contract.
@@ -56,6 +61,10 @@ const (
 	DefaultResponseMaxTokens = loop.DefaultResponseMaxTokens
 	DefaultGateRetries       = loop.DefaultGateRetries
 	DefaultContextTokens     = loop.DefaultContextTokens
+	// The limits of a run tree (ChildLimits).
+	DefaultChildDepth       = loop.DefaultChildDepth
+	DefaultChildConcurrency = loop.DefaultChildConcurrency
+	DefaultChildren         = loop.DefaultChildren
 	// maxGuidanceBytes bounds what one guidance file adds to the prompt.
 	maxGuidanceBytes = 32 << 10
 )

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/agent/loop"
-	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 )
@@ -286,7 +285,7 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			Child: &loop.ChildRef{Parent: parent, Root: root, Step: step, Call: callFrom(ctx), Index: len(d.state.Results) + slot.index,
 				Depth: d.c.Depth() + 1, Tools: tools, ReadOnly: ro}}
 		if a.Worktree {
-			cc.Child.Worktree, cc.Child.Branch = id, "rein/"+id
+			cc.Child.Worktree, cc.Child.Branch, cc.Child.Repo = id, "rein/"+id, d.c.Workspace
 			cc.Verify, cc.Commit = d.c.Verify, true
 		}
 	}
@@ -432,12 +431,11 @@ func (d *driver) childOptions(ctx context.Context, id string, cc *Contract, resu
 // (the policy decides it, the trace records it), or finds the one made
 // before the parent's driver died; it returns its path.
 func (d *driver) worktree(ctx context.Context, ch *loop.ChildRef, resumed bool) (string, error) {
-	list, err := sandbox.Worktrees(d.c.Workspace)
+	w, err := d.router.Worktree(ch.Worktree)
 	if err != nil {
 		return "", err
 	}
-	if i := slices.IndexFunc(list, func(w sandbox.Worktree) bool { return w.Name == ch.Worktree }); i >= 0 {
-		w := list[i]
+	if w != nil {
 		if w.Run != d.router.RunID() || w.Branch != ch.Branch {
 			return "", fmt.Errorf("the worktree %s is not the one rein made for this child (run %s, branch %s)", w.Name, w.Run, w.Branch)
 		}
@@ -453,7 +451,10 @@ func (d *driver) worktree(ctx context.Context, ch *loop.ChildRef, resumed bool) 
 	if env.Status != tool.OK {
 		return "", fmt.Errorf("making the child's worktree: %s: %s", env.Status, env.Reason)
 	}
-	return sandbox.WorktreePath(d.c.Workspace, ch.Worktree)
+	if w, err = d.router.Worktree(ch.Worktree); err != nil || w == nil {
+		return "", fmt.Errorf("the child's worktree %s is not listed after it was made (%v)", ch.Worktree, err)
+	}
+	return w.Path, nil
 }
 
 // removeWorktree removes the child's worktree once its changes are
@@ -463,7 +464,7 @@ func (d *driver) removeWorktree(ctx context.Context, ch *loop.ChildRef, out Outc
 	if out.Kind == AwaitingApproval || out.Kind == Cancelled && ctx.Err() != nil {
 		return
 	}
-	if list, err := sandbox.Worktrees(d.c.Workspace); err != nil || !slices.ContainsFunc(list, func(w sandbox.Worktree) bool { return w.Name == ch.Worktree }) {
+	if w, err := d.router.Worktree(ch.Worktree); err != nil || w == nil {
 		return
 	}
 	args, _ := json.Marshal(tool.GitWorktreeArgs{Action: "remove", Name: ch.Worktree})

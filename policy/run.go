@@ -37,6 +37,11 @@ type RunSettings struct {
 	// (the default), or "wait" for an operator. A project file can only
 	// ask for "wait".
 	Recovery string
+	// ChildDepth, ChildConcurrency and Children bound an agent run's tree
+	// of child runs (spawn_agent): how deep it goes, how many children of
+	// one run run at once, how many it starts in all; nil is the agent's
+	// default (2, 4, 16), zero none. A project file can only lower them.
+	ChildDepth, ChildConcurrency, Children *int
 }
 
 // ProviderSetting is one [[provider]] entry: a provider by name, over the
@@ -76,6 +81,9 @@ type runConfig struct {
 	Protect           []string `toml:"protect"`
 	Recovery          string   `toml:"recovery"`
 	Web               *bool    `toml:"web"`
+	ChildDepth        *int     `toml:"child_depth"`
+	ChildConcurrency  *int     `toml:"child_concurrency"`
+	Children          *int     `toml:"children"`
 }
 
 type providerConfig struct {
@@ -117,6 +125,30 @@ func (a *applier) run(c *fileConfig) error {
 		if !a.narrowOnly || *n.dst == 0 || *n.v < *n.dst {
 			*n.dst = *n.v
 			p.setting(n.key, strconv.Itoa(*n.v), a.layer, a.file)
+		}
+	}
+	// The agent's defaults (agent/loop.ChildLimits), which a project file
+	// can only lower.
+	for _, n := range []struct {
+		key string
+		v   *int
+		dst **int
+		def int
+	}{{"run.child_depth", r.ChildDepth, &p.Run.ChildDepth, 2}, {"run.child_concurrency", r.ChildConcurrency, &p.Run.ChildConcurrency, 4}, {"run.children", r.Children, &p.Run.Children, 16}} {
+		if n.v == nil {
+			continue
+		}
+		if *n.v < 0 || *n.v > 64 {
+			return a.fail(n.key, fmt.Errorf("must be from 0 (none) to 64, not %d", *n.v))
+		}
+		now := n.def
+		if *n.dst != nil {
+			now = **n.dst
+		}
+		if !a.narrowOnly || *n.v < now {
+			v := *n.v
+			*n.dst = &v
+			p.setting(n.key, strconv.Itoa(v), a.layer, a.file)
 		}
 	}
 	if r.MaxTokens != nil {

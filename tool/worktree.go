@@ -269,3 +269,25 @@ func (c *Call) removeWorktree(ctx context.Context, ws string, a GitWorktreeArgs)
 	res.Output = fmt.Sprintf("removed the worktree %s; its branch %s stays", w.Name, w.Branch)
 	return res
 }
+
+// WorktreeInfo is a worktree rein made for a workspace.
+type WorktreeInfo struct {
+	Name, Path, Branch string
+	// Run is the run that made it.
+	Run string
+}
+
+// Worktree is the worktree name rein made for the router's workspace,
+// or nil when there is none.
+func (r *Router) Worktree(name string) (*WorktreeInfo, error) {
+	list, err := sandbox.Worktrees(r.cfg.Policy.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range list {
+		if w.Name == name {
+			return &WorktreeInfo{Name: w.Name, Path: w.Path, Branch: w.Branch, Run: w.Run}, nil
+		}
+	}
+	return nil, nil
+}

@@ -45,11 +45,12 @@ type ChildRef struct {
 	// ReadOnly says they are read-only ones.
 	Tools    []string `json:"tools"`
 	ReadOnly bool     `json:"read_only,omitempty"`
-	// Worktree names the git worktree it works in (its workspace), and
-	// Branch the worktree's branch; empty for a child in its parent's
-	// workspace.
+	// Worktree names the git worktree it works in (its workspace), Branch
+	// the worktree's branch and Repo the workspace whose repository it is
+	// of; empty for a child in its parent's workspace.
 	Worktree string `json:"worktree,omitempty"`
 	Branch   string `json:"branch,omitempty"`
+	Repo     string `json:"repo,omitempty"`
 }
 
 // ChildID is the id of the child run that the call at index of the

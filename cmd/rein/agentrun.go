@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -172,7 +173,10 @@ run that could not start.`,
 				c.Config.Family = cmp.Or(string(pc.Family), string(preset.Family))
 			}
 			out := cmd.OutOrStdout()
-			res, err := agent.Run(ctx, c, agentOptions(provider, p, approver, store, red, out, asJSON))
+			c.Children = childLimits(p)
+			o := agentOptions(provider, p, approver, store, red, out, asJSON)
+			o.PolicyFor = worktreePolicy(cf, *sf, p)
+			res, err := agent.Run(ctx, c, o)
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
@@ -320,6 +324,56 @@ func orNone(s string) string {
 // agentOptions are the options rein run and rein run resume drive a run
 // with: the router under the policy, its commands' environment built from
 // it, each step printed as it happens unless the outcome is to be JSON.
+// childLimits are the run tree's limits the policy's [run] sets, over the
+// agent's defaults; nil when it sets none.
+func childLimits(p *policy.Policy) *agent.ChildLimits {
+	r := p.Run
+	if r.ChildDepth == nil && r.ChildConcurrency == nil && r.Children == nil {
+		return nil
+	}
+	l := agent.ChildLimits{Depth: agent.DefaultChildDepth, Concurrency: agent.DefaultChildConcurrency, Total: agent.DefaultChildren}
+	for _, v := range []struct {
+		set *int
+		dst *int
+	}{{r.ChildDepth, &l.Depth}, {r.ChildConcurrency, &l.Concurrency}, {r.Children, &l.Total}} {
+		if v.set != nil {
+			*v.dst = *v.set
+		}
+	}
+	return &l
+}
+
+// worktreePolicy loads the policy of a child run's worktree as p was
+// loaded: the same org, user and project files (the workspace's project
+// file, not the worktree's copy of it), flags, mode and network.
+func worktreePolicy(cf commonFlags, sf scopeFlags, p *policy.Policy) func(string) (*policy.Policy, error) {
+	project, untrusted := os.DevNull, ""
+	for _, s := range p.Sources {
+		if s.Layer != policy.LayerProject {
+			continue
+		}
+		switch s.State {
+		case "absent":
+		case "untrusted":
+			untrusted = s.Path
+		default:
+			project = s.Path
+		}
+	}
+	if sf.project != "" {
+		project = sf.project
+	}
+	cf.mode, cf.networkFlag = p.Mode.String(), p.Sandbox.Network
+	return func(dir string) (*policy.Policy, error) {
+		if untrusted != "" {
+			return nil, fmt.Errorf("the project policy %s is not trusted: a worktree's policy would not be loaded as the run's was", untrusted)
+		}
+		c, s := cf, sf
+		c.workspace, s.project = dir, project
+		return c.load(&s)
+	}
+}
+
 func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *sqlite.Store, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
 	o := agent.Options{
 		Provider:  provider,
@@ -328,7 +382,23 @@ func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.App
 			Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
 	}
 	if !asJSON {
-		o.Observer = func(e agent.Event) { printEvent(out, e, red.Redact) }
+		var mu sync.Mutex
+		o.Observer = func(e agent.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			i := strings.IndexByte(e.Run, '.')
+			if i < 0 {
+				printEvent(out, e, red.Redact)
+				return
+			}
+			// A child run's (its id is its parent's, a dot, its step and
+			// index): its lines indented under the parent's, named.
+			var b strings.Builder
+			printEvent(&b, e, red.Redact)
+			for line := range strings.Lines(b.String()) {
+				fmt.Fprintf(out, "  child %s | %s", e.Run[i+1:], line)
+			}
+		}
 	}
 	return o
 }

@@ -181,9 +181,11 @@ func sendTurn(cmd *cobra.Command, sf *scopeFlags, f *chatFlags, conv, message st
 		return err
 	}
 	c.Budget = agent.Budget{Steps: p.Run.MaxSteps, Tokens: p.Run.MaxTokens, WallClock: p.Run.MaxTime, Cost: p.Run.MaxCost}
-	c.ResponseMaxTokens, c.ContextTokens, c.Recovery, c.Web = p.Run.ResponseMaxTokens, p.Run.ContextTokens, p.Run.Recovery, p.Run.Web
+	c.ResponseMaxTokens, c.ContextTokens, c.Recovery, c.Web, c.Children = p.Run.ResponseMaxTokens, p.Run.ContextTokens, p.Run.Recovery, p.Run.Web, childLimits(p)
 	out := cmd.OutOrStdout()
-	res, err := agent.Send(ctx, conv, c, agentOptions(provider, p, approver, store, red, out, f.asJSON))
+	o := agentOptions(provider, p, approver, store, red, out, f.asJSON)
+	o.PolicyFor = worktreePolicy(cf, *sf, p)
+	res, err := agent.Send(ctx, conv, c, o)
 	if err == nil && !f.asJSON {
 		if reply := lastReply(ctx, store, res.Run); reply != "" {
 			fmt.Fprintf(out, "\n%s\n\n", red.Redact(reply))

@@ -94,7 +94,9 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
-			res, err := agent.Resume(ctx, runID, agentOptions(provider, p, approver, store, red, out, asJSON))
+			o := agentOptions(provider, p, approver, store, red, out, asJSON)
+			o.PolicyFor = worktreePolicy(cf, *sf, p)
+			res, err := agent.Resume(ctx, runID, o)
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
@@ -495,6 +497,49 @@ type runState struct {
 	// Todo is the model's todo list as the run's last checkpoint keeps
 	// it.
 	Todo []agent.TodoItem `json:"todo,omitempty"`
+	// Parent is the run a child run was started by (spawn_agent), with
+	// the parent's step; Depth its depth in the tree.
+	Parent     string `json:"parent,omitempty"`
+	ParentStep int    `json:"parent_step,omitempty"`
+	Depth      int    `json:"depth,omitempty"`
+	// Steps, Tokens and Cost are what the run spent itself, as its last
+	// checkpoint says; Children what its children did.
+	Steps    int          `json:"steps"`
+	Tokens   agent.Usage  `json:"tokens"`
+	Cost     float64      `json:"cost,omitempty"`
+	Children *agent.Spent `json:"children,omitempty"`
+}
+
+// treeOrder puts each child run after its parent (and its earlier
+// siblings), the roots in the order they came.
+func treeOrder(runs []runState) []runState {
+	kids := map[string][]runState{}
+	ids := map[string]bool{}
+	for _, r := range runs {
+		ids[r.RunID] = true
+	}
+	var roots []runState
+	for _, r := range runs {
+		if r.Parent != "" && ids[r.Parent] {
+			kids[r.Parent] = append(kids[r.Parent], r)
+		} else {
+			roots = append(roots, r)
+		}
+	}
+	out := make([]runState, 0, len(runs))
+	var walk func(r runState)
+	walk = func(r runState) {
+		out = append(out, r)
+		cs := kids[r.RunID]
+		slices.SortFunc(cs, func(a, b runState) int { return strings.Compare(a.RunID, b.RunID) })
+		for _, c := range cs {
+			walk(c)
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
 }
 
 // newRunsCmd is rein runs: the durable runs of the workspace's trace and
@@ -548,21 +593,40 @@ or the outcome it ended with.`,
 				}
 				if st, err := agent.LoadState(ctx, store, r.RunID); err == nil {
 					s.Todo = st.Todo
+					s.Steps, s.Tokens, s.Cost = st.Steps, st.Tokens, st.Contract.Prices.Cost(st.Tokens)
+					if st.Children.Runs > 0 {
+						c := st.Children
+						s.Children = &c
+					}
+					if ch := st.Contract.Child; ch != nil {
+						s.Parent, s.ParentStep, s.Depth = ch.Parent, ch.Step, ch.Depth
+					}
 				}
 				out = append(out, s)
 			}
+			out = treeOrder(out)
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), out, exitOK)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "RUN\tSTARTED\tSTATE\tTODO\tWAITS ON")
+			fmt.Fprintln(w, "RUN\tSTARTED\tSTATE\tSTEPS\tTOKENS\tTODO\tWAITS ON")
 			for _, r := range out {
 				todo := "-"
 				if len(r.Todo) > 0 {
 					done, all := loop.TodoCounts(r.Todo)
 					todo = fmt.Sprintf("%d/%d done", done, all)
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.RunID, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, todo, policy.Printable(r.WaitsOn))
+				id := r.RunID
+				if r.Parent != "" {
+					// A child, under its parent, named by its step there.
+					id = strings.Repeat("  ", r.Depth) + "└ " + strings.TrimPrefix(r.RunID, r.Parent) + fmt.Sprintf(" (step %d)", r.ParentStep)
+				}
+				steps, tokens := fmt.Sprint(r.Steps), fmt.Sprint(loop.Sat(r.Tokens.Input, r.Tokens.Output))
+				if c := r.Children; c != nil {
+					steps += fmt.Sprintf(" +%d", c.Steps)
+					tokens += fmt.Sprintf(" +%d", loop.Sat(c.Tokens.Input, c.Tokens.Output))
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, steps, tokens, todo, policy.Printable(r.WaitsOn))
 			}
 			return w.Flush()
 		},
