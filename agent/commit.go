@@ -209,6 +209,38 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 		if link, err := os.ReadFile(filepath.Join(ws, ".git")); err != nil || strings.TrimRight(string(link), "\n") != want {
 			return fail("the worktree's .git no longer leads to %s (%q): rein runs no git through it", want, link)
 		}
+		// The child may have committed on its branch itself (git works in
+		// its sandbox): what is left is committed on top, and the branch
+		// as it is is the result.
+		head, err := hostGit(ctx, ws, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/"+ch.Branch+"^{commit}")
+		if err != nil {
+			return fail("the worktree's branch %s: %v", ch.Branch, err)
+		}
+		if head = strings.TrimSpace(head); head != gs.Commit {
+			moved := *gs
+			moved.Commit = head
+			c := d.commitFrom(ctx, &moved)
+			if c.Hash == "" && strings.Contains(c.Error, "changed nothing") {
+				names, _ := hostGit(ctx, ws, nil, nil, "diff-tree", "-r", "-z", "--no-renames", "--name-only", gs.Commit, head)
+				var paths []string
+				for _, p := range strings.Split(names, "\x00") {
+					if p != "" {
+						paths = append(paths, p)
+					}
+				}
+				return &loop.Committed{Branch: ch.Branch, Hash: head, Paths: paths}
+			}
+			return c
+		}
+	}
+	return d.commitFrom(ctx, gs)
+}
+
+// commitFrom commits what changed since gs on the run's branch.
+func (d *driver) commitFrom(ctx context.Context, gs *loop.GitStart) *loop.Committed {
+	ws := d.c.Workspace
+	fail := func(format string, args ...any) *loop.Committed {
+		return &loop.Committed{Error: fmt.Sprintf(format, args...)}
 	}
 	if c := d.madeCommit(ctx, gs); c != nil {
 		// Made by this run before a kill: kept, never made twice.

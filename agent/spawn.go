@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"crypto/sha256"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -311,9 +315,23 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			"budget": map[string]any{"steps": cc.Budget.Steps, "tokens": cc.Budget.Tokens, "cost": cc.Budget.Cost}})
 		d.o.Tool.Store.AppendAll(ctx, trace.Audit{RunID: parent, Kind: "child_run", At: time.Now(), Meta: string(meta)})
 	}
+	var guarded map[string]string
+	if ch.Worktree != "" {
+		guarded = gitGuarded(d.c.Workspace, ch.Worktree)
+	}
 	out, last, err := runChild(ctx, cc, co, before)
 	if err != nil && out.Run == "" {
 		return &tool.Result{Status: tool.Failed, Reason: "the child run " + id + " did not run: " + err.Error()}
+	}
+	if guarded != nil {
+		// Nothing of .git but what the child's sandbox may write changed.
+		if changed := gitChanged(guarded, gitGuarded(d.c.Workspace, ch.Worktree)); len(changed) > 0 {
+			out.Reason += "; rein found the repository's .git changed while the child ran, beyond its objects, its branch and its worktree's administrative directory: " + strings.Join(changed, ", ")
+			if d.o.Tool.Store != nil {
+				detail, _ := json.Marshal(map[string]any{"changed": changed})
+				d.o.Tool.Store.AppendAll(ctx, trace.SandboxEvent{RunID: id, Kind: "git_changed", Detail: string(detail), At: time.Now()})
+			}
+		}
 	}
 	return d.childResult(ctx, id, cc, out, last, true)
 }
@@ -418,6 +436,18 @@ func (d *driver) childOptions(ctx context.Context, id string, cc *Contract, resu
 			return Options{}, fmt.Errorf("the policy of the worktree %s: %v", path, err)
 		}
 		cc.Workspace = path
+		// git in the child's sandbox sees the repository as it needs it:
+		// the objects, its worktree's administrative directory and the
+		// rein branches' refs writable, the rest (config, hooks, the
+		// other refs, the other worktrees) read-only.
+		common := filepath.Join(d.c.Workspace, ".git")
+		writes := []string{filepath.Join(common, "objects"), filepath.Join(common, "worktrees", ch.Worktree),
+			filepath.Join(common, "refs", "heads", "rein"), filepath.Join(common, "logs", "refs", "heads", "rein")}
+		if err := os.MkdirAll(writes[3], 0o755); err != nil {
+			return Options{}, err
+		}
+		tc.Profile.HostReadPaths = append(slices.Clip(tc.Profile.HostReadPaths), common)
+		tc.Profile.HostWritePaths = append(slices.Clip(tc.Profile.HostWritePaths), writes...)
 	}
 	boundary := d.o.Boundary
 	if boundary != nil {
@@ -469,4 +499,68 @@ func (d *driver) removeWorktree(ctx context.Context, ch *loop.ChildRef, out Outc
 	}
 	args, _ := json.Marshal(tool.GitWorktreeArgs{Action: "remove", Name: ch.Worktree})
 	d.router.Call(context.WithoutCancel(ctx), tool.GitWorktreeTool, args)
+}
+
+// gitGuarded lists what a worktree child's sandbox may not change of
+// its repository's .git, with each file's digest: HEAD, config,
+// packed-refs, the hooks, info, every ref but the rein branches', and the
+// links of the child's administrative directory.
+func gitGuarded(repo, worktree string) map[string]string {
+	common := filepath.Join(repo, ".git")
+	out := map[string]string{}
+	skip := []string{"objects", "logs", filepath.Join("refs", "heads", "rein"), "worktrees", "index", "FETCH_HEAD", "ORIG_HEAD"}
+	filepath.WalkDir(common, func(path string, e fs.DirEntry, err error) error {
+		rel, _ := filepath.Rel(common, path)
+		if err != nil {
+			out[rel] = "unreadable: " + err.Error()
+			return nil
+		}
+		if rel != "." && slices.Contains(skip, rel) {
+			return filepath.SkipDir
+		}
+		if e.IsDir() || strings.HasSuffix(rel, ".lock") {
+			return nil
+		}
+		out[rel] = digestOf(path, e)
+		return nil
+	})
+	admin := filepath.Join(common, "worktrees", worktree)
+	for _, name := range []string{"commondir", "gitdir", "config.worktree"} {
+		p := filepath.Join(admin, name)
+		if fi, err := os.Lstat(p); err == nil {
+			out[filepath.Join("worktrees", worktree, name)] = digestOf(p, fs.FileInfoToDirEntry(fi))
+		}
+	}
+	return out
+}
+
+// digestOf is a file's kind and content digest (a link's target).
+func digestOf(path string, e fs.DirEntry) string {
+	if e.Type()&fs.ModeSymlink != 0 {
+		t, _ := os.Readlink(path)
+		return "link " + t
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "unreadable"
+	}
+	sum := sha256.Sum256(data)
+	return fmt.Sprintf("%v %x", e.Type(), sum[:8])
+}
+
+// gitChanged names what changed between two gitGuarded listings.
+func gitChanged(before, after map[string]string) []string {
+	var out []string
+	for p, h := range before {
+		if after[p] != h {
+			out = append(out, p)
+		}
+	}
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -557,3 +557,77 @@ func TestSpawnKill(t *testing.T) {
 		})
 	}
 }
+
+// TestSpawnWorktreeGit: a child in a worktree runs git in its sandbox
+// (status, add, commit on its own branch work: the objects, its
+// administrative directory and its branch are writable), and cannot
+// change the rest of the repository: git config, a hook, another branch
+// fail in the sandbox, and the parent is told nothing else changed.
+func TestSpawnWorktreeGit(t *testing.T) {
+	k := newTreeKit(t)
+	before := testenv.Git(t, k.ws, "config", "--list", "--local")
+	testenv.Git(t, k.ws, "branch", "other")
+	m := &treeModel{scripts: map[string][]func(Request) *Response{
+		"git": {calls(spawnCall("g1", SpawnArgs{Goal: "use git", Worktree: true}))},
+		"use git": {calls(
+			call("e1", "edit_file", `{"path":"bug.txt","old":"broken","new":"fixed"}`),
+			call("s1", "shell", `{"line":"git status --short"}`),
+			call("s2", "shell", `{"line":"git config user.name evil"}`),
+			call("s4", "shell", `{"line":"git commit -qam by-the-child"}`),
+			call("s3", "shell", `{"line":"git branch -f other HEAD"}`),
+			call("s5", "shell", `{"line":"git log --format=%s -1"}`),
+		), reply("committed")},
+	}}
+	o := k.opts(m)
+	o.Tool.Policy.Mode = policy.ModeAuto
+	out, err := Run(context.Background(), Contract{Goal: "git", Workspace: k.ws, Budget: Budget{Steps: 20}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := loop.ChildID(out.Run, 1, 0)
+	cs, err := LoadState(context.Background(), k.store, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var obs []string
+	for _, msg := range cs.Transcript {
+		if msg.Role == RoleTool {
+			obs = append(obs, msg.Text)
+		}
+	}
+	t.Logf("%q", obs)
+	if len(obs) != 6 || !strings.Contains(obs[1], " M bug.txt") || !strings.Contains(obs[3], "ok (exit 0)") || !strings.Contains(obs[5], "by-the-child") {
+		t.Fatalf("git in the child's sandbox: %q", obs)
+	}
+	if !strings.Contains(obs[2], "denied") {
+		t.Errorf("git config in the child: %s", obs[2])
+	}
+	// The policy lets the branch move through; the sandbox does not.
+	if !strings.Contains(obs[4], "failed") || !strings.Contains(obs[4], "Read-only file system") {
+		t.Errorf("git branch -f other in the child's sandbox: %s", obs[4])
+	}
+	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "other"); strings.TrimSpace(got) != "start" {
+		t.Errorf("the branch other moved: %q", got)
+	}
+	if after := testenv.Git(t, k.ws, "config", "--list", "--local"); after != before {
+		t.Errorf("the repository's config changed:\n%s", after)
+	}
+	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "rein/"+id); !strings.Contains(got, "by-the-child") {
+		t.Errorf("the child's branch: %q", got)
+	}
+	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "main"); strings.TrimSpace(got) != "start" {
+		t.Errorf("main moved: %q", got)
+	}
+	st, _ := LoadState(context.Background(), k.store, out.Run)
+	parent := ""
+	for _, msg := range st.Transcript {
+		parent += msg.Text + "\n"
+	}
+	head := strings.TrimSpace(testenv.Git(t, k.ws, "rev-parse", "rein/"+id))
+	if !strings.Contains(parent, "committed on the branch rein/"+id+" ("+head+"): bug.txt") {
+		t.Errorf("the parent was not told of the child's own commit %s:\n%s", head, parent)
+	}
+	if strings.Contains(parent, ".git changed") {
+		t.Errorf("the parent was told .git changed:\n%s", parent)
+	}
+}

@@ -365,3 +365,34 @@ func TestResolveShadowed(t *testing.T) {
 		t.Fatalf("the wrapper's ls: %q", v)
 	}
 }
+
+// TestHostWritePaths: a host write path inside a host read path is
+// writable, the rest of the read path read-only, on both rungs; a
+// read-only plan writes neither.
+func TestHostWritePaths(t *testing.T) {
+	eachRung(t, func(t *testing.T, rung Rung) {
+		ws := workspaceDir(t)
+		repo := filepath.Join(filepath.Dir(ws), "repo")
+		open := filepath.Join(repo, "objects")
+		if err := os.MkdirAll(open, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, "config"), []byte("kept\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p := Profile{Rung: rung, HostReadPaths: []string{repo}, HostWritePaths: []string{open}}
+		line := `sh -c 'echo new > ` + open + `/o && echo wrote; echo evil > ` + repo + `/config || echo refused; cat ` + repo + `/config'`
+		res := runLine(t, ws, line, p)
+		if res.Stdout.Text != "wrote\nrefused\nkept\n" {
+			t.Fatalf("%+v\n%s", res, res.Stderr.Text)
+		}
+		if data, _ := os.ReadFile(filepath.Join(open, "o")); string(data) != "new\n" {
+			t.Fatalf("the write path's file: %q", data)
+		}
+		p.ReadOnly = true
+		res = runLine(t, ws, `sh -c 'echo again > `+open+`/o || echo refused'`, p)
+		if res.Stdout.Text != "refused\n" {
+			t.Fatalf("a read-only plan: %+v", res)
+		}
+	})
+}

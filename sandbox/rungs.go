@@ -104,6 +104,8 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 	ro = append(ro, p.HostReadPaths...)
 	if p.ReadOnly {
 		ro = append(ro, p.Workspace)
+	} else {
+		rw = append(rw, p.HostWritePaths...)
 	}
 	req := request{Line: line, NotFound: r.notFound, Dir: dir, Home: bwrap.SandboxHome, Env: env, Rlimits: rlimits(p.Limits), GoPrefill: own.prefillOf(), Confine: &confine.Spec{
 		ReadOnly: ro, ReadWrite: rw, ScopeSignals: true, ScopeAbstractUnix: true, LandlockThisThread: true,
@@ -145,6 +147,7 @@ func (r *run) bwrapCommand(line *shell.Line, exe string, caches string) (*exec.C
 		Caches:         mounts,
 		ReadOnlyCaches: hostCaches,
 		HostReadPaths:  p.HostReadPaths,
+		HostWritePaths: hostWrites(p),
 		SystemDirs:     bwrap.DefaultSystemDirs,
 		Network:        bwrap.NetworkOff,
 		Overlays:       overlays,
@@ -285,6 +288,7 @@ func (r *run) hostCommand(line *shell.Line, exe string, caches string) (*exec.Cm
 			ro = append(ro, p.Workspace)
 		} else {
 			rw = append(rw, p.Workspace)
+			rw = append(rw, p.HostWritePaths...)
 		}
 		var abs []string
 		for _, h := range r.hidden {
@@ -543,4 +547,13 @@ func ownPlaces(p Profile, exe, base, tmp string, at func(name, host string) stri
 		}
 	}
 	return own, nil
+}
+
+// hostWrites are the host paths p's plan may write besides its
+// workspace: none for a read-only plan.
+func hostWrites(p Profile) []string {
+	if p.ReadOnly {
+		return nil
+	}
+	return p.HostWritePaths
 }

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,6 +100,12 @@ type Profile struct {
 	// HostReadPaths are extra absolute host paths the plan may read, at
 	// their own path. The caller vets them (never a protected path).
 	HostReadPaths []string
+	// HostWritePaths are host directories, each inside one of
+	// HostReadPaths, the plan may also write, at their own path: a child
+	// agent run's view of its repository (the objects, its worktree's
+	// administrative directory), the rest of it read-only. The caller
+	// vets them; a read-only plan (ReadOnly) writes none of them.
+	HostWritePaths []string
 	// Env is the plan's environment (built by the caller, never
 	// inherited). Its PATH is the caller's: the sandbox keeps the
 	// directories of it that the view exposes read-only (SearchPath), or
@@ -513,6 +520,14 @@ func (p *Profile) validate() error {
 		}
 		if _, err := os.Stat(h); err != nil {
 			return refuse(NotFound, "host read path %s: %v", h, err)
+		}
+	}
+	for _, h := range p.HostWritePaths {
+		if !filepath.IsAbs(h) || filepath.Clean(h) != h || !slices.ContainsFunc(p.HostReadPaths, func(r string) bool { return within(h, r) }) {
+			return refuse(InvalidPath, "host write path %q is not a clean absolute path inside a host read path", h)
+		}
+		if fi, err := os.Lstat(h); err != nil || !fi.IsDir() {
+			return refuse(NotFound, "host write path %s is not a directory", h)
 		}
 	}
 	if c := p.Caches; c != nil {

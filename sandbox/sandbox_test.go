@@ -603,6 +603,9 @@ func TestRefusals(t *testing.T) {
 		{Profile{Workspace: ws, Dir: "/etc"}, InvalidPath, "not inside"},
 		{Profile{Workspace: ws, SpoolDir: ws}, InvalidPath, "inside the workspace"},
 		{Profile{Workspace: ws, HostReadPaths: []string{"/nonexistent-rein"}}, NotFound, "host read path"},
+		{Profile{Workspace: ws, HostWritePaths: []string{"/tmp"}}, InvalidPath, "inside a host read path"},
+		{Profile{Workspace: ws, HostReadPaths: []string{"/usr"}, HostWritePaths: []string{"/usr/../tmp"}}, InvalidPath, "inside a host read path"},
+		{Profile{Workspace: ws, HostReadPaths: []string{"/usr"}, HostWritePaths: []string{"/usr/nonexistent-rein"}}, NotFound, "host write path"},
 	} {
 		_, err := Run(context.Background(), l, c.p, nil, nil)
 		e, ok := err.(*Error)

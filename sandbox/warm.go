@@ -270,6 +270,7 @@ func warmKey(p Profile) (string, bool) {
 		Workspace     string
 		ReadOnly      bool
 		HostReadPaths []string
+		HostWrite     []string
 		Env           []string
 		HostCaches    any
 		Caches        *CacheSet
@@ -277,7 +278,7 @@ func warmKey(p Profile) (string, bool) {
 		SpoolBytes    int64
 		Limits        Limits
 		Hidden        bool
-	}{p.Rung == RungLandlock, p.Workspace, p.ReadOnly, p.HostReadPaths, p.Env, p.HostCaches, p.Caches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
+	}{p.Rung == RungLandlock, p.Workspace, p.ReadOnly, p.HostReadPaths, p.HostWritePaths, p.Env, p.HostCaches, p.Caches, p.OutputBytes, p.SpoolBytes, p.Limits, p.Hidden != nil}
 	data, err := json.Marshal(k)
 	return string(data), err == nil
 }

@@ -145,6 +145,11 @@ type View struct {
 	// cover the view's own mounts.
 	HostReadPaths []string
 
+	// HostWritePaths are absolute host directories, each inside one of
+	// HostReadPaths, mounted writable at the same path over the read-only
+	// mount. The caller vets them.
+	HostWritePaths []string
+
 	// SystemDirs are absolute host directories mounted read-only at the
 	// same path, normally DefaultSystemDirs. Absent ones are skipped; host
 	// symbolic links are reproduced as links.
@@ -421,6 +426,19 @@ func (b *builder) build(v View, argv []string) ([]string, error) {
 			return nil, &ViewError{Field: "HostReadPaths", Value: p, Reason: err.Error()}
 		}
 		b.add("--ro-bind", p, p)
+	}
+	for _, p := range v.HostWritePaths {
+		p, err := absPath("HostWritePaths", p)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(v.HostReadPaths, func(r string) bool { return within(p, filepath.Clean(r)) }) || within(ws, p) {
+			return nil, &ViewError{Field: "HostWritePaths", Value: p, Reason: "not inside a host read path, or covers the workspace"}
+		}
+		if fi, err := os.Lstat(p); err != nil || !fi.IsDir() {
+			return nil, &ViewError{Field: "HostWritePaths", Value: p, Reason: "not a directory"}
+		}
+		b.add("--bind", p, p)
 	}
 
 	if v.ReadOnlyWorkspace {
