@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"crypto/sha256"
 	"io/fs"
 	"os"
 	"path/filepath"
