@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -190,4 +191,79 @@ func BenchmarkDurableStep(b *testing.B) {
 	b.ReportMetric(pct(steps, 50), "step-p50-ms")
 	b.ReportMetric(pct(plain, 50), "plain-step-p50-ms")
 	b.ReportMetric(pct(steps, 50)/pct(plain, 50), "ratio")
+}
+
+// spawnModel times a tree of one child: when the root's first request
+// came, when the response naming the child went back, and when the
+// child's first request came.
+type spawnModel struct {
+	mu                    sync.Mutex
+	first, spawned, child time.Time
+	rootCalls, childCalls int
+}
+
+func (m *spawnModel) Name() string  { return "spawn" }
+func (m *spawnModel) Model() string { return "spawn-1" }
+func (m *spawnModel) Stream(_ context.Context, req Request) (*Response, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	usage := Usage{Input: 10, Output: 1}
+	if req.Messages[0].Text != "spawn one" {
+		if m.childCalls++; m.childCalls == 1 {
+			m.child = now
+		}
+		return &Response{Text: "nothing to do", Finish: FinishStop, Usage: usage}, nil
+	}
+	if m.rootCalls++; m.rootCalls > 1 {
+		return &Response{Text: "done", Finish: FinishStop, Usage: usage}, nil
+	}
+	m.first = now
+	return &Response{ToolCalls: []ToolCall{{ID: "s", Name: SpawnTool, Args: `{"goal":"look","read_only":true}`}}, Finish: FinishToolCalls, Usage: usage}, nil
+}
+
+// BenchmarkSpawn is the tree's overhead: from the start of the effect
+// that runs a spawn_agent call (the parent's step with the response that
+// names the child committed) to the child's first model call
+// (spawn-p50-ms: the call decided and recorded, the child's contract
+// carved, its registry, router, lease and first checkpoint made), against the bare
+// mechanism, a root run's start to its first model call in the same
+// process and store (root-p50-ms), and ratio the one over the other. The
+// model answers at once; the trace is SQLite, durable.
+// Run: go test ./agent -run '^$' -bench Spawn -benchtime 200x
+func BenchmarkSpawn(b *testing.B) {
+	ws := b.TempDir()
+	mode := policy.ModeAuto
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: b.TempDir(), NoFiles: true, Mode: &mode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store, err := sqlite.Open(filepath.Join(b.TempDir(), "t.db"), trace.NewRedactor())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	var spawn, root []time.Duration
+	for b.Loop() {
+		m := &spawnModel{}
+		start := time.Now()
+		out, err := Run(context.Background(), Contract{Goal: "spawn one", Workspace: ws}, Options{Provider: m, Tool: tool.Config{Policy: p, Store: store},
+			Boundary: func(name string) {
+				if strings.HasPrefix(name, "tool-before ") {
+					m.mu.Lock()
+					m.spawned = time.Now()
+					m.mu.Unlock()
+				}
+			}})
+		if err != nil || out.Kind != Finished || out.Children == nil {
+			b.Fatalf("%+v %v", out, err)
+		}
+		root = append(root, m.first.Sub(start))
+		spawn = append(spawn, m.child.Sub(m.spawned))
+	}
+	b.StopTimer()
+	b.ReportMetric(pct(spawn, 50), "spawn-p50-ms")
+	b.ReportMetric(pct(spawn, 99), "spawn-p99-ms")
+	b.ReportMetric(pct(root, 50), "root-p50-ms")
+	b.ReportMetric(pct(spawn, 50)/pct(root, 50), "ratio")
 }

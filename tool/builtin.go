@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reinhq/rein/files"
@@ -52,7 +53,48 @@ type ReadResultArgs struct {
 // Builtin returns a registry with rein's tools and the coding and
 // read-only surfaces.
 func Builtin() (*Registry, error) {
+	b, err := builtins()
+	if err != nil {
+		return nil, err
+	}
+	// Each registry has specs of its own (a caller may change one); their
+	// schemas, derived once, are shared.
+	own := func(in []*Spec) []*Spec {
+		out := make([]*Spec, len(in))
+		for i, s := range in {
+			c := *s
+			out[i] = &c
+		}
+		return out
+	}
 	reg := NewRegistry()
+	specs := own(b.coding)
+	if err := reg.Add(specs...); err != nil {
+		return nil, err
+	}
+	// The web tools are in the registry, on no surface of its own:
+	// WebSurface adds them to one.
+	if err := reg.Add(own(b.web)...); err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, s := range specs {
+		all = append(all, s.Name)
+	}
+	if err := reg.DefineSurface(SurfaceCoding, all...); err != nil {
+		return nil, err
+	}
+	if err := reg.DefineSurface(SurfaceReadOnly, "read_file", "list_dir", "find_files", "search_files", "read_result"); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// builtinSpecs are the built-in tools' specs, made once: deriving and
+// resolving their schemas is most of what building a registry costs.
+type builtinSpecs struct{ coding, web []*Spec }
+
+var builtins = sync.OnceValues(func() (builtinSpecs, error) {
 	var specs []*Spec
 	add := func(s *Spec, err error) {
 		if err == nil {
@@ -162,26 +204,8 @@ func Builtin() (*Registry, error) {
 		}))
 	specs = append(specs, handleSpecs()...)
 	specs = append(specs, gitSpecs()...)
-	if err := reg.Add(specs...); err != nil {
-		return nil, err
-	}
-	// The web tools are in the registry, on no surface of its own:
-	// WebSurface adds them to one.
-	if err := reg.Add(webSpecs()...); err != nil {
-		return nil, err
-	}
-	var all []string
-	for _, s := range specs {
-		all = append(all, s.Name)
-	}
-	if err := reg.DefineSurface(SurfaceCoding, all...); err != nil {
-		return nil, err
-	}
-	if err := reg.DefineSurface(SurfaceReadOnly, "read_file", "list_dir", "find_files", "search_files", "read_result"); err != nil {
-		return nil, err
-	}
-	return reg, nil
-}
+	return builtinSpecs{coding: specs, web: webSpecs()}, nil
+})
 
 func jsonText(v any) string {
 	data, _ := json.MarshalIndent(v, "", "  ")
