@@ -104,7 +104,7 @@ func TestRunTree(t *testing.T) {
 	requireBwrap(t)
 	docFixture(t)
 	srv := newTreeServer(t, map[string][]string{
-		"two": {`many spawn_agent {"goal":"read a","read_only":true}|spawn_agent {"goal":"read b","read_only":true}`, "Both read."},
+		"two":    {`many spawn_agent {"goal":"read a","read_only":true}|spawn_agent {"goal":"read b","read_only":true}`, "Both read."},
 		"read a": {`list_dir {"path":"."}`, "A is read."},
 		"read b": {"B is read."},
 	})
@@ -157,7 +157,7 @@ func TestRunTreeCancel(t *testing.T) {
 	requireBwrap(t)
 	docFixture(t)
 	srv := newTreeServer(t, map[string][]string{
-		"two": {`many spawn_agent {"goal":"wait a","read_only":true}|spawn_agent {"goal":"wait b","read_only":true}`, "Both read."},
+		"two":    {`many spawn_agent {"goal":"wait a","read_only":true}|spawn_agent {"goal":"wait b","read_only":true}`, "Both read."},
 		"wait a": {"block"},
 		"wait b": {"block"},
 	})
