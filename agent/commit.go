@@ -37,10 +37,19 @@ const (
 
 // hostGit runs git in ws with the forced-off environment, stdin given,
 // and returns its stdout.
+// gitDirsKey holds the directories host git is pinned to (GIT_DIR,
+// GIT_COMMON_DIR, GIT_WORK_TREE) for a child's worktree: what the child
+// could write there (its .git file, its administrative directory's
+// commondir) cannot lead rein's git elsewhere.
+type gitDirsKey struct{}
+
 func hostGit(ctx context.Context, ws string, stdin []byte, extra []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = ws
 	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "LC_ALL=C"}, tool.GitEnv(ws)...), extra...)
+	if pinned, ok := ctx.Value(gitDirsKey{}).([]string); ok {
+		cmd.Env = append(cmd.Env, pinned...)
+	}
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
@@ -205,10 +214,21 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 		// git is run in the worktree on the host: its .git must still
 		// lead where rein made it lead, not where a command of the run
 		// pointed it.
-		want := "gitdir: " + filepath.Join(ch.Repo, ".git", "worktrees", ch.Worktree)
+		common := filepath.Join(ch.Repo, ".git")
+		admin := filepath.Join(common, "worktrees", ch.Worktree)
+		want := "gitdir: " + admin
 		if link, err := os.ReadFile(filepath.Join(ws, ".git")); err != nil || strings.TrimRight(string(link), "\n") != want {
 			return fail("the worktree's .git no longer leads to %s (%q): rein runs no git through it", want, link)
 		}
+		// Its administrative directory is the child's to write: what
+		// leads out of it must be as git made it.
+		if data, err := os.ReadFile(filepath.Join(admin, "commondir")); err != nil || string(data) != "../..\n" {
+			return fail("the worktree's administrative directory %s was changed (its commondir holds %q): rein runs no git through it", admin, data)
+		}
+		if _, err := os.Lstat(filepath.Join(admin, "config.worktree")); err == nil {
+			return fail("the worktree's administrative directory %s holds a config.worktree: rein runs no git through it", admin)
+		}
+		ctx = context.WithValue(ctx, gitDirsKey{}, []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + ws})
 		// The child may have committed on its branch itself (git works in
 		// its sandbox): what is left is committed on top, and the branch
 		// as it is is the result.

@@ -289,6 +289,10 @@ func open(ctx context.Context, c Contract, o Options, rp *resumePoint) (*Executo
 		d.state = rp.state
 		d.resumedFrom = rp.seq
 	}
+	if o.tree == nil {
+		// The root: the children its state counts are started.
+		d.tree.started = d.state.Children.Runs
+	}
 	return x, nil
 }
 
@@ -748,9 +752,7 @@ func (d *driver) route(ctx context.Context, calls []ToolCall) []ToolResult {
 			}
 		}
 		if calls[i].Name == loop.SpawnTool {
-			d.kids.mu.Lock()
-			d.kids.unshared = j - i
-			d.kids.mu.Unlock()
+			d.kids.begin(d.state.Left(), j-i)
 		}
 		var wg sync.WaitGroup
 		for k := i; k < j; k++ {

@@ -19,6 +19,42 @@ type replayProvider struct {
 	calls       []trace.ProviderCall
 	next        int
 	prev        *Request
+	// recorded is the run the calls are of; children reads the recorded
+	// calls of another run of the same trace (a child's), or is nil.
+	recorded string
+	children func(ctx context.Context, run string) ([]trace.ProviderCall, error)
+}
+
+// ReplayTree is Replay for a run that may have started child runs
+// (spawn_agent): each child of the run replayed answers from the calls
+// recorded of the child that the recorded run's same call started, read
+// with calls (trace.Store.ProviderCalls).
+func ReplayTree(recorded []trace.ProviderCall, calls func(ctx context.Context, run string) ([]trace.ProviderCall, error)) Provider {
+	p := Replay(recorded).(*replayProvider)
+	p.children = calls
+	if len(recorded) > 0 {
+		p.recorded = recorded[0].RunID
+	}
+	return p
+}
+
+// childProvider is a provider that gives a child run one of its own.
+type childProvider interface {
+	forChild(ctx context.Context, parent, child string) (Provider, error)
+}
+
+// forChild is the replay of the child the recorded run started where the
+// run replayed (parent) starts child.
+func (r *replayProvider) forChild(ctx context.Context, parent, child string) (Provider, error) {
+	if r.children == nil || r.recorded == "" || !strings.HasPrefix(child, parent+".") {
+		return nil, fmt.Errorf("replay: no recording of the child runs of %s", parent)
+	}
+	id := r.recorded + strings.TrimPrefix(child, parent)
+	calls, err := r.children(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("replay: the calls of the recorded child %s: %w", id, err)
+	}
+	return ReplayTree(calls, r.children), nil
 }
 
 // Replay is a provider that answers from the recorded calls of a run
@@ -61,15 +97,39 @@ func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, erro
 	}
 	// A run's id appears in what the model is shown (a handle, a result
 	// id): each run has its own, so both sides name it alike.
-	want, have := runIDs.ReplaceAllString(string(recorded), "RUN"), runIDs.ReplaceAllString(string(got), "RUN")
+	// So does a commit's hash (it holds the time it was made), which a
+	// child in a worktree names.
+	want, have := commitIDs.ReplaceAllString(runIDs.ReplaceAllString(string(recorded), "RUN"), "COMMIT"), commitIDs.ReplaceAllString(runIDs.ReplaceAllString(string(got), "RUN"), "COMMIT")
 	if have != want {
 		return nil, &ProviderError{Class: FailRequest, Err: fmt.Errorf("replay: call %d (step %d, attempt %d) differs from the recording: %s", r.next, c.Step, c.Attempt, firstDifference(want, have))}
 	}
 	if c.Failure != "" {
 		return nil, &ProviderError{Class: FailureClass(c.Failure), Err: fmt.Errorf("replayed: %s", c.Error)}
 	}
+	// The ids and hashes the request names, as the run has them: the
+	// recorded response names them as the recording did (a branch of a
+	// child run, a commit to merge), and is given them as the run has
+	// them.
+	names := map[string]string{}
+	for _, re := range []*regexp.Regexp{runIDs, commitIDs} {
+		old, now := re.FindAllString(string(recorded), -1), re.FindAllString(string(got), -1)
+		if len(old) == len(now) {
+			for i := range old {
+				names[old[i]] = now[i]
+			}
+		}
+	}
+	response := c.Response
+	for _, re := range []*regexp.Regexp{runIDs, commitIDs} {
+		response = re.ReplaceAllStringFunc(response, func(s string) string {
+			if n, ok := names[s]; ok {
+				return n
+			}
+			return s
+		})
+	}
 	var resp Response
-	if err := json.Unmarshal([]byte(c.Response), &resp); err != nil {
+	if err := json.Unmarshal([]byte(response), &resp); err != nil {
 		return nil, &ProviderError{Class: FailMalformed, Err: fmt.Errorf("replay: call %d's recorded response: %w", r.next, err)}
 	}
 	return &resp, nil
@@ -77,6 +137,9 @@ func (r *replayProvider) Stream(_ context.Context, req Request) (*Response, erro
 
 // runIDs match a run's id as the router makes them.
 var runIDs = regexp.MustCompile(`\b\d{8}T\d{6}-[0-9a-f]{8}\b`)
+
+// commitIDs are git's object names, SHA-1 and SHA-256.
+var commitIDs = regexp.MustCompile(`\b[0-9a-f]{40}(?:[0-9a-f]{24})?\b`)
 
 // firstDifference shows where two texts part, with a little of each.
 func firstDifference(want, got string) string {

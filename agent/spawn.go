@@ -50,21 +50,31 @@ const spawnDescription = "Start a child agent on a side task with a fresh contex
 type tree struct {
 	limits loop.ChildLimits
 	mu     sync.Mutex
-	ids    map[string]bool
+	// started counts the children the tree has started: those the root's
+	// state counts, and those this process has seen since (with the
+	// children a resumed child had started).
+	started int
+	ids     map[string]bool
 }
 
-// admit counts child id in the tree, once; a new child past the tree's
-// limit is refused.
-func (t *tree) admit(id string) error {
+// admit counts child id in the tree, once, with the children it started
+// before (a child started before the process that drives the tree): a
+// new child past the tree's limit is refused; one started before never
+// is.
+func (t *tree) admit(id string, before *State) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ids[id] {
 		return nil
 	}
-	if len(t.ids) >= t.limits.Total {
+	if before == nil && t.started >= t.limits.Total {
 		return fmt.Errorf("the run tree has started %d children, its limit ([run] children)", t.limits.Total)
 	}
 	t.ids[id] = true
+	t.started++
+	if before != nil {
+		t.started += before.Children.Runs
+	}
 	return nil
 }
 
@@ -74,11 +84,34 @@ func (t *tree) admit(id string) error {
 type kids struct {
 	slots  chan struct{}
 	writer chan struct{}
-	mu     sync.Mutex
-	// reserved is the budget carved for the children running; unshared
-	// counts the calls of the group in progress not yet carved.
+	mu sync.Mutex
+	// reserved is the budget carved for the children running; spent what
+	// the children of the group in progress that ended spent (the run's
+	// state counts it once the group's results are in); share a child's
+	// equal share of what was left when the group began.
 	reserved loop.Budget
-	unshared int
+	spent    loop.Spent
+	share    loop.Budget
+}
+
+// begin starts a group of n spawn calls: what the children before spent
+// is in the state now, and each of the group's gets an equal share of
+// what is left (the same share whatever order they start in, so that a
+// replay carves what the run carved).
+func (k *kids) begin(left loop.Budget, n int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n = max(n, 1)
+	k.spent = loop.Spent{}
+	k.share = loop.Budget{Steps: left.Steps / n, Tokens: left.Tokens / int64(n), Cost: left.Cost / float64(n)}
+}
+
+// ended gives back child's carved budget b, and counts what it spent.
+func (k *kids) ended(b loop.Budget, spent loop.Spent) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.reserve(b, -1)
+	k.spent = k.spent.Add(spent)
 }
 
 func newKids(l loop.ChildLimits) *kids {
@@ -164,14 +197,15 @@ func (d *driver) carve(a SpawnArgs) (loop.Budget, error) {
 	k := d.kids
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	// What is left: the state's count, less what the group's children
+	// that ended spent and what those running may.
 	left := d.state.Left()
-	left.Steps -= k.reserved.Steps
-	left.Tokens -= k.reserved.Tokens
+	left.Steps -= k.reserved.Steps + k.spent.Steps
+	left.Tokens -= k.reserved.Tokens + loop.Sat(k.spent.Tokens.Input, k.spent.Tokens.Output)
 	if left.Cost > 0 {
-		left.Cost -= k.reserved.Cost
+		left.Cost -= k.reserved.Cost + d.c.Prices.Cost(k.spent.Tokens)
 	}
-	share := max(k.unshared, 1)
-	b := loop.Budget{Steps: left.Steps / share, Tokens: left.Tokens / int64(share)}
+	b := loop.Budget{Steps: min(k.share.Steps, left.Steps), Tokens: min(k.share.Tokens, left.Tokens)}
 	if a.Steps > 0 {
 		b.Steps = min(a.Steps, left.Steps)
 	}
@@ -179,12 +213,20 @@ func (d *driver) carve(a SpawnArgs) (loop.Budget, error) {
 		b.Tokens = min(a.Tokens, left.Tokens)
 	}
 	if d.c.Budget.Cost > 0 {
-		b.Cost = left.Cost / float64(share)
+		b.Cost = min(k.share.Cost, left.Cost)
 	}
 	if b.Steps < 1 || b.Tokens < 1 || d.c.Budget.Cost > 0 && b.Cost <= 0 {
-		return b, fmt.Errorf("the budget left (%d steps, %d tokens, besides the %d steps and %d tokens carved for children running) cannot carve a child", left.Steps, left.Tokens, k.reserved.Steps, k.reserved.Tokens)
+		return b, fmt.Errorf("the budget left (%d steps, %d tokens, once the children running and ended are counted) cannot carve a child", max(left.Steps, 0), max(left.Tokens, 0))
 	}
+	// What is left of the parent's wall clock, in whole minutes (whole
+	// seconds under one): the child's system block says it, and a replay
+	// asks what the run asked.
 	b.WallClock = d.state.Deadline.Sub(d.o.Now())
+	if b.WallClock >= time.Minute {
+		b.WallClock = b.WallClock.Truncate(time.Minute)
+	} else {
+		b.WallClock = b.WallClock.Truncate(time.Second)
+	}
 	if b.WallClock <= 0 {
 		return b, errors.New("the wall-clock budget is spent")
 	}
@@ -198,9 +240,6 @@ func (k *kids) reserve(b loop.Budget, sign int) {
 	k.reserved.Steps += sign * b.Steps
 	k.reserved.Tokens += int64(sign) * b.Tokens
 	k.reserved.Cost += float64(sign) * b.Cost
-	if sign > 0 && k.unshared > 0 {
-		k.unshared--
-	}
 }
 
 // spawn starts the child run of the call in ctx, or goes on with the one
@@ -249,6 +288,8 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 		if ch := before.Contract.Child; ch.Branch != "" && out.Commit != nil && out.Commit.Hash != "" {
 			d.router.NoteBranch(ch.Branch)
 		}
+		d.tree.admit(id, before)
+		d.kids.ended(loop.Budget{}, spentBy(out))
 		return d.childResult(ctx, id, before.Contract, out, lastReply(before), false)
 	}
 	var tools []string
@@ -258,7 +299,7 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			return refuse("%v", err)
 		}
 	}
-	if err := d.tree.admit(id); err != nil {
+	if err := d.tree.admit(id, before); err != nil {
 		return refuse("%v", err)
 	}
 	if err := take(ctx, d.kids.slots); err != nil {
@@ -293,10 +334,12 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			cc.Verify, cc.Commit = d.c.Verify, true
 		}
 	}
+	carved := true
 	defer func() {
-		d.kids.mu.Lock()
-		d.kids.reserve(cc.Budget, -1)
-		d.kids.mu.Unlock()
+		if carved {
+			// Not run: nothing spent.
+			d.kids.ended(cc.Budget, loop.Spent{})
+		}
 	}()
 	ch := cc.Child
 	if ch.Worktree == "" && !ch.ReadOnly {
@@ -323,6 +366,8 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 	if err != nil && out.Run == "" {
 		return &tool.Result{Status: tool.Failed, Reason: "the child run " + id + " did not run: " + err.Error()}
 	}
+	carved = false
+	d.kids.ended(cc.Budget, spentBy(out))
 	if guarded != nil {
 		// Nothing of .git but what the child's sandbox may write changed.
 		if changed := gitChanged(guarded, gitGuarded(d.c.Workspace, ch.Worktree)); len(changed) > 0 {
@@ -341,15 +386,22 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 // model; its worktree is removed (remove) once its changes are kept.
 func (d *driver) childResult(ctx context.Context, id string, cc Contract, out Outcome, last string, remove bool) *tool.Result {
 	slot, _ := ctx.Value(spawnKey{}).(*spawnSlot)
-	spent := loop.Spent{Runs: 1, Steps: out.Steps, Tokens: out.Tokens}
-	if out.Children != nil {
-		spent = spent.Add(*out.Children)
-	}
+	spent := spentBy(out)
 	slot.spent, slot.wrote = &spent, !cc.Child.ReadOnly
 	if cc.Child.Worktree != "" {
 		d.removeWorktree(ctx, cc.Child, out)
 	}
 	return &tool.Result{Status: tool.OK, Output: childObservation(id, cc, out, last)}
+}
+
+// spentBy is what a child that ended with out spent, its own children
+// counted.
+func spentBy(out Outcome) loop.Spent {
+	spent := loop.Spent{Runs: 1, Steps: out.Steps, Tokens: out.Tokens}
+	if out.Children != nil {
+		spent = spent.Add(*out.Children)
+	}
+	return spent
 }
 
 // runChild drives the child: a new one from its contract, or the one
@@ -453,7 +505,15 @@ func (d *driver) childOptions(ctx context.Context, id string, cc *Contract, resu
 	if boundary != nil {
 		boundary = func(name string) { d.o.Boundary("child " + id + " " + name) }
 	}
-	return Options{Provider: d.o.Provider, Tool: tc, Observer: d.o.Observer, Now: d.o.Now, Sleep: d.o.Sleep, Boundary: boundary,
+	provider := d.o.Provider
+	if cp, ok := provider.(childProvider); ok {
+		// A replay: the child answers from its own recording.
+		var err error
+		if provider, err = cp.forChild(ctx, d.router.RunID(), id); err != nil {
+			return Options{}, err
+		}
+	}
+	return Options{Provider: provider, Tool: tc, Observer: d.o.Observer, Now: d.o.Now, Sleep: d.o.Sleep, Boundary: boundary,
 		PolicyFor: d.o.PolicyFor, tree: d.tree}, nil
 }
 

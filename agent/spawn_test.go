@@ -631,3 +631,45 @@ func TestSpawnWorktreeGit(t *testing.T) {
 		t.Errorf("the parent was told .git changed:\n%s", parent)
 	}
 }
+
+// TestSpawnReplay: a tree replays: the root answers from its recorded
+// calls and each child from those of the child the recorded root's same
+// call started, and the replayed tree ends as the recorded one did; a
+// replay whose child asks otherwise fails naming the difference.
+func TestSpawnReplay(t *testing.T) {
+	k := newTreeKit(t)
+	start := strings.TrimSpace(testenv.Git(t, k.ws, "rev-parse", "HEAD"))
+	first, err := Run(context.Background(), treeContract(k.ws), k.opts(&treeModel{scripts: fanOut()}))
+	if err != nil || first.Kind != Succeeded {
+		t.Fatalf("%+v %v", first, err)
+	}
+	calls, err := k.store.ProviderCalls(context.Background(), first.Run)
+	if err != nil || len(calls) != 3 {
+		t.Fatalf("%d calls: %v", len(calls), err)
+	}
+	replay := func(goal string) Outcome {
+		t.Helper()
+		testenv.Git(t, k.ws, "reset", "-q", "--hard", start)
+		c := treeContract(k.ws)
+		c.Goal = goal
+		out, err := Run(context.Background(), c, k.opts(ReplayTree(calls, k.store.ProviderCalls)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	out := replay("fan out")
+	if out.Kind != Succeeded || out.Children == nil || *out.Children != *first.Children || out.Steps != first.Steps {
+		t.Fatalf("the replay: %+v %+v, recorded %+v", out, out.Children, first.Children)
+	}
+	for i := range 5 {
+		a, _ := LoadState(context.Background(), k.store, loop.ChildID(first.Run, 1, i))
+		b, _ := LoadState(context.Background(), k.store, loop.ChildID(out.Run, 1, i))
+		if a == nil || b == nil || lastReply(a) != lastReply(b) || a.Done.Kind != b.Done.Kind {
+			t.Errorf("child %d replayed otherwise", i)
+		}
+	}
+	if out := replay("fan out otherwise"); out.Kind != ProviderFailed || !strings.Contains(out.Reason, "differs from the recording") {
+		t.Errorf("a replay that asks otherwise: %+v", out)
+	}
+}

@@ -160,7 +160,7 @@ run that could not start.`,
 				if err != nil || len(calls) == 0 {
 					return &exitError{exitUsage, fmt.Sprintf("--replay %s: no model calls of that run in %s", replay, store.Path())}
 				}
-				provider = agent.Replay(calls)
+				provider = agent.ReplayTree(calls, store.ProviderCalls)
 			}
 			c := agent.Contract{Goal: args[0], Workspace: p.Workspace, Verify: gate, Protect: protect,
 				Budget: agent.Budget{Steps: maxSteps, Tokens: maxTokens, WallClock: maxTime, Cost: maxCost}, Prices: prices,
