@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -9,10 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/reinhq/rein/agent/loop"
@@ -228,6 +232,20 @@ func (d *driver) commitRun(ctx context.Context) *loop.Committed {
 		if _, err := os.Lstat(filepath.Join(admin, "config.worktree")); err == nil {
 			return fail("the worktree's administrative directory %s holds a config.worktree: rein runs no git through it", admin)
 		}
+		// git appends to a ref's log through whatever is at its path: what
+		// the child could write holds no link, nothing but files and
+		// directories.
+		own := filepath.FromSlash(ch.Branch[:strings.LastIndexByte(ch.Branch, '/')])
+		for _, dir := range []string{admin, filepath.Join(common, "refs", "heads", own), filepath.Join(common, "logs", "refs", "heads", own)} {
+			if bad := notPlain(dir); bad != "" {
+				return fail("%s, which the child could write, holds %s: rein runs no git through it", dir, bad)
+			}
+		}
+		// The objects the child made, in its administrative directory,
+		// are taken into the repository's, each checked against its name.
+		if err := importObjects(filepath.Join(admin, "objects"), filepath.Join(common, "objects"), gs.Format); err != nil {
+			return fail("taking in the objects the child made: %v", err)
+		}
 		ctx = context.WithValue(ctx, gitDirsKey{}, []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + ws})
 		// The child may have committed on its branch itself (git works in
 		// its sandbox): what is left is committed on top, and the branch
@@ -354,7 +372,7 @@ func (d *driver) commitFrom(ctx context.Context, gs *loop.GitStart) *loop.Commit
 		return fail("%v", err)
 	}
 	commit = strings.TrimSpace(commit)
-	branch := "rein/" + run
+	branch := d.runBranch()
 	if _, err := hostGit(ctx, ws, nil, nil, "update-ref", "-m", "rein run "+run, "refs/heads/"+branch, commit, old); err != nil {
 		return fail("%v", err)
 	}
@@ -366,6 +384,15 @@ func (d *driver) commitFrom(ctx context.Context, gs *loop.GitStart) *loop.Commit
 		}
 	}
 	return &loop.Committed{Branch: branch, Hash: commit, Paths: changed}
+}
+
+// runBranch is the branch the run's commit is made on: rein/<run id>,
+// or a worktree child's own.
+func (d *driver) runBranch() string {
+	if worktreeChild(d.c) {
+		return d.c.Child.Branch
+	}
+	return "rein/" + d.router.RunID()
 }
 
 // worktreeChild says whether c is a child run's in a worktree of its own,
@@ -387,7 +414,7 @@ func commits(c Contract, kind Kind) bool {
 // name that is not such a commit is left to fail the update.
 func (d *driver) madeCommit(ctx context.Context, gs *loop.GitStart) *loop.Committed {
 	ws, run := d.c.Workspace, d.router.RunID()
-	branch := "rein/" + run
+	branch := d.runBranch()
 	hash, err := hostGit(ctx, ws, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/"+branch+"^{commit}")
 	if err != nil {
 		return nil
@@ -430,4 +457,146 @@ func (d *driver) identity(ctx context.Context) []string {
 		email = "rein@localhost"
 	}
 	return []string{"GIT_AUTHOR_NAME=" + name, "GIT_AUTHOR_EMAIL=" + email, "GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email}
+}
+
+// notPlain names the first entry under dir that is neither a regular
+// file nor a directory (a link, a FIFO, a device), or "".
+func notPlain(dir string) string {
+	bad := ""
+	filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				bad = fmt.Sprintf("%s (%v)", p, err)
+			}
+			return filepath.SkipAll
+		}
+		if t := e.Type(); t != 0 && !e.IsDir() {
+			bad = fmt.Sprintf("%s (%v)", p, t)
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return bad
+}
+
+// maxObjectBytes bounds an object rein takes in from a child.
+const maxObjectBytes = 256 << 20
+
+// importObjects takes the loose objects under from into the object
+// directory to: each is read whole, its content hashed as git names it
+// (format: sha1 or sha256) and compared with its name, and written where
+// to has none of that name; a pack (git gc in the child) is refused, as
+// is anything else.
+func importObjects(from, to, format string) error {
+	entries, err := os.ReadDir(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	hexLen := 40
+	if format == "sha256" {
+		hexLen = 64
+	}
+	for _, d := range entries {
+		if d.Name() == "info" && d.IsDir() {
+			if inner, _ := os.ReadDir(filepath.Join(from, "info")); len(inner) == 0 {
+				continue
+			}
+		}
+		if !d.IsDir() || len(d.Name()) != 2 || !isHex(d.Name()) {
+			return fmt.Errorf("%s is not a directory of loose objects (a pack or another file: rein takes loose objects only)", filepath.Join(from, d.Name()))
+		}
+		objs, err := os.ReadDir(filepath.Join(from, d.Name()))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			name := d.Name() + o.Name()
+			src := filepath.Join(from, d.Name(), o.Name())
+			if !o.Type().IsRegular() || len(name) != hexLen || !isHex(o.Name()) {
+				if strings.HasPrefix(o.Name(), "tmp_obj_") {
+					continue
+				}
+				return fmt.Errorf("%s is not a loose object", src)
+			}
+			dst := filepath.Join(to, d.Name(), o.Name())
+			if _, err := os.Lstat(dst); err == nil {
+				continue
+			}
+			if err := importObject(src, dst, name, format); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// importObject checks that the loose object src is the object name and
+// writes its bytes to dst.
+func importObject(src, dst, name, format string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, maxObjectBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(raw) > maxObjectBytes {
+		return fmt.Errorf("object %s is more than %d bytes", name, maxObjectBytes)
+	}
+	z, err := zlib.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("object %s: %v", name, err)
+	}
+	var h hash.Hash = sha1.New()
+	if format == "sha256" {
+		h = sha256.New()
+	}
+	content, err := io.ReadAll(io.LimitReader(z, 4*maxObjectBytes+1))
+	if err != nil {
+		return fmt.Errorf("object %s: %v", name, err)
+	}
+	kind, rest, ok := bytes.Cut(content, []byte{' '})
+	size, body, ok2 := bytes.Cut(rest, []byte{0})
+	if !ok || !ok2 || !slices.Contains([]string{"blob", "tree", "commit", "tag"}, string(kind)) || string(size) != strconv.Itoa(len(body)) {
+		return fmt.Errorf("object %s has no header git would read", name)
+	}
+	h.Write(content)
+	if got := hex.EncodeToString(h.Sum(nil)); got != name {
+		return fmt.Errorf("the object named %s holds %s", name, got)
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), "tmp_obj_rein_")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(raw)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dst)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return s != ""
 }

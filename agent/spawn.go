@@ -84,7 +84,7 @@ func (t *tree) admit(id string, before *State) error {
 type kids struct {
 	slots  chan struct{}
 	writer chan struct{}
-	mu sync.Mutex
+	mu     sync.Mutex
 	// reserved is the budget carved for the children running; spent what
 	// the children of the group in progress that ended spent (the run's
 	// state counts it once the group's results are in); share a child's
@@ -215,8 +215,11 @@ func (d *driver) carve(a SpawnArgs) (loop.Budget, error) {
 	if d.c.Budget.Cost > 0 {
 		b.Cost = min(k.share.Cost, left.Cost)
 	}
-	if b.Steps < 1 || b.Tokens < 1 || d.c.Budget.Cost > 0 && b.Cost <= 0 {
-		return b, fmt.Errorf("the budget left (%d steps, %d tokens, once the children running and ended are counted) cannot carve a child", max(left.Steps, 0), max(left.Tokens, 0))
+	// The least a child can make one call with: what the parent's
+	// requests carry besides the transcript, and a short answer.
+	least := int64(d.state.Overhead/4) + 512
+	if b.Steps < 1 || b.Tokens < least || d.c.Budget.Cost > 0 && b.Cost <= 0 {
+		return b, fmt.Errorf("the budget left (%d steps, %d tokens, once the children running and ended are counted) cannot carve a child (a share of %d steps and %d tokens; a call takes about %d)", max(left.Steps, 0), max(left.Tokens, 0), b.Steps, b.Tokens, least)
 	}
 	// What is left of the parent's wall clock, in whole minutes (whole
 	// seconds under one): the child's system block says it, and a replay
@@ -324,13 +327,18 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			root = d.c.Child.Root
 		}
 		ro := !slices.ContainsFunc(tools, func(n string) bool { return !d.readOnly(n) })
-		cc = Contract{Goal: a.Goal, Workspace: d.c.Workspace, Protect: d.c.Protect, Budget: b, ResponseMaxTokens: d.c.ResponseMaxTokens,
+		// A child's answers are bounded by its share: its budget counts
+		// the next call's longest one before it is made.
+		cc = Contract{Goal: a.Goal, Workspace: d.c.Workspace, Protect: d.c.Protect, Budget: b, ResponseMaxTokens: int(min(int64(d.c.ResponseMaxTokens), max(b.Tokens/4, 256))),
 			GateRetries: d.c.GateRetries, Instructions: d.c.Instructions, Prices: d.c.Prices, ContextTokens: d.c.ContextTokens,
 			Recovery: d.c.Recovery, Web: d.c.Web && slices.Contains(tools, tool.FetchURLTool), Config: d.c.Config, Children: d.c.Children,
 			Child: &loop.ChildRef{Parent: parent, Root: root, Step: step, Call: callFrom(ctx), Index: len(d.state.Results) + slot.index,
 				Depth: d.c.Depth() + 1, Tools: tools, ReadOnly: ro}}
 		if a.Worktree {
-			cc.Child.Worktree, cc.Child.Branch, cc.Child.Repo = id, "rein/"+id, d.c.Workspace
+			// A branch in a directory of the child's own (refs/heads/
+			// rein/<id>/): its sandbox may write that directory, and no
+			// other run's branch is in it.
+			cc.Child.Worktree, cc.Child.Branch, cc.Child.Repo = id, "rein/"+id+"/work", d.c.Workspace
 			cc.Verify, cc.Commit = d.c.Verify, true
 		}
 	}
@@ -489,17 +497,28 @@ func (d *driver) childOptions(ctx context.Context, id string, cc *Contract, resu
 		}
 		cc.Workspace = path
 		// git in the child's sandbox sees the repository as it needs it:
-		// the objects, its worktree's administrative directory and the
-		// rein branches' refs writable, the rest (config, hooks, the
-		// other refs, the other worktrees) read-only.
+		// its worktree's administrative directory (which holds the
+		// objects it makes: the repository's are read-only, its
+		// alternate) and its branch's directory writable, the rest
+		// (config, hooks, objects, the other refs and worktrees)
+		// read-only. rein takes its objects in when it ends, each checked
+		// against its name (importObjects).
 		common := filepath.Join(d.c.Workspace, ".git")
-		writes := []string{filepath.Join(common, "objects"), filepath.Join(common, "worktrees", ch.Worktree),
-			filepath.Join(common, "refs", "heads", "rein"), filepath.Join(common, "logs", "refs", "heads", "rein")}
-		if err := os.MkdirAll(writes[3], 0o755); err != nil {
-			return Options{}, err
+		admin := filepath.Join(common, "worktrees", ch.Worktree)
+		own := filepath.FromSlash(ch.Branch[:strings.LastIndexByte(ch.Branch, '/')])
+		writes := []string{admin, filepath.Join(common, "refs", "heads", own), filepath.Join(common, "logs", "refs", "heads", own)}
+		for _, w := range append(writes, filepath.Join(admin, "objects")) {
+			if err := os.MkdirAll(w, 0o755); err != nil {
+				return Options{}, err
+			}
 		}
 		tc.Profile.HostReadPaths = append(slices.Clip(tc.Profile.HostReadPaths), common)
 		tc.Profile.HostWritePaths = append(slices.Clip(tc.Profile.HostWritePaths), writes...)
+		if tc.Profile.Env == nil {
+			tc.Profile.Env = tool.Env(os.Environ(), tc.Policy)
+		}
+		tc.Profile.Env = append(slices.Clip(tc.Profile.Env), "GIT_OBJECT_DIRECTORY="+filepath.Join(admin, "objects"),
+			"GIT_ALTERNATE_OBJECT_DIRECTORIES="+filepath.Join(common, "objects"))
 	}
 	boundary := d.o.Boundary
 	if boundary != nil {
@@ -536,6 +555,13 @@ func (d *driver) worktree(ctx context.Context, ch *loop.ChildRef, resumed bool) 
 	if resumed {
 		return "", fmt.Errorf("the child's worktree %s is gone", ch.Worktree)
 	}
+	// The child has not begun (no checkpoint): a branch of its name is
+	// what an add killed midway made, and goes.
+	if head, err := hostGit(ctx, d.c.Workspace, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/"+ch.Branch); err == nil {
+		if _, err := hostGit(ctx, d.c.Workspace, nil, nil, "update-ref", "-d", "refs/heads/"+ch.Branch, strings.TrimSpace(head)); err != nil {
+			return "", err
+		}
+	}
 	args, _ := json.Marshal(tool.GitWorktreeArgs{Action: "add", Name: ch.Worktree, Branch: ch.Branch})
 	env := d.router.Call(ctx, tool.GitWorktreeTool, args)
 	if env.Status != tool.OK {
@@ -555,6 +581,12 @@ func (d *driver) removeWorktree(ctx context.Context, ch *loop.ChildRef, out Outc
 		return
 	}
 	if w, err := d.router.Worktree(ch.Worktree); err != nil || w == nil {
+		return
+	}
+	// The objects the child made (its own commits on its branch) are
+	// taken in first, each checked: removing the worktree removes them.
+	common := filepath.Join(d.c.Workspace, ".git")
+	if err := importObjects(filepath.Join(common, "worktrees", ch.Worktree, "objects"), filepath.Join(common, "objects"), d.objectFormat(ctx)); err != nil {
 		return
 	}
 	args, _ := json.Marshal(tool.GitWorktreeArgs{Action: "remove", Name: ch.Worktree})
@@ -623,4 +655,12 @@ func gitChanged(before, after map[string]string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// objectFormat is the repository's object format: sha1 or sha256.
+func (d *driver) objectFormat(ctx context.Context) string {
+	if f, err := hostGit(ctx, d.c.Workspace, nil, nil, "rev-parse", "--show-object-format"); err == nil && strings.TrimSpace(f) == "sha256" {
+		return "sha256"
+	}
+	return "sha1"
 }

@@ -186,7 +186,7 @@ func fanOut() map[string][]func(Request) *Response {
 func TestSpawnFanOut(t *testing.T) {
 	k := newTreeKit(t)
 	m := &treeModel{scripts: fanOut()}
-	c := Contract{Goal: "fan out", Workspace: k.ws, Verify: &Gate{Line: "grep -q fixed bug.txt", ExpectExit: 0}, Budget: Budget{Steps: 40, Tokens: 20000}}
+	c := Contract{Goal: "fan out", Workspace: k.ws, Verify: &Gate{Line: "grep -q fixed bug.txt", ExpectExit: 0}, Budget: Budget{Steps: 40, Tokens: 200000}}
 	out, err := Run(context.Background(), c, k.opts(m))
 	if err != nil {
 		t.Fatal(err)
@@ -232,10 +232,10 @@ func TestSpawnFanOut(t *testing.T) {
 		}
 	}
 	wt := loop.ChildID(out.Run, 1, 4)
-	if !strings.Contains(obs[4], "the child run "+wt+" ended succeeded") || !strings.Contains(obs[4], "committed on the branch rein/"+wt+" ") {
+	if !strings.Contains(obs[4], "the child run "+wt+" ended succeeded") || !strings.Contains(obs[4], "committed on the branch rein/"+wt+"/work ") {
 		t.Errorf("the worktree child's observation: %s", obs[4])
 	}
-	if got := strings.TrimSpace(testenv.Git(t, k.ws, "show", "rein/"+wt+":bug.txt")); got != "fixed" {
+	if got := strings.TrimSpace(testenv.Git(t, k.ws, "show", "rein/"+wt+"/work:bug.txt")); got != "fixed" {
 		t.Errorf("the child's branch: bug.txt is %q", got)
 	}
 	if list, _ := sandbox.Worktrees(k.ws); len(list) != 0 {
@@ -384,7 +384,7 @@ func TestSpawnCancel(t *testing.T) {
 // treeContract is the fan-out's: a gate that passes once the merged fix
 // is in.
 func treeContract(ws string) Contract {
-	return Contract{Goal: "fan out", Workspace: ws, Verify: &Gate{Line: "grep -q fixed bug.txt", ExpectExit: 0}, Budget: Budget{Steps: 40, Tokens: 20000}}
+	return Contract{Goal: "fan out", Workspace: ws, Verify: &Gate{Line: "grep -q fixed bug.txt", ExpectExit: 0}, Budget: Budget{Steps: 40, Tokens: 200000}}
 }
 
 // spawnKillEnv names the configuration of a test binary started to drive
@@ -612,7 +612,7 @@ func TestSpawnWorktreeGit(t *testing.T) {
 	if after := testenv.Git(t, k.ws, "config", "--list", "--local"); after != before {
 		t.Errorf("the repository's config changed:\n%s", after)
 	}
-	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "rein/"+id); !strings.Contains(got, "by-the-child") {
+	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "rein/"+id+"/work"); !strings.Contains(got, "by-the-child") {
 		t.Errorf("the child's branch: %q", got)
 	}
 	if got := testenv.Git(t, k.ws, "log", "--format=%s", "-1", "main"); strings.TrimSpace(got) != "start" {
@@ -623,8 +623,8 @@ func TestSpawnWorktreeGit(t *testing.T) {
 	for _, msg := range st.Transcript {
 		parent += msg.Text + "\n"
 	}
-	head := strings.TrimSpace(testenv.Git(t, k.ws, "rev-parse", "rein/"+id))
-	if !strings.Contains(parent, "committed on the branch rein/"+id+" ("+head+"): bug.txt") {
+	head := strings.TrimSpace(testenv.Git(t, k.ws, "rev-parse", "rein/"+id+"/work"))
+	if !strings.Contains(parent, "committed on the branch rein/"+id+"/work ("+head+"): bug.txt") {
 		t.Errorf("the parent was not told of the child's own commit %s:\n%s", head, parent)
 	}
 	if strings.Contains(parent, ".git changed") {

@@ -147,8 +147,10 @@ func (c *Call) addWorktree(ctx context.Context, ws string, a GitWorktreeArgs) *R
 		return &Result{Status: Unavailable, Reason: err.Error()}
 	}
 	admin := filepath.Join(ws, ".git", "worktrees", a.Name)
-	// Noted first, under the lock every put-back takes, so that a run
-	// beside this one admits the directory git is about to make.
+	// Made under the lock every put-back takes, and noted there, so that
+	// a run beside this one admits the directory git makes, and two adds
+	// at once (a run's child runs) do not read each other's half-made
+	// administrative directories.
 	err = sandbox.WithWorktrees(ctx, ws, func(list []sandbox.Worktree) ([]sandbox.Worktree, error) {
 		if len(list) >= maxWorktrees {
 			return nil, fmt.Errorf("the workspace has %d worktrees made by rein, the most it keeps: remove one first (git_worktree list)", len(list))
@@ -156,13 +158,29 @@ func (c *Call) addWorktree(ctx context.Context, ws string, a GitWorktreeArgs) *R
 		if slices.ContainsFunc(list, func(w sandbox.Worktree) bool { return w.Name == a.Name }) {
 			return nil, fmt.Errorf("a worktree named %s is there already (git_worktree list)", a.Name)
 		}
+		// What an add killed midway left (its worktree, in rein's own
+		// directory, and the administrative directory that leads there,
+		// neither noted) is removed first.
+		if _, err := os.Lstat(path); err == nil {
+			os.RemoveAll(path)
+		}
+		if data, err := os.ReadFile(filepath.Join(admin, "gitdir")); err == nil && string(data) == filepath.Join(path, ".git")+"\n" {
+			os.RemoveAll(admin)
+		}
 		for _, p := range []string{path, admin} {
 			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("%s is there already: choose another name", p)
 			}
 		}
+		if _, err := hostGit(ctx, ws, env, "worktree", "add", "--quiet", "-b", branch, path, "HEAD"); err != nil {
+			return nil, &addFailed{err}
+		}
 		return append(list, sandbox.Worktree{Name: a.Name, Admin: a.Name, Path: path, Branch: branch, Run: c.Router.runID, Made: time.Now().UTC()}), nil
 	})
+	var failed *addFailed
+	if errors.As(err, &failed) {
+		return &Result{Status: Failed, Reason: failed.err.Error()}
+	}
 	if err != nil {
 		return &Result{Status: Denied, Reason: err.Error()}
 	}
@@ -170,10 +188,6 @@ func (c *Call) addWorktree(ctx context.Context, ws string, a GitWorktreeArgs) *R
 		sandbox.WithWorktrees(context.WithoutCancel(ctx), ws, func(list []sandbox.Worktree) ([]sandbox.Worktree, error) {
 			return slices.DeleteFunc(list, func(w sandbox.Worktree) bool { return w.Name == a.Name }), nil
 		})
-	}
-	if _, err := hostGit(ctx, ws, env, "worktree", "add", "--quiet", "-b", branch, path, "HEAD"); err != nil {
-		forget()
-		return &Result{Status: Failed, Reason: err.Error()}
 	}
 	// git names the administrative directory after the worktree's; one
 	// that is not the name noted (taken meanwhile) is undone.
@@ -190,6 +204,11 @@ func (c *Call) addWorktree(ctx context.Context, ws string, a GitWorktreeArgs) *R
 	res.Data = map[string]string{"name": a.Name, "path": path, "branch": branch}
 	return res
 }
+
+// addFailed is git worktree add's failure, apart from a refusal.
+type addFailed struct{ err error }
+
+func (e *addFailed) Error() string { return e.err.Error() }
 
 // adminChanged says how the administrative directory of the worktree w
 // differs from what git made for rein, or "": a directory (not a link)

@@ -222,6 +222,10 @@ func (s *State) spent(now time.Time) (Outcome, bool) {
 		why = fmt.Sprintf("the step budget of %d is spent", s.Contract.Budget.Steps)
 	case Sat(t.Tokens.Input, t.Tokens.Output) >= s.Contract.Budget.Tokens:
 		why = fmt.Sprintf("the token budget of %d is spent (%d in, %d out)", s.Contract.Budget.Tokens, t.Tokens.Input, t.Tokens.Output)
+	case s.Contract.Child != nil && Sat(Sat(t.Tokens.Input, t.Tokens.Output), s.nextCall()) > s.Contract.Budget.Tokens:
+		// A child's budget is carved from its parent's: its next call
+		// must fit in what is left, or the tree would pass its root's.
+		why = fmt.Sprintf("the token budget of %d would be passed by the next call (about %d tokens with its longest answer; %d in, %d out so far)", s.Contract.Budget.Tokens, s.nextCall(), t.Tokens.Input, t.Tokens.Output)
 	case s.Contract.Budget.Cost > 0 && s.Contract.Prices.Cost(t.Tokens) >= s.Contract.Budget.Cost:
 		why = fmt.Sprintf("the cost budget of %.2f is spent (%.4f)", s.Contract.Budget.Cost, s.Contract.Prices.Cost(t.Tokens))
 	case !now.Before(s.Deadline):
@@ -502,4 +506,18 @@ func deref(p *int) int {
 		return -1
 	}
 	return *p
+}
+
+// nextCall is what the next model call may cost at most, by rein's
+// estimate (charsPerToken characters a token): its input (what every
+// request carries and the transcript) and its longest answer.
+func (s *State) nextCall() int64 {
+	in := s.Overhead
+	for _, m := range s.Transcript {
+		in += utf8.RuneCountInString(m.Text)
+		for _, c := range m.ToolCalls {
+			in += utf8.RuneCountInString(c.Name) + utf8.RuneCountInString(c.Args)
+		}
+	}
+	return int64(in/charsPerToken) + int64(s.Contract.ResponseMaxTokens)
 }
