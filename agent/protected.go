@@ -197,9 +197,15 @@ func protectable(root *os.Root, globs []string, p string) error {
 
 // diffHashes lists the paths whose hash changed, appeared or went.
 func diffHashes(a, b map[string]protectedFile) []string {
+	return changedKeys(a, b, func(x, y protectedFile) bool { return x.hash == y.hash })
+}
+
+// changedKeys lists, sorted, the keys whose value differs in a and b
+// (by same), or that one of them lacks.
+func changedKeys[V any](a, b map[string]V, same func(x, y V) bool) []string {
 	var out []string
 	for p, h := range a {
-		if g, ok := b[p]; !ok || g.hash != h.hash {
+		if g, ok := b[p]; !ok || !same(g, h) {
 			out = append(out, p)
 		}
 	}

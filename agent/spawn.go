@@ -642,19 +642,7 @@ func digestOf(path string, e fs.DirEntry) string {
 
 // gitChanged names what changed between two gitGuarded listings.
 func gitChanged(before, after map[string]string) []string {
-	var out []string
-	for p, h := range before {
-		if after[p] != h {
-			out = append(out, p)
-		}
-	}
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			out = append(out, p)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return changedKeys(before, after, func(x, y string) bool { return x == y })
 }
 
 // objectFormat is the repository's object format: sha1 or sha256.

@@ -673,3 +673,51 @@ func TestSpawnReplay(t *testing.T) {
 		t.Errorf("a replay that asks otherwise: %+v", out)
 	}
 }
+
+// TestSpawnCancelChild: rein run cancel of one child stops that child
+// alone: it ends cancelled, and its parent, told so in the child's
+// observation, goes on with its next step.
+func TestSpawnCancelChild(t *testing.T) {
+	k := newTreeKit(t)
+	m := &treeModel{scripts: map[string][]func(Request) *Response{
+		"two": {calls(spawnCall("a", SpawnArgs{Goal: "wait", ReadOnly: true}), spawnCall("b", SpawnArgs{Goal: "quick", ReadOnly: true})), reply("went on")},
+	}, block: map[string]bool{"wait": true}, started: make(chan string, 4)}
+	var root atomic.Value
+	o := k.opts(m)
+	o.Observer = func(e Event) {
+		if e.Kind == EventStarted && !strings.Contains(e.Run, ".") {
+			root.Store(e.Run)
+		}
+	}
+	done := make(chan Outcome, 1)
+	go func() {
+		out, _ := Run(context.Background(), Contract{Goal: "two", Workspace: k.ws, Budget: Budget{Steps: 20}}, o)
+		done <- out
+	}()
+	select {
+	case <-m.started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the child did not start")
+	}
+	child := loop.ChildID(root.Load().(string), 1, 0)
+	if _, err := k.store.Append(context.Background(), trace.ApprovalRequest{RunID: child, Request: "c1", Kind: CancelRequest, Shown: "cancel one child", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var out Outcome
+	select {
+	case out = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the parent did not go on")
+	}
+	st, _ := LoadState(context.Background(), k.store, out.Run)
+	if out.Kind != Finished || lastReply(st) != "went on" {
+		t.Fatalf("the parent: %+v", out)
+	}
+	text := ""
+	for _, msg := range st.Transcript {
+		text += msg.Text + "\n"
+	}
+	if !strings.Contains(text, "the child run "+child+" ended cancelled: the run was cancelled by request c1") || !strings.Contains(text, "ended finished") {
+		t.Errorf("the parent's transcript:\n%s", text)
+	}
+}

@@ -508,6 +508,9 @@ type runState struct {
 	Tokens   agent.Usage  `json:"tokens"`
 	Cost     float64      `json:"cost,omitempty"`
 	Children *agent.Spent `json:"children,omitempty"`
+	// ChildrenCost is what the children's tokens cost, by the run's
+	// prices.
+	ChildrenCost float64 `json:"children_cost,omitempty"`
 }
 
 // treeOrder puts each child run after its parent (and its earlier
@@ -597,6 +600,7 @@ or the outcome it ended with.`,
 					if st.Children.Runs > 0 {
 						c := st.Children
 						s.Children = &c
+						s.ChildrenCost = st.Contract.Prices.Cost(c.Tokens)
 					}
 					if ch := st.Contract.Child; ch != nil {
 						s.Parent, s.ParentStep, s.Depth = ch.Parent, ch.Step, ch.Depth
@@ -622,9 +626,15 @@ or the outcome it ended with.`,
 					id = strings.Repeat("  ", r.Depth) + "└ " + strings.TrimPrefix(r.RunID, r.Parent) + fmt.Sprintf(" (step %d)", r.ParentStep)
 				}
 				steps, tokens := fmt.Sprint(r.Steps), fmt.Sprint(loop.Sat(r.Tokens.Input, r.Tokens.Output))
+				if r.Cost > 0 {
+					tokens += fmt.Sprintf(" ($%.4f)", r.Cost)
+				}
 				if c := r.Children; c != nil {
 					steps += fmt.Sprintf(" +%d", c.Steps)
 					tokens += fmt.Sprintf(" +%d", loop.Sat(c.Tokens.Input, c.Tokens.Output))
+					if r.ChildrenCost > 0 {
+						tokens += fmt.Sprintf(" ($%.4f)", r.ChildrenCost)
+					}
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", id, r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.State, steps, tokens, todo, policy.Printable(r.WaitsOn))
 			}
