@@ -462,25 +462,18 @@ func spawnKillChild() (int, bool) {
 }
 
 // TestSpawnKill: the tree's driver killed with SIGKILL at each boundary
-// of the spawn group (the children's starts, model calls, tool calls,
-// gate attempts and commit, and the parent's step around them) and
-// resumed ends as the tree never killed does: succeeded, the fix merged,
-// each child run once (one run of each id in the trace, no other), the
-// tree's spending within the root's budget.
+// of the spawn group, as a run never killed passes them (every effect
+// boundary of a read-only child and of the worktree child: their starts,
+// model calls, tool calls, gate attempts and commit; and the parent's
+// step around them) and resumed ends as the tree never killed does:
+// succeeded, the fix merged, each child run once (one run of each id in
+// the trace, no other), the tree's spending within the root's budget. A
+// kill between the worktree child's edit was journalled and its end
+// (tool-started) tells that child its edit was interrupted, as any
+// run's: the edit is never made again unseen, and the tree ends as that
+// child's gate says.
 func TestSpawnKill(t *testing.T) {
 	requireSandbox(t)
-	targets := []string{
-		"tool-before call_1_0",
-		"child R.1.0 model-before 1.1",
-		"child R.1.0 tool-ran call_1_0",
-		"child R.1.0 model-after 2.1",
-		"child R.1.4 gate-before gate baseline",
-		"child R.1.4 tool-after call_1_0",
-		"child R.1.4 gate-after gate 0",
-		"child R.1.4 commit-after",
-		"tool-ran call_1_0",
-		"tool-after call_1_0",
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -504,6 +497,22 @@ func TestSpawnKill(t *testing.T) {
 			t.Fatalf("the driver's report %q: %v\n%s", stdout.String(), err, stderr.String())
 		}
 		return rep, false
+	}
+	// The boundaries, as a run never killed passes them.
+	k := newTreeKit(t)
+	rep, killed := drive(spawnKillConfig{WS: k.ws, Home: k.home, Store: k.store.Path(), Cache: os.Getenv("REIN_CACHE_DIR")})
+	var passed []string
+	if killed || json.Unmarshal(rep["boundaries"], &passed) != nil {
+		t.Fatalf("the run never killed: %s", rep["error"])
+	}
+	var targets []string
+	for _, b := range passed {
+		if strings.HasPrefix(b, "child R.1.0 ") || strings.HasPrefix(b, "child R.1.4 ") || strings.HasSuffix(b, " call_1_0") && !strings.HasPrefix(b, "child ") {
+			targets = append(targets, b)
+		}
+	}
+	if len(targets) < 20 {
+		t.Fatalf("%d boundaries of the spawn group: %q", len(targets), passed)
 	}
 	for _, target := range targets {
 		t.Run(strings.ReplaceAll(target, " ", "_"), func(t *testing.T) {
@@ -529,6 +538,18 @@ func TestSpawnKill(t *testing.T) {
 			}
 			var out Outcome
 			json.Unmarshal(rep["outcome"], &out)
+			if target == "child R.1.4 tool-started call_1_0" {
+				// The edit was journalled and not made: the child is told
+				// so, makes no edit, and its gate fails.
+				cs, err := LoadState(context.Background(), k.store, loop.ChildID(root, 1, 4))
+				if err != nil || !slices.ContainsFunc(cs.Transcript, func(m Message) bool { return strings.Contains(m.Text, "edit_file: interrupted") }) {
+					t.Fatalf("the worktree child was not told its edit was interrupted: %v", err)
+				}
+				if out.Kind != GateFailed || out.Children == nil || out.Children.Runs != 5 {
+					t.Fatalf("resumed after the kill at %q: %+v %s", target, out, rep["error"])
+				}
+				return
+			}
 			if out.Kind != Succeeded || out.Children == nil || out.Children.Runs != 5 {
 				t.Fatalf("resumed after the kill at %q: %+v %s", target, out, rep["error"])
 			}
