@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"compress/zlib"
 	"context"
@@ -310,6 +311,15 @@ func (d *driver) commitFrom(ctx context.Context, gs *loop.GitStart) *loop.Commit
 	if gs.Format == "sha256" {
 		zero = strings.Repeat("0", 64)
 	}
+	if common := filepath.Join(ws, ".git"); worktreeChild(d.c) {
+		if err := gitWrites(filepath.Join(d.c.Child.Repo, ".git"), d.runBranch()); err != nil {
+			return fail("%v", err)
+		}
+	} else if fi, err := os.Lstat(common); err == nil && fi.IsDir() {
+		if err := gitWrites(common, d.runBranch()); err != nil {
+			return fail("%v", err)
+		}
+	}
 	tmp, err := os.MkdirTemp("", "rein-commit-")
 	if err != nil {
 		return fail("%v", err)
@@ -488,10 +498,15 @@ const maxObjectBytes = 256 << 20
 // to has none of that name; a pack (git gc in the child) is refused, as
 // is anything else.
 func importObjects(from, to, format string) error {
-	entries, err := os.ReadDir(from)
-	if errors.Is(err, fs.ErrNotExist) {
+	if fi, err := os.Lstat(from); errors.Is(err, fs.ErrNotExist) {
 		return nil
+	} else if err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory (%v)", from, err)
 	}
+	if bad := notPlain(from); bad != "" {
+		return fmt.Errorf("%s holds %s", from, bad)
+	}
+	entries, err := os.ReadDir(from)
 	if err != nil {
 		return err
 	}
@@ -515,10 +530,10 @@ func importObjects(from, to, format string) error {
 		for _, o := range objs {
 			name := d.Name() + o.Name()
 			src := filepath.Join(from, d.Name(), o.Name())
+			if strings.HasPrefix(o.Name(), "tmp_obj_") {
+				continue
+			}
 			if !o.Type().IsRegular() || len(name) != hexLen || !isHex(o.Name()) {
-				if strings.HasPrefix(o.Name(), "tmp_obj_") {
-					continue
-				}
 				return fmt.Errorf("%s is not a loose object", src)
 			}
 			dst := filepath.Join(to, d.Name(), o.Name())
@@ -533,42 +548,54 @@ func importObjects(from, to, format string) error {
 	return nil
 }
 
-// importObject checks that the loose object src is the object name and
-// writes its bytes to dst.
+// importObject checks that the loose object src is the object name (its
+// header read first and its size bounded, its content hashed as git names
+// it) and writes it to dst, compressed by rein: what the file held beyond
+// the object (bytes after its stream) is not copied.
 func importObject(src, dst, name, format string) error {
-	f, err := os.Open(src)
+	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxObjectBytes+1))
+	if !fi.Mode().IsRegular() || fi.Size() > maxObjectBytes {
+		return fmt.Errorf("%s is not a loose object (a link, or more than %d bytes)", src, maxObjectBytes)
+	}
+	raw, err := os.ReadFile(src)
 	if err != nil {
 		return err
-	}
-	if len(raw) > maxObjectBytes {
-		return fmt.Errorf("object %s is more than %d bytes", name, maxObjectBytes)
 	}
 	z, err := zlib.NewReader(bytes.NewReader(raw))
 	if err != nil {
 		return fmt.Errorf("object %s: %v", name, err)
 	}
+	br := bufio.NewReader(z)
+	head, err := br.ReadString(0)
+	if err != nil || len(head) > 32 {
+		return fmt.Errorf("object %s has no header git would read", name)
+	}
+	kind, size, ok := strings.Cut(strings.TrimSuffix(head, "\x00"), " ")
+	n, err := strconv.ParseInt(size, 10, 64)
+	if !ok || err != nil || n < 0 || n > maxObjectBytes || strconv.FormatInt(n, 10) != size || !slices.Contains([]string{"blob", "tree", "commit", "tag"}, kind) {
+		return fmt.Errorf("object %s has no header git would read, or is more than %d bytes", name, maxObjectBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(br, n+1))
+	if err != nil || int64(len(body)) != n {
+		return fmt.Errorf("object %s does not hold the %d bytes its header says (%v)", name, n, err)
+	}
 	var h hash.Hash = sha1.New()
 	if format == "sha256" {
 		h = sha256.New()
 	}
-	content, err := io.ReadAll(io.LimitReader(z, 4*maxObjectBytes+1))
-	if err != nil {
-		return fmt.Errorf("object %s: %v", name, err)
-	}
-	kind, rest, ok := bytes.Cut(content, []byte{' '})
-	size, body, ok2 := bytes.Cut(rest, []byte{0})
-	if !ok || !ok2 || !slices.Contains([]string{"blob", "tree", "commit", "tag"}, string(kind)) || string(size) != strconv.Itoa(len(body)) {
-		return fmt.Errorf("object %s has no header git would read", name)
-	}
-	h.Write(content)
+	h.Write([]byte(head))
+	h.Write(body)
 	if got := hex.EncodeToString(h.Sum(nil)); got != name {
 		return fmt.Errorf("the object named %s holds %s", name, got)
 	}
+	var packed bytes.Buffer
+	zw := zlib.NewWriter(&packed)
+	zw.Write([]byte(head))
+	zw.Write(body)
+	zw.Close()
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
@@ -576,7 +603,7 @@ func importObject(src, dst, name, format string) error {
 	if err != nil {
 		return err
 	}
-	_, err = tmp.Write(raw)
+	_, err = tmp.Write(packed.Bytes())
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -599,4 +626,42 @@ func isHex(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// linkFree refuses a symbolic link among the components of rel under
+// dir, down to the first that does not exist: git on the host writes
+// through whatever is at a ref's path, its log's, an object's directory.
+func linkFree(dir string, rels ...string) error {
+	for _, rel := range rels {
+		p := dir
+		for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+			p = filepath.Join(p, part)
+			fi, err := os.Lstat(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				return fmt.Errorf("%s is a symbolic link: rein runs no git through it", p)
+			}
+		}
+	}
+	return nil
+}
+
+// gitWrites refuses a link where rein's host git writes for branch in
+// the repository whose common directory is common: the branch's ref and
+// log, and the object directories.
+func gitWrites(common, branch string) error {
+	rels := []string{"refs/heads/" + branch, "logs/refs/heads/" + branch, "objects/info"}
+	entries, err := os.ReadDir(filepath.Join(common, "objects"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for _, e := range entries {
+		rels = append(rels, "objects/"+e.Name())
+	}
+	return linkFree(common, rels...)
 }

@@ -549,6 +549,9 @@ func (x *Executors) Finish(ctx context.Context, out Outcome) (Outcome, error) {
 		out.Config = d.configChanged(ctx)
 	}
 	if commits(c, out.Kind) && d.state.Done != nil && d.failure() == nil {
+		// Nothing of the run goes on beside the commit rein makes on the
+		// host: a background line could swap a file under it.
+		router.KillHandles()
 		// The run's changes on a branch of its own, kept in its outcome
 		// and in the trace.
 		out.Commit = d.commitRun(ctx)

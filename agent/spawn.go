@@ -508,6 +508,10 @@ func (d *driver) childOptions(ctx context.Context, id string, cc *Contract, resu
 		own := filepath.FromSlash(ch.Branch[:strings.LastIndexByte(ch.Branch, '/')])
 		writes := []string{admin, filepath.Join(common, "refs", "heads", own), filepath.Join(common, "logs", "refs", "heads", own)}
 		for _, w := range append(writes, filepath.Join(admin, "objects")) {
+			rel, _ := filepath.Rel(common, w)
+			if err := linkFree(common, rel); err != nil {
+				return Options{}, err
+			}
 			if err := os.MkdirAll(w, 0o755); err != nil {
 				return Options{}, err
 			}
@@ -555,6 +559,12 @@ func (d *driver) worktree(ctx context.Context, ch *loop.ChildRef, resumed bool) 
 	if resumed {
 		return "", fmt.Errorf("the child's worktree %s is gone", ch.Worktree)
 	}
+	// git on the host writes the branch, its log and the worktree's
+	// administrative directory: no link of a command's may be on the
+	// way.
+	if err := linkFree(filepath.Join(d.c.Workspace, ".git"), "refs/heads/"+ch.Branch, "logs/refs/heads/"+ch.Branch, "worktrees/"+ch.Worktree); err != nil {
+		return "", err
+	}
 	// The child has not begun (no checkpoint): a branch of its name is
 	// what an add killed midway made, and goes.
 	if head, err := hostGit(ctx, d.c.Workspace, nil, nil, "rev-parse", "--verify", "-q", "refs/heads/"+ch.Branch); err == nil {
@@ -586,7 +596,12 @@ func (d *driver) removeWorktree(ctx context.Context, ch *loop.ChildRef, out Outc
 	// The objects the child made (its own commits on its branch) are
 	// taken in first, each checked: removing the worktree removes them.
 	common := filepath.Join(d.c.Workspace, ".git")
-	if err := importObjects(filepath.Join(common, "worktrees", ch.Worktree, "objects"), filepath.Join(common, "objects"), d.objectFormat(ctx)); err != nil {
+	admin := filepath.Join(common, "worktrees", ch.Worktree)
+	if notPlain(admin) != "" || gitWrites(common, ch.Branch) != nil {
+		// Kept as the child left it, for a person to look at.
+		return
+	}
+	if err := importObjects(filepath.Join(admin, "objects"), filepath.Join(common, "objects"), d.objectFormat(ctx)); err != nil {
 		return
 	}
 	args, _ := json.Marshal(tool.GitWorktreeArgs{Action: "remove", Name: ch.Worktree})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
@@ -166,6 +168,30 @@ const maxAttributeFiles = 10000
 // attributeDrivers are the drivers the workspace's attribute files name
 // (every .gitattributes of the tree and .git/info/attributes), each as
 // its kind and name.
+// maxAttributeBytes bounds what is read of one attributes file.
+const maxAttributeBytes = 1 << 20
+
+// openPlain opens p for reading only when it is a regular file, not
+// through a link, without waiting on a FIFO a command put there.
+func openPlain(p string) (*os.File, error) {
+	before, err := os.Lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if !before.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if now, err := f.Stat(); err != nil || !now.Mode().IsRegular() || !os.SameFile(before, now) {
+		f.Close()
+		return nil, fmt.Errorf("%s changed as it was opened", p)
+	}
+	return f, nil
+}
+
 func attributeDrivers(ws string) [][2]string {
 	var files []string
 	filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
@@ -186,11 +212,11 @@ func attributeDrivers(ws string) [][2]string {
 	seen := map[[2]string]bool{}
 	var out [][2]string
 	for _, f := range files {
-		fh, err := os.Open(f)
+		fh, err := openPlain(f)
 		if err != nil {
 			continue
 		}
-		br := bufio.NewReader(fh)
+		br := bufio.NewReader(io.LimitReader(fh, maxAttributeBytes))
 		for {
 			line, err := br.ReadString('\n')
 			for _, m := range driverAttr.FindAllStringSubmatch(line, -1) {

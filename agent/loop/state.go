@@ -509,15 +509,26 @@ func deref(p *int) int {
 }
 
 // nextCall is what the next model call may cost at most, by rein's
-// estimate (charsPerToken characters a token): its input (what every
-// request carries and the transcript) and its longest answer.
+// estimate: its input (what every request carries and the transcript,
+// charsPerToken ASCII characters a token and each byte of any other a
+// token: a byte-level tokenizer makes no more) and its longest answer.
 func (s *State) nextCall() int64 {
-	in := s.Overhead
-	for _, m := range s.Transcript {
-		in += utf8.RuneCountInString(m.Text)
-		for _, c := range m.ToolCalls {
-			in += utf8.RuneCountInString(c.Name) + utf8.RuneCountInString(c.Args)
+	ascii, other := s.Overhead, 0
+	count := func(text string) {
+		for i := 0; i < len(text); i++ {
+			if text[i] < utf8.RuneSelf {
+				ascii++
+			} else {
+				other++
+			}
 		}
 	}
-	return int64(in/charsPerToken) + int64(s.Contract.ResponseMaxTokens)
+	for _, m := range s.Transcript {
+		count(m.Text)
+		for _, c := range m.ToolCalls {
+			count(c.Name)
+			count(c.Args)
+		}
+	}
+	return int64(ascii/charsPerToken+other) + int64(s.Contract.ResponseMaxTokens)
 }
