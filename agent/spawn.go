@@ -293,7 +293,7 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 		}
 		d.tree.admit(id, before)
 		d.kids.ended(loop.Budget{}, spentBy(out))
-		return d.childResult(ctx, id, before.Contract, out, lastReply(before), false)
+		return d.childResult(ctx, id, before.Contract, out, lastReply(before))
 	}
 	var tools []string
 	if before == nil {
@@ -386,13 +386,13 @@ func (d *driver) spawn(ctx context.Context, a SpawnArgs) *tool.Result {
 			}
 		}
 	}
-	return d.childResult(ctx, id, cc, out, last, true)
+	return d.childResult(ctx, id, cc, out, last)
 }
 
 // childResult is the spawn call's result of the child id that ended with
 // out: what it spent, for the parent's ledger, and what it did, for the
-// model; its worktree is removed (remove) once its changes are kept.
-func (d *driver) childResult(ctx context.Context, id string, cc Contract, out Outcome, last string, remove bool) *tool.Result {
+// model; its worktree is removed once its changes are kept.
+func (d *driver) childResult(ctx context.Context, id string, cc Contract, out Outcome, last string) *tool.Result {
 	slot, _ := ctx.Value(spawnKey{}).(*spawnSlot)
 	spent := spentBy(out)
 	slot.spent, slot.wrote = &spent, !cc.Child.ReadOnly
