@@ -529,6 +529,14 @@ func (p *Profile) validate() error {
 		if fi, err := os.Lstat(h); err != nil || !fi.IsDir() {
 			return refuse(NotFound, "host write path %s is not a directory", h)
 		}
+		// A link anywhere on the way would be followed by the mount and
+		// the grant: the directory written must be the one named.
+		if real, err := filepath.EvalSymlinks(h); err != nil || real != h {
+			return refuse(InvalidPath, "host write path %s leads elsewhere (%s) through a symbolic link", h, real)
+		}
+		if within(p.Workspace, h) || within(h, p.Workspace) {
+			return refuse(InvalidPath, "host write path %s overlaps the workspace", h)
+		}
 	}
 	if c := p.Caches; c != nil {
 		if err := checkCacheSet(c, p.Workspace); err != nil {

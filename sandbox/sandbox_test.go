@@ -583,6 +583,11 @@ func TestSpoolBound(t *testing.T) {
 func TestRefusals(t *testing.T) {
 	l, _ := shell.Parse("true")
 	ws := workspaceDir(t)
+	// A directory reached through a link in a parent component.
+	outside := t.TempDir()
+	os.MkdirAll(filepath.Join(outside, "real", "sub"), 0o755)
+	os.Symlink(filepath.Join(outside, "real"), filepath.Join(outside, "via"))
+	linkedDir := filepath.Join(outside, "via", "sub")
 	// Where the trace key is kept: never readable through a read path.
 	keys, err := StateDir("keys")
 	if err != nil {
@@ -606,6 +611,8 @@ func TestRefusals(t *testing.T) {
 		{Profile{Workspace: ws, HostWritePaths: []string{"/tmp"}}, InvalidPath, "inside a host read path"},
 		{Profile{Workspace: ws, HostReadPaths: []string{"/usr"}, HostWritePaths: []string{"/usr/../tmp"}}, InvalidPath, "inside a host read path"},
 		{Profile{Workspace: ws, HostReadPaths: []string{"/usr"}, HostWritePaths: []string{"/usr/nonexistent-rein"}}, NotFound, "host write path"},
+		{Profile{Workspace: ws, HostReadPaths: []string{filepath.Dir(ws)}, HostWritePaths: []string{ws}}, InvalidPath, "overlaps the workspace"},
+		{Profile{Workspace: ws, HostReadPaths: []string{filepath.Dir(linkedDir)}, HostWritePaths: []string{linkedDir}}, InvalidPath, "through a symbolic link"},
 	} {
 		_, err := Run(context.Background(), l, c.p, nil, nil)
 		e, ok := err.(*Error)
