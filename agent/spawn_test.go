@@ -538,26 +538,37 @@ func TestSpawnKill(t *testing.T) {
 			}
 			var out Outcome
 			json.Unmarshal(rep["outcome"], &out)
-			if target == "child R.1.4 tool-started call_1_0" {
-				// The edit was journalled and not made: the child is told
-				// so, makes no edit, and its gate fails.
-				cs, err := LoadState(context.Background(), k.store, loop.ChildID(root, 1, 4))
-				if err != nil || !slices.ContainsFunc(cs.Transcript, func(m Message) bool { return strings.Contains(m.Text, "edit_file: interrupted") }) {
-					t.Fatalf("the worktree child was not told its edit was interrupted: %v", err)
-				}
-				if out.Kind != GateFailed || out.Children == nil || out.Children.Runs != 5 {
-					t.Fatalf("resumed after the kill at %q: %+v %s", target, out, rep["error"])
-				}
-				return
+			// The children run side by side, so a kill at any boundary
+			// can land while the worktree child's edit is journalled and
+			// not yet made (at its own tool-started boundary always, at
+			// another child's when the timing says so). Then the child is
+			// told its edit was interrupted, makes no edit, and its gate
+			// and the root's fail: the journal, not the boundary's name,
+			// says which outcome is right.
+			cs, err := LoadState(context.Background(), k.store, loop.ChildID(root, 1, 4))
+			if err != nil {
+				t.Fatalf("the worktree child's state: %v", err)
 			}
-			if out.Kind != Succeeded || out.Children == nil || out.Children.Runs != 5 {
-				t.Fatalf("resumed after the kill at %q: %+v %s", target, out, rep["error"])
+			interrupted := slices.ContainsFunc(cs.Transcript, func(m Message) bool { return strings.Contains(m.Text, "edit_file: interrupted") })
+			if (target == "child R.1.4 tool-started call_1_0" || target == "child R.1.4 tool-ran call_1_0") && !interrupted {
+				t.Fatal("the worktree child was not told its edit was interrupted")
+			}
+			// An interrupted edit may or may not have been made before the
+			// kill (tool-started: not; tool-ran: made, its result not
+			// recorded); the tree then ends as the merged file says.
+			fixed := strings.TrimSpace(testenv.Git(t, k.ws, "show", "HEAD:bug.txt")) == "fixed"
+			if !interrupted && !fixed {
+				t.Errorf("bug.txt is not fixed after the merge")
+			}
+			want := Succeeded
+			if !fixed {
+				want = GateFailed
+			}
+			if out.Kind != want || out.Children == nil || out.Children.Runs != 5 {
+				t.Fatalf("resumed after the kill at %q (the edit interrupted: %v, made: %v): %+v %s", target, interrupted, fixed, out, rep["error"])
 			}
 			if out.Steps+out.Children.Steps > 40 {
 				t.Errorf("the tree spent %d steps", out.Steps+out.Children.Steps)
-			}
-			if got := strings.TrimSpace(testenv.Git(t, k.ws, "show", "HEAD:bug.txt")); got != "fixed" {
-				t.Errorf("bug.txt is %q after the merge", got)
 			}
 			// One run of each id, and no other: no child started twice.
 			summaries, err := k.store.Runs(context.Background(), 100)
@@ -568,12 +579,12 @@ func TestSpawnKill(t *testing.T) {
 			for _, s := range summaries {
 				ids[s.ID]++
 			}
-			want := map[string]int{root: 1}
+			runs1 := map[string]int{root: 1}
 			for i := range 5 {
-				want[loop.ChildID(root, 1, i)] = 1
+				runs1[loop.ChildID(root, 1, i)] = 1
 			}
-			if !maps.Equal(ids, want) {
-				t.Errorf("the runs: %v, want %v", ids, want)
+			if !maps.Equal(ids, runs1) {
+				t.Errorf("the runs: %v, want %v", ids, runs1)
 			}
 		})
 	}
