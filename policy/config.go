@@ -65,6 +65,9 @@ type fileConfig struct {
 	Web      struct {
 		SearchURL string `toml:"search_url"`
 	} `toml:"web"`
+	Trace struct {
+		KeyFile string `toml:"key_file"`
+	} `toml:"trace"`
 }
 
 type actRules struct {
@@ -244,6 +247,10 @@ type Policy struct {
 	// SearxNG-compatible JSON API ([web] search_url of the org or user
 	// file; a project file cannot point it anywhere); "" for none.
 	WebSearchURL string
+	// TraceKeyFile is the trace key's file ([trace] key_file of the org
+	// or user policy; REIN_TRACE_KEY comes first): the one key every
+	// writer of a shared trace is given.
+	TraceKeyFile string
 	NetPresets   []string
 	EnvPass      []string
 	EnvSecrets   []string

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -206,6 +207,16 @@ func (a *applier) run(c *fileConfig) error {
 		}
 		p.WebSearchURL = u
 		p.setting("web.search_url", u, a.layer, a.file)
+	}
+	if f := c.Trace.KeyFile; f != "" {
+		if a.layer == LayerProject {
+			return a.fail("trace.key_file", fmt.Errorf("a project file may not choose the trace key: it would choose what the trace is sealed with; put it in the org or user policy file"))
+		}
+		if !filepath.IsAbs(f) {
+			return a.fail("trace.key_file", fmt.Errorf("%q is not an absolute path", f))
+		}
+		p.TraceKeyFile = filepath.Clean(f)
+		p.setting("trace.key_file", p.TraceKeyFile, a.layer, a.file)
 	}
 	for _, g := range r.Protect {
 		if !slices.Contains(p.Run.Protect, g) {

@@ -22,7 +22,7 @@ import (
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 func newRunCmd(sf *scopeFlags) *cobra.Command {
@@ -374,7 +374,7 @@ func worktreePolicy(cf commonFlags, sf scopeFlags, p *policy.Policy) func(string
 	}
 }
 
-func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *sqlite.Store, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
+func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.Approver, store *sqlstore.Store, red *trace.Redactor, out io.Writer, asJSON bool) agent.Options {
 	o := agent.Options{
 		Provider:  provider,
 		Responder: responderFor(approver),

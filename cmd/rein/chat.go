@@ -13,7 +13,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/policy"
-	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 // chatFlags are what rein chat and its subcommands share: the provider
@@ -195,7 +195,7 @@ func sendTurn(cmd *cobra.Command, sf *scopeFlags, f *chatFlags, conv, message st
 }
 
 // lastReply is the last text the model wrote in run, or "".
-func lastReply(ctx context.Context, store *sqlite.Store, run string) string {
+func lastReply(ctx context.Context, store *sqlstore.Store, run string) string {
 	st, err := agent.LoadState(ctx, store, run)
 	if err != nil {
 		return ""

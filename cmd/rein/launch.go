@@ -175,6 +175,7 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 	if err != nil {
 		return &exitError{exitUsage, "the policy: " + err.Error()}
 	}
+	useTraceKey(pol)
 	keys := lo.keyEnv
 	if lo.agent != nil && len(keys) == 0 {
 		keys = lo.agent.KeyVars()

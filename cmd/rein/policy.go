@@ -86,6 +86,7 @@ func (c *commonFlags) load(sf *scopeFlags) (*policy.Policy, error) {
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
+	useTraceKey(p)
 	return p, nil
 }
 

@@ -22,7 +22,7 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
-	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 // newRunResumeCmd is rein run resume: a durable run driven on from its
@@ -464,7 +464,7 @@ func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, 
 	d.At = time.Now()
 	if err := store.Decide(cmd.Context(), d); err != nil {
 		code := exitUsage
-		var answered *sqlite.AnsweredError
+		var answered *sqlstore.AnsweredError
 		if errors.As(err, &answered) {
 			code = 1
 		}
@@ -476,7 +476,7 @@ func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, 
 
 // runInTrace refuses a run the trace opened does not hold: it is
 // another workspace's, or in another trace.
-func runInTrace(ctx context.Context, store *sqlite.Store, runID, ws string) error {
+func runInTrace(ctx context.Context, store *sqlstore.Store, runID, ws string) error {
 	ok, err := store.HasRun(ctx, runID)
 	if err != nil {
 		return err
@@ -489,7 +489,7 @@ func runInTrace(ctx context.Context, store *sqlite.Store, runID, ws string) erro
 
 // runState is a run as rein runs lists it.
 type runState struct {
-	sqlite.DurableRun
+	sqlstore.DurableRun
 	// State says what the run is doing, in a word or two; WaitsOn what
 	// it waits for.
 	State   string `json:"state"`
@@ -649,7 +649,7 @@ or the outcome it ended with.`,
 
 // loadWithTrace loads the policy the flags name and opens its workspace's
 // trace, with the redactor of its secrets.
-func loadWithTrace(cf *commonFlags, sf *scopeFlags, tf *traceFlag) (*policy.Policy, *sqlite.Store, *trace.Redactor, error) {
+func loadWithTrace(cf *commonFlags, sf *scopeFlags, tf *traceFlag) (*policy.Policy, *sqlstore.Store, *trace.Redactor, error) {
 	p, err := cf.load(sf)
 	if err != nil {
 		return nil, nil, nil, err

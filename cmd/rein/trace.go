@@ -16,27 +16,31 @@ import (
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/postgres"
 	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 // traceFlag names the trace store; REIN_TRACE does too.
 type traceFlag struct{ path string }
 
 func (t *traceFlag) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
+	cmd.Flags().StringVar(&t.path, "trace", "", "the trace store: a file, or a postgres:// URL (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
 }
 
 // openFor opens the store of p's workspace with the redactor of p's
 // secrets (and of the extra values, such as a token), the one redactor the
 // run then prints and stores through.
-func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*sqlite.Store, *trace.Redactor, error) {
+func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*sqlstore.Store, *trace.Redactor, error) {
 	red := trace.NewRedactor(append(trace.SecretValues(os.Environ(), p.EnvSecrets...), extra...)...)
 	store, err := t.open(p.Workspace, red)
 	return store, red, err
 }
 
 // open opens the store: the flag, else REIN_TRACE, else the workspace's.
-func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlite.Store, error) {
+// A postgres:// or postgresql:// URL is a PostgreSQL server's; anything
+// else is a file's path.
+func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlstore.Store, error) {
 	path := t.path
 	if path == "" {
 		path = os.Getenv("REIN_TRACE")
@@ -53,11 +57,25 @@ func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlite.Store, er
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
-	s, err := sqlite.Open(path, r, sqlite.WithKey(key))
+	var s *sqlstore.Store
+	if postgres.IsURL(path) {
+		s, err = postgres.Open(path, r, postgres.WithKey(key))
+	} else {
+		s, err = sqlite.Open(path, r, sqlite.WithKey(key))
+	}
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
 	return s, nil
+}
+
+// useTraceKey makes the org or user policy's [trace] key_file the trace
+// key of this process, where REIN_TRACE_KEY does not name one: the trace
+// and the sandbox's sealed session state read it from there.
+func useTraceKey(p *policy.Policy) {
+	if p.TraceKeyFile != "" && os.Getenv("REIN_TRACE_KEY") == "" {
+		os.Setenv("REIN_TRACE_KEY", p.TraceKeyFile)
+	}
 }
 
 // traceKey loads (making it on first use) the key the chain of the store
@@ -78,7 +96,7 @@ func traceKey(store, workspace string) (*trace.Key, error) {
 	if workspace != "" && (path == workspace || strings.HasPrefix(path, workspace+"/")) {
 		return nil, fmt.Errorf("the trace key %s is inside the workspace %s, where a command could read it: set REIN_TRACE_KEY to a file outside", path, workspace)
 	}
-	if filepath.Dir(path) == filepath.Dir(store) {
+	if !postgres.IsURL(store) && filepath.Dir(path) == filepath.Dir(store) {
 		return nil, fmt.Errorf("the trace key %s is beside the trace %s, where whoever can write the trace can read it: set REIN_TRACE_KEY to a file elsewhere", path, store)
 	}
 	return trace.LoadKey(path)
@@ -94,7 +112,7 @@ func newTraceCmd() *cobra.Command {
 		Use:   "trace",
 		Short: "Query the trace: runs, a run's steps, refusals, handles; verify the hash chain",
 	}
-	open := func() (*sqlite.Store, error) {
+	open := func() (*sqlstore.Store, error) {
 		ws := workspace
 		if ws == "" {
 			wd, err := os.Getwd()
@@ -108,10 +126,16 @@ func newTraceCmd() *cobra.Command {
 				ws = real
 			}
 		}
+		// The org or user policy may name the trace key; a policy that
+		// does not load leaves the key where REIN_TRACE_KEY says, and a
+		// store keyed otherwise is then read, never appended to.
+		if p, err := policy.Load(policy.Options{Workspace: ws}); err == nil {
+			useTraceKey(p)
+		}
 		return tf.open(ws, nil)
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&tf.path, "trace", "", "the trace store (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
+	pf.StringVar(&tf.path, "trace", "", "the trace store: a file, or a postgres:// URL (default ~/.cache/rein/trace/<workspace hash>.db; env REIN_TRACE)")
 	pf.StringVar(&workspace, "workspace", "", "the workspace whose trace to read (default: the current directory)")
 	pf.BoolVar(&asJSON, "json", false, "print JSON")
 	ctx := context.Background()

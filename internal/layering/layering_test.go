@@ -32,8 +32,10 @@ var allowed = map[string][]string{
 	"toolchain":             {},
 	"sandbox":               {"limits", "shell", "workspace", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "internal/keyfile", "internal/netname"},
 	"trace":                 {"internal/keyfile"},
-	"trace/sqlite":          {"trace", "internal/keyfile"},
-	"trace/tracetest":       {"trace", "internal/keyfile"},
+	"trace/sqlstore":        {"trace", "internal/keyfile"},
+	"trace/sqlite":          {"trace", "trace/sqlstore", "internal/keyfile"},
+	"trace/postgres":        {"trace", "trace/sqlstore", "internal/keyfile"},
+	"trace/tracetest":       {"trace", "trace/sqlstore", "internal/keyfile"},
 	"hook":                  {"limits", "shell", "workspace", "policy", "trace", "internal/keyfile", "internal/netname"},
 	"hook/claudecode":       {"hook", "limits", "shell", "workspace", "policy", "trace", "internal/keyfile", "internal/netname"},
 	"hook/pi":               {"hook", "limits", "shell", "workspace", "policy", "trace", "internal/keyfile", "internal/netname"},
@@ -53,7 +55,7 @@ var allowed = map[string][]string{
 	"bench/cmd/searchfiles": {"files", "workspace"},
 	"agent/evidence":        {"shell"},
 	"agent/loop":            {},
-	"agent/agenttest":       {"agent", "agent/loop", "internal/boundary", "agent/evidence", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "trace/sqlite", "tool", "web", "internal/keyfile", "internal/netname", "internal/testenv"},
+	"agent/agenttest":       {"agent", "agent/loop", "internal/boundary", "agent/evidence", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "trace/sqlstore", "trace/sqlite", "tool", "web", "internal/keyfile", "internal/netname", "internal/testenv"},
 	"agent":                 {"agent/loop", "internal/boundary", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "web", "agent/evidence", "internal/keyfile", "internal/netname"},
 	"cmd/rein":              {"*"},
 	"cmd/rein-init":         {"launch/relay", "limits", "shell", "workspace", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "internal/keyfile", "internal/netname"},
@@ -124,8 +126,8 @@ func TestAgentDirect(t *testing.T) {
 }
 
 // TestNoSQLite: the library's packages see the trace only as trace.Store,
-// so that an embedder with a store of their own links no SQLite; cmd/rein
-// wires trace/sqlite.
+// so that an embedder with a store of their own links no SQLite and no
+// PostgreSQL driver; cmd/rein wires trace/sqlite and trace/postgres.
 func TestNoSQLite(t *testing.T) {
 	for _, pkg := range []string{"trace", "tool", "agent", "mcpserver", "hook"} {
 		out, err := exec.Command("go", "list", "-deps", module+"/"+pkg).CombinedOutput()
@@ -133,7 +135,7 @@ func TestNoSQLite(t *testing.T) {
 			t.Fatalf("go list: %v\n%s", err, out)
 		}
 		for _, dep := range strings.Fields(string(out)) {
-			if dep == "modernc.org/sqlite" || dep == module+"/trace/sqlite" {
+			if dep == "modernc.org/sqlite" || dep == module+"/trace/sqlite" || dep == "github.com/jackc/pgx/v5" || dep == module+"/trace/postgres" || dep == module+"/trace/sqlstore" {
 				t.Errorf("%s depends on %s; it must reach the trace only through trace.Store", pkg, dep)
 			}
 		}

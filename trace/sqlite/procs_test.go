@@ -70,7 +70,7 @@ func TestFirstOpenProcesses(t *testing.T) {
 			t.Fatal(err)
 		}
 		var n int
-		s.db.QueryRow(`SELECT COUNT(*) FROM audit`).Scan(&n)
+		s.DB().QueryRow(`SELECT COUNT(*) FROM audit`).Scan(&n)
 		s.Close()
 		if n != 8 {
 			t.Fatalf("round %d: %d records, want 8", round, n)

@@ -1,4 +1,4 @@
-package sqlite
+package sqlstore
 
 import (
 	"bytes"
@@ -82,14 +82,14 @@ func leaseLive(l trace.Lease, host string, now time.Time) bool {
 func (s *Store) AcquireLease(ctx context.Context, runID string, ttl time.Duration) (trace.Lease, error) {
 	host, _ := os.Hostname()
 	l := trace.Lease{RunID: runID, PID: os.Getpid(), PIDStart: processStart(os.Getpid()), Host: host}
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return l, fmt.Errorf("trace: %w", err)
+		return l, err
 	}
 	defer tx.Rollback()
 	var old trace.Lease
 	var expires string
-	err = tx.QueryRowContext(ctx, `SELECT pid, pid_start, host, generation, expires_at FROM leases WHERE run_id = ?`, runID).Scan(&old.PID, &old.PIDStart, &old.Host, &old.Generation, &expires)
+	err = s.queryRow(ctx, tx, `SELECT pid, pid_start, host, generation, expires_at FROM leases WHERE run_id = ?`, runID).Scan(&old.PID, &old.PIDStart, &old.Host, &old.Generation, &expires)
 	now := time.Now().UTC()
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -104,7 +104,7 @@ func (s *Store) AcquireLease(ctx context.Context, runID string, ttl time.Duratio
 	}
 	l.Generation = old.Generation + 1
 	l.Expires = now.Add(ttl)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO leases (run_id, pid, pid_start, host, generation, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+	if _, err := s.exec(ctx, tx, `INSERT INTO leases (run_id, pid, pid_start, host, generation, expires_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id) DO UPDATE SET pid = excluded.pid, pid_start = excluded.pid_start, host = excluded.host, generation = excluded.generation, expires_at = excluded.expires_at`,
 		runID, l.PID, l.PIDStart, l.Host, l.Generation, l.Expires.Format(time.RFC3339Nano)); err != nil {
 		return l, fmt.Errorf("trace: taking the lease of run %s: %w", runID, err)
@@ -117,10 +117,10 @@ func (s *Store) AcquireLease(ctx context.Context, runID string, ttl time.Duratio
 
 // fence checks within tx that l still holds its run's lease, and extends
 // it by ttl.
-func fence(ctx context.Context, tx *sql.Tx, l trace.Lease, ttl time.Duration) error {
+func (s *Store) fence(ctx context.Context, tx *sql.Tx, l trace.Lease, ttl time.Duration) error {
 	var gen int64
 	var pid int
-	err := tx.QueryRowContext(ctx, `SELECT generation, pid FROM leases WHERE run_id = ?`, l.RunID).Scan(&gen, &pid)
+	err := s.queryRow(ctx, tx, `SELECT generation, pid FROM leases WHERE run_id = ?`, l.RunID).Scan(&gen, &pid)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return &trace.FencedError{RunID: l.RunID, Held: l.Generation}
@@ -132,7 +132,7 @@ func fence(ctx context.Context, tx *sql.Tx, l trace.Lease, ttl time.Duration) er
 		return &trace.FencedError{RunID: l.RunID, Held: l.Generation, Current: 0}
 	}
 	if ttl > 0 {
-		if _, err := tx.ExecContext(ctx, `UPDATE leases SET expires_at = ? WHERE run_id = ?`, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), l.RunID); err != nil {
+		if _, err := s.exec(ctx, tx, `UPDATE leases SET expires_at = ? WHERE run_id = ?`, time.Now().UTC().Add(ttl).Format(time.RFC3339Nano), l.RunID); err != nil {
 			return fmt.Errorf("trace: extending the lease of run %s: %w", l.RunID, err)
 		}
 	}
@@ -142,12 +142,12 @@ func fence(ctx context.Context, tx *sql.Tx, l trace.Lease, ttl time.Duration) er
 // RenewLease extends l by ttl, or fails with a FencedError when it was
 // taken over.
 func (s *Store) RenewLease(ctx context.Context, l trace.Lease, ttl time.Duration) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	if err := fence(ctx, tx, l, ttl); err != nil {
+	if err := s.fence(ctx, tx, l, ttl); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -156,7 +156,7 @@ func (s *Store) RenewLease(ctx context.Context, l trace.Lease, ttl time.Duration
 // ReleaseLease gives the run up: the next driver takes it at once. A
 // lease taken over meanwhile is left as it is.
 func (s *Store) ReleaseLease(ctx context.Context, l trace.Lease) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE leases SET pid = 0, expires_at = ? WHERE run_id = ? AND generation = ?`,
+	_, err := s.exec(ctx, nil, `UPDATE leases SET pid = 0, expires_at = ? WHERE run_id = ? AND generation = ?`,
 		time.Now().UTC().Format(time.RFC3339Nano), l.RunID, l.Generation)
 	if err != nil {
 		return fmt.Errorf("trace: releasing the lease of run %s: %w", l.RunID, err)
@@ -169,12 +169,12 @@ func (s *Store) ReleaseLease(ctx context.Context, l trace.Lease) error {
 // lease l, which it extends by ttl. A lease taken over fails the commit
 // with a FencedError and writes nothing.
 func (s *Store) Commit(ctx context.Context, l trace.Lease, ttl time.Duration, cp trace.Checkpoint, batches ...[]trace.Record) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return err
 	}
 	defer tx.Rollback()
-	if err := fence(ctx, tx, l, ttl); err != nil {
+	if err := s.fence(ctx, tx, l, ttl); err != nil {
 		return err
 	}
 	for _, b := range batches {
@@ -261,7 +261,7 @@ func (s *Store) linked(ctx context.Context, tbl string, row int64, rec trace.Rec
 	}
 	var seq int64
 	var prev, hash, keyID string
-	err := s.db.QueryRowContext(ctx, `SELECT seq, prev, hash, key_id FROM chain WHERE tbl = ? AND row = ?`, tbl, row).Scan(&seq, &prev, &hash, &keyID)
+	err := s.queryRow(ctx, nil, `SELECT seq, prev, hash, key_id FROM chain WHERE tbl = ? AND "row" = ?`, tbl, row).Scan(&seq, &prev, &hash, &keyID)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fail("it has no link: it was added outside the chain")
@@ -274,7 +274,7 @@ func (s *Store) linked(ctx context.Context, tbl string, row int64, rec trace.Rec
 		// Links of SHA-256 alone are the store's from before it was
 		// keyed: none may follow a keyed one.
 		var n int
-		if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM chain WHERE seq < ? AND key_id != '' LIMIT 1)`, seq).Scan(&n); err != nil {
+		if err := s.queryRow(ctx, nil, `SELECT COUNT(*) FROM (SELECT 1 FROM chain WHERE seq < ? AND key_id != '' LIMIT 1) AS keyed`, seq).Scan(&n); err != nil {
 			return fmt.Errorf("trace: reading the chain: %w", err)
 		}
 		if n > 0 {
@@ -292,7 +292,7 @@ func (s *Store) linked(ctx context.Context, tbl string, row int64, rec trace.Rec
 		return fail("the row is not what its link %d was made of", seq)
 	}
 	var before string
-	err = s.db.QueryRowContext(ctx, `SELECT hash FROM chain WHERE seq < ? ORDER BY seq DESC LIMIT 1`, seq).Scan(&before)
+	err = s.queryRow(ctx, nil, `SELECT hash FROM chain WHERE seq < ? ORDER BY seq DESC LIMIT 1`, seq).Scan(&before)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		before = ""
@@ -320,13 +320,13 @@ func (e *AnsweredError) Error() string {
 // answer, its text the note), and the first answer wins (a second is an
 // AnsweredError).
 func (s *Store) Decide(ctx context.Context, d trace.ApprovalDecision) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return fmt.Errorf("trace: %w", err)
+		return err
 	}
 	defer tx.Rollback()
 	var kind string
-	err = tx.QueryRowContext(ctx, `SELECT kind FROM approval_requests WHERE run_id = ? AND request = ? ORDER BY rowid LIMIT 1`, d.RunID, d.Request).Scan(&kind)
+	err = s.queryRow(ctx, tx, `SELECT kind FROM approval_requests WHERE run_id = ? AND request = ? ORDER BY rowid LIMIT 1`, d.RunID, d.Request).Scan(&kind)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return fmt.Errorf("trace: run %s has no request %s (rein runs lists what each run waits on)", d.RunID, d.Request)
@@ -338,7 +338,7 @@ func (s *Store) Decide(ctx context.Context, d trace.ApprovalDecision) error {
 	}
 	var first trace.ApprovalDecision
 	var at string
-	err = tx.QueryRowContext(ctx, `SELECT answer, note, by, at FROM approval_decisions WHERE run_id = ? AND request = ?`, d.RunID, d.Request).Scan(&first.Answer, &first.Note, &first.By, &at)
+	err = s.queryRow(ctx, tx, `SELECT answer, note, "by", at FROM approval_decisions WHERE run_id = ? AND request = ?`, d.RunID, d.Request).Scan(&first.Answer, &first.Note, &first.By, &at)
 	switch {
 	case err == nil:
 		first.RunID, first.Request = d.RunID, d.Request
@@ -389,7 +389,7 @@ func answerFits(kind string, d trace.ApprovalDecision) error {
 // a checkpoint.
 func (s *Store) HasRun(ctx context.Context, id string) (bool, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE id = ? LIMIT 1)) + (SELECT COUNT(*) FROM (SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1))`, id, id).Scan(&n)
+	err := s.queryRow(ctx, nil, `SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM runs WHERE id = ? LIMIT 1) AS r) + (SELECT COUNT(*) FROM (SELECT 1 FROM checkpoints WHERE run_id = ? LIMIT 1) AS c)`, id, id).Scan(&n)
 	if err != nil {
 		return false, fmt.Errorf("trace: %w", err)
 	}
@@ -411,7 +411,7 @@ type DurableRun struct {
 
 // DurableRuns lists the runs that have checkpoints, newest first.
 func (s *Store) DurableRuns(ctx context.Context) ([]DurableRun, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT c.run_id, COALESCE(r.started_at, ''), c.status, c.waiting, c.at,
+	rows, err := s.queryRows(ctx, `SELECT c.run_id, COALESCE(r.started_at, ''), c.status, c.waiting, c.at,
 		COALESCE(l.pid, -1), COALESCE(l.pid_start, ''), COALESCE(l.host, ''), COALESCE(l.generation, 0), COALESCE(l.expires_at, '')
 		FROM checkpoints c LEFT JOIN runs r ON r.id = c.run_id LEFT JOIN leases l ON l.run_id = c.run_id
 		WHERE c.rowid = (SELECT MAX(rowid) FROM checkpoints WHERE run_id = c.run_id)
