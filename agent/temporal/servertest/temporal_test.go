@@ -1,0 +1,139 @@
+package servertest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/agent/agenttest"
+	"github.com/reinhq/rein/agent/temporal"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/trace"
+)
+
+// The server the drivers of the child processes reach, and its
+// namespace.
+const (
+	addrEnv      = "REIN_TEST_TEMPORAL"
+	namespaceEnv = "REIN_TEST_TEMPORAL_NAMESPACE"
+)
+
+// secret is the trace key's secret the workers check decisions with.
+var secret = []byte("rein test trace key -- not a real one")
+
+// driver is the Temporal driver, as agenttest drives it: a run is a
+// workflow on the test's server, and the process that runs or resumes
+// it is a worker of the run's own task queue (its workspace's), which
+// the kill matrix kills; a resumption is another worker that follows the
+// workflow, which opens the run again on it.
+var driver = agenttest.Driver{Name: "temporal", Every: 8, Run: runTemporal, Resume: resumeTemporal}
+
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	if code, ok := agenttest.Child(driver); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// quiet logs the SDK's warnings to stderr: a child's stdout is its
+// report.
+var quiet = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+
+// connect starts a worker of workspace's task queue in this process, its
+// runs driven with o.
+func connect(o agent.Options, workspace string) (client.Client, worker.Worker, string, error) {
+	c, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	temporal.SetKey(secret)
+	sum := sha256.Sum256([]byte(workspace))
+	queue := "rein-" + hex.EncodeToString(sum[:6])
+	store, ok := o.Tool.Store.(trace.Durable)
+	if !ok {
+		c.Close()
+		return nil, nil, "", errors.New("the run's store is not durable")
+	}
+	a := &temporal.Activities{Store: store, Options: func(context.Context, agent.Contract) (agent.Options, error) { return o, nil }}
+	w := temporal.NewWorker(c, queue, a, worker.Options{StickyScheduleToStartTimeout: time.Second})
+	if err := w.Start(); err != nil {
+		c.Close()
+		return nil, nil, "", err
+	}
+	return c, w, queue, nil
+}
+
+func runTemporal(ctx context.Context, ct agent.Contract, o agent.Options) (agent.Outcome, error) {
+	c, w, queue, err := connect(o, ct.Workspace)
+	if err != nil {
+		return agent.Outcome{}, err
+	}
+	defer c.Close()
+	defer w.Stop()
+	return temporal.Execute(ctx, c, temporal.Start{Run: temporal.NewRunID(), Contract: &ct, Queue: queue, Heartbeat: time.Second})
+}
+
+// resumeTemporal follows the run's workflow with a worker of its own;
+// a decision the trace holds for the request the run waits on is sent
+// to the workflow first, signed, as rein approve does.
+func resumeTemporal(ctx context.Context, run string, o agent.Options) (agent.Outcome, error) {
+	store := o.Tool.Store.(trace.Durable)
+	st, err := agent.LoadState(ctx, store, run)
+	if err != nil {
+		return agent.Outcome{}, err
+	}
+	c, w, _, err := connect(o, st.Contract.Workspace)
+	if err != nil {
+		return agent.Outcome{}, err
+	}
+	defer c.Close()
+	defer w.Stop()
+	if st.Waiting != nil {
+		if d, err := store.Decision(ctx, run, st.Waiting.Request); err == nil && d != nil {
+			if err := temporal.SendDecision(ctx, c, run, d.Request, d.Answer, secret); err != nil {
+				return agent.Outcome{}, fmt.Errorf("sending the decision: %w", err)
+			}
+		}
+	}
+	return temporal.Follow(ctx, c, run)
+}
+
+// server starts the Temporal server the test's drivers reach.
+func server(t *testing.T) {
+	t.Helper()
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	t.Setenv(addrEnv, ts.GetFrontendHostPort())
+	t.Setenv(namespaceEnv, ts.GetDefaultNamespace())
+}
+
+// TestKillMatrix: the scripted run of nineteen steps, its worker killed
+// with SIGKILL at every eighth effect boundary and another worker
+// following the workflow, ends as the run never killed did: the same
+// outcome, workspace, canonical trace and commit, no command run twice
+// and no model call made twice.
+func TestKillMatrix(t *testing.T) {
+	server(t)
+	agenttest.KillMatrix(t, driver)
+}
+
+// TestInterruptedCall: a worker killed while a command that may have
+// changed the workspace ran is never repeated by Temporal: the model is
+// told, or (recovery "wait") the run waits, costing no worker, for an
+// operator's signed decision, and goes on as it says.
+func TestInterruptedCall(t *testing.T) {
+	server(t)
+	agenttest.InterruptedCall(t, driver)
+}

@@ -1,0 +1,537 @@
+// Package temporal owns rein's Temporal driver: an agent run as a
+// workflow on a Temporal server, its effects carried out by activities on
+// workers that may die and be replaced, its trace in the store every
+// worker writes (a PostgreSQL one, trace/postgres, for a fleet).
+//
+// The workflow asks the loop's effects of the run one at a time and
+// carries out each on a worker: the loop's step function
+// (loop.State.Next and Apply) runs there, beside the run's executors
+// (agent.Executors, the same ones the in-process driver calls), so there
+// is no second copy of the loop. A run's activities run in one Temporal
+// session, on one worker, which holds the run's lease and its executors
+// between them; a worker that dies fails the session, and the workflow
+// opens the run again in a new one, on any worker: that worker resumes it
+// from its last checkpoint exactly as agent.Resume does after kill -9 (a
+// read-only call made again, a call that may have changed the workspace
+// reported to the model as interrupted or left to an operator). Temporal
+// never retries an effect itself: every activity has one attempt, and
+// what follows a failure is rein's journal's to decide.
+//
+// A sleep (a retry's backoff) is a timer. A run that waits for an
+// operator's decision gives its worker up (its part ends, as the
+// in-process driver's process does), and the workflow waits, costing no
+// worker, for the decision's Update (UpdateDecided), whose validator
+// takes only a decision signed with the trace key; it then opens the run
+// again, and the run reads the decision recorded in the trace.
+//
+// It imports agent, agent/loop, trace and the Temporal SDK (client,
+// worker, workflow, activity, temporal); the Temporal server, which the
+// tests start, is in a module of its own (agent/temporal/servertest), so
+// that rein's module never depends on it.
+package temporal
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdktemporal "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/agent/loop"
+	"github.com/reinhq/rein/trace"
+)
+
+// The names the workflow, its activities and its Update are registered
+// under: a worker of any build that registers them serves any run.
+const (
+	WorkflowName  = "rein.run"
+	OpenName      = "rein.open"
+	StepName      = "rein.step"
+	FinishName    = "rein.finish"
+	UpdateDecided = "rein.decided"
+	// QueryNext answers the run's Next as the workflow last heard it.
+	QueryNext = "rein.next"
+)
+
+// Start is a run as its workflow is started: a new run of Contract, or
+// (Contract nil) the durable run Run of the trace, resumed.
+type Start struct {
+	// Run is the run's id, which the workflow's id is made from.
+	Run      string          `json:"run"`
+	Contract *agent.Contract `json:"contract,omitempty"`
+	// Queue is the task queue of the workers that may run the run's
+	// effects: the hosts that can run rein's sandbox over the run's
+	// workspace.
+	Queue string `json:"queue"`
+	// Heartbeat is how long a worker may be silent before its session,
+	// and the run's part on it, is taken for dead (0: 10 s).
+	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+}
+
+// Next is what the loop asks next of a run, as a worker saw it after
+// its last effect: the effect's kind and key, the time a sleep ends, the
+// request a decision is awaited for (Parked: none is recorded yet, and
+// the worker gave the run up); and the outcome, once the run has ended
+// or its part on the worker has.
+type Next struct {
+	Kind    loop.EffectKind `json:"kind"`
+	Key     loop.Key        `json:"key"`
+	Until   time.Time       `json:"until,omitzero"`
+	Request string          `json:"request,omitempty"`
+	Parked  bool            `json:"parked,omitempty"`
+	Outcome *agent.Outcome  `json:"outcome,omitempty"`
+}
+
+// WorkflowID is the id of run's workflow.
+func WorkflowID(run string) string { return "rein-run-" + run }
+
+// NewRunID makes a new run's id, in the form the router makes them.
+func NewRunID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// Workflow drives a run: it opens the run on a worker of its queue, in a
+// session, asks the worker to carry out each effect the loop names, and
+// returns the run's outcome. It is deterministic: it reads the clock and
+// waits only through workflow.
+func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
+	hb := st.Heartbeat
+	if hb <= 0 {
+		hb = 10 * time.Second
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: st.Queue,
+		// A model call or a gate may take long; a dead worker is found
+		// by the heartbeat, not by this.
+		StartToCloseTimeout: 24 * time.Hour,
+		HeartbeatTimeout:    hb,
+		// One attempt: a repeat is rein's journal's to decide, never
+		// Temporal's.
+		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
+	})
+	decided := map[string]bool{}
+	var last Next
+	if err := workflow.SetQueryHandler(ctx, QueryNext, func() (Next, error) { return last, nil }); err != nil {
+		return agent.Outcome{}, err
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecided,
+		func(ctx workflow.Context, d Decision) error {
+			decided[d.Request] = true
+			if last.Parked && last.Request == d.Request {
+				last = Next{}
+			}
+			return nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, d Decision) error {
+			return d.verify(st.Run)
+		}},
+	); err != nil {
+		return agent.Outcome{}, err
+	}
+	logger := workflow.GetLogger(ctx)
+	failures := 0
+	for {
+		sctx, err := workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: 24 * time.Hour, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
+		if err != nil {
+			return agent.Outcome{}, err
+		}
+		next, err := drive(sctx, st, &last)
+		workflow.CompleteSession(sctx)
+		switch {
+		case err != nil:
+			// The worker died, or its part of the run failed: the run is
+			// opened again, on any worker, from its last checkpoint.
+			failures++
+			logger.Warn("the run's worker failed; opening it again", "run", st.Run, "error", err, "failures", failures)
+			if failures > 20 {
+				return agent.Outcome{}, fmt.Errorf("run %s: its workers failed %d times, the last: %w", st.Run, failures, err)
+			}
+			if err := workflow.Sleep(ctx, min(time.Duration(failures)*time.Second, 30*time.Second)); err != nil {
+				return agent.Outcome{}, err
+			}
+		case next.Parked:
+			// No worker holds the run while it waits.
+			if err := workflow.Await(ctx, func() bool { return decided[next.Request] }); err != nil {
+				return agent.Outcome{}, err
+			}
+		default:
+			return *next.Outcome, nil
+		}
+		// From here on the run is the trace's to resume.
+		st.Contract = nil
+	}
+}
+
+// drive carries out the run's effects in one session until the run ends,
+// parks or its worker fails.
+func drive(ctx workflow.Context, st Start, last *Next) (next Next, err error) {
+	defer func() {
+		if err == nil {
+			*last = next
+		}
+	}()
+	if err := workflow.ExecuteActivity(ctx, OpenName, st).Get(ctx, &next); err != nil {
+		return next, err
+	}
+	for next.Outcome == nil && !next.Parked {
+		if next.Kind == loop.KindSleep {
+			if d := next.Until.Sub(workflow.Now(ctx)); d > 0 {
+				if err := workflow.Sleep(ctx, d); err != nil {
+					return next, err
+				}
+			}
+		}
+		key := next.Key
+		*last = next
+		// Each result is read into a Next of its own: a field the
+		// result leaves out is not the last one's.
+		var n Next
+		if err := workflow.ExecuteActivity(ctx, StepName, st.Run, key).Get(ctx, &n); err != nil {
+			return next, err
+		}
+		next = n
+	}
+	if next.Outcome != nil && next.Outcome.Kind == "" {
+		return next, errors.New("a worker's outcome has no kind")
+	}
+	return next, nil
+}
+
+// Decision is an operator's answer to a request of a run, as rein
+// approve (or answer) records it in the trace, signed with the trace key:
+// the workflow's Update takes no other.
+type Decision struct {
+	Request string `json:"request"`
+	Answer  string `json:"answer"`
+	Sig     string `json:"sig"`
+}
+
+// key is the trace key the workers of this process verify decisions
+// with (SetKey).
+var key struct {
+	sync.RWMutex
+	secret []byte
+}
+
+// SetKey gives the process's workers the trace key's secret, which a
+// decision's signature is checked against.
+func SetKey(secret []byte) {
+	key.Lock()
+	key.secret = append([]byte(nil), secret...)
+	key.Unlock()
+}
+
+// Sign signs d for run's workflow with secret.
+func (d *Decision) Sign(run string, secret []byte) {
+	d.Sig = hex.EncodeToString(d.mac(run, secret))
+}
+
+func (d Decision) mac(run string, secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	fmt.Fprintf(m, "rein decision\x00%s\x00%s\x00%s", run, d.Request, d.Answer)
+	return m.Sum(nil)
+}
+
+// verify says why d is not a decision signed for run with the trace key.
+func (d Decision) verify(run string) error {
+	key.RLock()
+	secret := key.secret
+	key.RUnlock()
+	if len(secret) == 0 {
+		return errors.New("this worker has no trace key to check a decision with")
+	}
+	sig, err := hex.DecodeString(d.Sig)
+	if err != nil || !hmac.Equal(sig, d.mac(run, secret)) {
+		return fmt.Errorf("the decision on request %s of run %s is not signed with the trace key: refused", d.Request, run)
+	}
+	return nil
+}
+
+// OptionsFunc makes the options a worker drives contract c's run with:
+// its provider, its policy and router configuration (the trace store
+// among them, a durable one), its observer.
+type OptionsFunc func(ctx context.Context, c agent.Contract) (agent.Options, error)
+
+// Activities are a worker's activities: they hold the runs whose
+// sessions are on this worker.
+type Activities struct {
+	// Store is the trace every worker writes: the runs are resumed from
+	// it.
+	Store trace.Durable
+	// Options makes a run's options.
+	Options OptionsFunc
+
+	mu   sync.Mutex
+	runs map[string]*held
+}
+
+// held is a run a worker holds between its activities.
+type held struct {
+	x     *agent.Executors
+	ctx   context.Context
+	done  func()
+	begun bool
+}
+
+// Register registers the workflow and a's activities with w.
+func Register(w worker.Registry, a *Activities) {
+	w.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	w.RegisterActivityWithOptions(a.Open, activity.RegisterOptions{Name: OpenName})
+	w.RegisterActivityWithOptions(a.Step, activity.RegisterOptions{Name: StepName})
+}
+
+// NewWorker is a worker of queue with the sessions the driver runs in
+// (o.EnableSessionWorker is set), its workflow and a's activities
+// registered.
+func NewWorker(c client.Client, queue string, a *Activities, o worker.Options) worker.Worker {
+	o.EnableSessionWorker = true
+	w := worker.New(c, queue, o)
+	Register(w, a)
+	return w
+}
+
+// beat heartbeats the activity of ctx until it returns.
+func beat(ctx context.Context) func() {
+	info := activity.GetInfo(ctx)
+	every := info.HeartbeatTimeout / 3
+	if every <= 0 {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(stop) }
+}
+
+// Open opens the run on this worker: a new run of the contract (by the
+// run's id, so that an Open made twice makes it once), or the run of the
+// trace resumed from its last checkpoint; and says what the loop asks
+// first.
+func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
+	defer beat(ctx)()
+	var c agent.Contract
+	resume := st.Contract == nil
+	if !resume {
+		c = *st.Contract
+		if s, err := agent.LoadState(ctx, a.Store, st.Run); err == nil {
+			// Opened before, by a worker that died: resumed.
+			c, resume = s.Contract, true
+		}
+	} else {
+		s, err := agent.LoadState(ctx, a.Store, st.Run)
+		if err != nil {
+			return Next{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), "rein.not_resumable", err)
+		}
+		c = s.Contract
+	}
+	o, err := a.Options(ctx, c)
+	if err != nil {
+		return Next{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), "rein.options", err)
+	}
+	var x *agent.Executors
+	if resume {
+		x, err = agent.Reopen(ctx, st.Run, o)
+		var ended *agent.EndedError
+		if errors.As(err, &ended) {
+			out := ended.Outcome
+			return Next{Kind: loop.KindEnd, Outcome: &out}, nil
+		}
+	} else {
+		o.Tool.ID = st.Run
+		x, err = agent.Open(ctx, c, o)
+	}
+	if err != nil {
+		return Next{}, err
+	}
+	h := &held{x: x}
+	h.ctx, h.done = x.Bound(context.Background())
+	x.Begin(h.ctx)
+	a.mu.Lock()
+	if a.runs == nil {
+		a.runs = map[string]*held{}
+	}
+	if old := a.runs[st.Run]; old != nil {
+		old.done()
+	}
+	a.runs[st.Run] = h
+	a.mu.Unlock()
+	return a.next(h, st.Run)
+}
+
+// next says what the loop asks next of h's run, ending the worker's part
+// of it where the run is stopped from outside (a cancel, the wall clock,
+// a commit that failed).
+func (a *Activities) next(h *held, run string) (Next, error) {
+	x := h.x
+	s := x.State()
+	in, stop := x.Halt(h.ctx)
+	if stop != nil {
+		return a.end(h, run, *stop)
+	}
+	if in != nil {
+		s.Apply(in, x.Now())
+	}
+	return describe(s.Next(x.Now())), nil
+}
+
+func describe(e loop.Effect) Next {
+	n := Next{Kind: e.EffectKey().Kind, Key: e.EffectKey()}
+	switch e := e.(type) {
+	case loop.Wait:
+		n.Until = e.Until
+	case loop.AwaitDecision:
+		n.Request = e.Waiting.Request
+	}
+	return n
+}
+
+// end closes the worker's part of the run with out. A part that ends on
+// a commit that failed (the store is down, another driver took the run
+// over) is the activity's failure: the run is opened again.
+func (a *Activities) end(h *held, run string, out agent.Outcome) (Next, error) {
+	h.done()
+	out, err := h.x.Finish(context.Background(), out)
+	a.mu.Lock()
+	if a.runs[run] == h {
+		delete(a.runs, run)
+	}
+	a.mu.Unlock()
+	if err != nil {
+		return Next{}, err
+	}
+	return Next{Kind: loop.KindEnd, Outcome: &out}, nil
+}
+
+// Step carries out the effect of key, when it is still what the loop
+// asks (after a sleep, or a decision, the loop may ask another), folds
+// its result in and commits it, and says what the loop asks next.
+func (a *Activities) Step(ctx context.Context, run string, key loop.Key) (Next, error) {
+	defer beat(ctx)()
+	a.mu.Lock()
+	h := a.runs[run]
+	a.mu.Unlock()
+	if h == nil {
+		// The session's worker is another process than the one that
+		// opened the run (it died and came back): the run is opened
+		// again.
+		return Next{}, fmt.Errorf("this worker does not hold run %s", run)
+	}
+	x := h.x
+	s := x.State()
+	now := x.Now()
+	e := s.Next(now)
+	if e.EffectKey() != key {
+		return describe(e), nil
+	}
+	bounded := h.ctx
+	var in loop.Input
+	var recs agent.Records
+	switch e := e.(type) {
+	case loop.End:
+		s.Apply(loop.Ended{}, now)
+		return a.end(h, run, *s.Done)
+	case loop.Wait:
+		// The workflow slept; the loop has moved on, or asks again.
+		return a.next(h, run)
+	case loop.AwaitDecision:
+		var parked *agent.Outcome
+		if in, parked = x.Await(bounded, e); parked != nil {
+			n, err := a.end(h, run, *parked)
+			if err == nil && parked.Waiting != nil {
+				n.Parked, n.Request = true, e.Waiting.Request
+			}
+			return n, err
+		}
+		s.Apply(in, x.Now())
+		x.Commit(bounded, e, nil)
+		return a.next(h, run)
+	case loop.CallModel:
+		in, recs = x.Model(bounded, e)
+	case loop.RunTools:
+		in, recs = x.Tools(bounded, e)
+	case loop.RunGate:
+		in, recs = x.Gate(bounded, e)
+	case loop.Summarize:
+		in, recs = x.Summarize(bounded, e)
+	}
+	if in != nil {
+		s.Apply(in, x.Now())
+		x.Commit(bounded, e, recs)
+	}
+	return a.next(h, run)
+}
+
+// Execute starts st's run as a workflow on the server of c and follows
+// it (Follow).
+func Execute(ctx context.Context, c client.Client, st Start) (agent.Outcome, error) {
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(st.Run), TaskQueue: st.Queue, WorkflowTaskTimeout: taskTimeout}, WorkflowName, st); err != nil {
+		return agent.Outcome{}, err
+	}
+	return Follow(ctx, c, st.Run)
+}
+
+// taskTimeout bounds a workflow task: a worker that dies holding one is
+// replaced in that time.
+const taskTimeout = 5 * time.Second
+
+// Follow waits for run's workflow to end, or to wait for an operator's
+// decision (its worker given up, as the in-process driver's process
+// ends then): the run's outcome either way.
+func Follow(ctx context.Context, c client.Client, run string) (agent.Outcome, error) {
+	wr := c.GetWorkflow(ctx, WorkflowID(run), "")
+	done := make(chan error, 1)
+	var out agent.Outcome
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { done <- wr.Get(ctx, &out) }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return out, err
+		case <-tick.C:
+			v, err := c.QueryWorkflow(ctx, WorkflowID(run), "", QueryNext)
+			var n Next
+			if err == nil && v.Get(&n) == nil && n.Parked && n.Outcome != nil {
+				return *n.Outcome, nil
+			}
+		}
+	}
+}
+
+// SendDecision tells run's workflow that request was answered (the
+// answer recorded in the trace before), signed with the trace key's
+// secret.
+func SendDecision(ctx context.Context, c client.Client, run, request, answer string, secret []byte) error {
+	d := Decision{Request: request, Answer: answer}
+	d.Sign(run, secret)
+	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: WorkflowID(run), UpdateName: UpdateDecided, Args: []any{d}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, nil)
+}
