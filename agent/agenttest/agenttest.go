@@ -42,6 +42,7 @@ import (
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlite"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 // Driver is a driver under test: how it starts a run and how it resumes
@@ -54,9 +55,21 @@ type Driver struct {
 	// kill matrix's run only (and the last), for a driver whose
 	// resumption is slow to come (a workflow engine's, which waits for a
 	// dead worker's heartbeat to lapse).
-	Every  int
+	Every int
+	// Store opens the trace store of a run of the suite, named by a path
+	// the suite made for it (the same path, in any process, is the same
+	// store); nil opens a SQLite file there.
+	Store  func(path string) (*sqlstore.Store, error)
 	Run    func(ctx context.Context, c agent.Contract, o agent.Options) (agent.Outcome, error)
 	Resume func(ctx context.Context, runID string, o agent.Options) (agent.Outcome, error)
+}
+
+// open opens the store at path as d's runs do.
+func (d Driver) open(path string) (*sqlstore.Store, error) {
+	if d.Store != nil {
+		return d.Store(path)
+	}
+	return sqlite.Open(path, trace.NewRedactor())
 }
 
 // Run runs every conformance test of the suite against d.
@@ -217,7 +230,7 @@ func scriptContract(ws, recovery string) agent.Contract {
 		OutputSchema:  json.RawMessage(scriptSchema), PlanGate: true, Commit: true}
 }
 
-func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error) {
+func scriptOptions(ws, calls string, store trace.Durable) (agent.Options, error) {
 	mode := policy.ModeAuto
 	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(filepath.Dir(ws), "home"), NoFiles: true, Mode: &mode})
 	if err != nil {
@@ -225,6 +238,25 @@ func scriptOptions(ws, calls string, store *sqlite.Store) (agent.Options, error)
 	}
 	return agent.Options{Provider: &scriptModel{turns: scriptTurns, calls: calls}, Responder: agent.ApprovePlans{},
 		Tool: tool.Config{Policy: p, Store: store, Profile: sandbox.Profile{Env: []string{"PATH=" + os.Getenv("PATH")}}}}, nil
+}
+
+// Script is the kill matrix's run, to drive in this process: its
+// contract and options over a new workspace of t's (a git repository:
+// the run commits), with d's trace store, which t closes.
+func Script(t *testing.T, d Driver) (agent.Contract, agent.Options, *sqlstore.Store) {
+	t.Helper()
+	k := newKit(t, d, t.TempDir())
+	t.Setenv("REIN_CACHE_DIR", k.cache)
+	store, err := d.open(k.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	o, err := scriptOptions(k.ws, k.calls, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scriptContract(k.ws, ""), o, store
 }
 
 // Child, called first by the TestMain of a package that runs the suite,
@@ -257,7 +289,7 @@ func child(env string, drivers []Driver) int {
 		return 2
 	}
 	os.Setenv("REIN_CACHE_DIR", cfg.Cache)
-	store, err := sqlite.Open(cfg.Store, trace.NewRedactor())
+	store, err := d.open(cfg.Store)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -301,6 +333,7 @@ func child(env string, drivers []Driver) int {
 // kit is one run of the kill matrix: its workspace, store and calls file.
 type kit struct {
 	driver                       string
+	d                            Driver
 	dir, ws, store, calls, cache string
 }
 
@@ -310,7 +343,7 @@ func newKit(t *testing.T, d Driver, root string) kit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := kit{driver: d.Name, dir: dir, ws: filepath.Join(dir, "ws"), store: filepath.Join(dir, "trace.db"), calls: filepath.Join(dir, "calls.log"), cache: filepath.Join(root, "cache")}
+	k := kit{driver: d.Name, d: d, dir: dir, ws: filepath.Join(dir, "ws"), store: filepath.Join(dir, "trace.db"), calls: filepath.Join(dir, "calls.log"), cache: filepath.Join(root, "cache")}
 	for _, d := range []string{k.ws, filepath.Join(dir, "home")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -364,7 +397,7 @@ func (k kit) child(resume string, killAt int, recovery string) (rep childReport,
 // runID is the one run of k's store.
 func (k kit) runID(t *testing.T) string {
 	t.Helper()
-	s, err := sqlite.Open(k.store, trace.NewRedactor())
+	s, err := k.d.open(k.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +423,7 @@ type result struct {
 
 func (k kit) result(t *testing.T, run string) result {
 	t.Helper()
-	s, err := sqlite.Open(k.store, trace.NewRedactor())
+	s, err := k.d.open(k.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,9 +597,9 @@ func boundaryIndex(t *testing.T, d Driver, root, name string) int {
 }
 
 // requestsOf are the model calls' requests of run, whole.
-func requestsOf(t *testing.T, path, run string) string {
+func requestsOf(t *testing.T, k kit, run string) string {
 	t.Helper()
-	s, err := sqlite.Open(path, trace.NewRedactor())
+	s, err := k.d.open(k.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -605,7 +638,7 @@ func InterruptedCall(t *testing.T, d Driver) {
 		if got := k.result(t, run).files["log.txt"]; got != "one\ntwo\nthree\n" {
 			t.Errorf("log.txt = %q: the interrupted command ran again", got)
 		}
-		reqs := requestsOf(t, k.store, run)
+		reqs := requestsOf(t, k, run)
 		for _, want := range []string{"shell: interrupted", "it is not one rein repeats on its own", "1 change(s) in the workspace since the call started:", "added log.txt (4 bytes, sha256 "} {
 			if !strings.Contains(reqs, want) {
 				t.Errorf("the model was not told %q:\n%s", want, reqs)
@@ -630,7 +663,7 @@ func InterruptedCall(t *testing.T, d Driver) {
 			if agent.AwaitingRecovery.ExitCode() != 6 {
 				t.Errorf("awaiting_recovery exits %d", agent.AwaitingRecovery.ExitCode())
 			}
-			decide(t, k.store, run, w.Request, answer)
+			decide(t, k, run, w.Request, answer)
 			rep, _, err = k.child(run, 0, "")
 			if err != nil || rep.Err != "" || rep.Outcome.Kind != agent.Succeeded {
 				t.Fatalf("resumed after the answer: %+v %v %s", rep.Outcome, err, rep.Err)
@@ -639,7 +672,7 @@ func InterruptedCall(t *testing.T, d Driver) {
 			if got := k.result(t, run).files["log.txt"]; got != want {
 				t.Errorf("log.txt = %q, want %q", got, want)
 			}
-			told := strings.Contains(requestsOf(t, k.store, run), "an operator chose not to make it again")
+			told := strings.Contains(requestsOf(t, k, run), "an operator chose not to make it again")
 			if told != (answer == "no") {
 				t.Errorf("answered %s: the model was told of the operator's choice: %v", answer, told)
 			}
@@ -647,9 +680,9 @@ func InterruptedCall(t *testing.T, d Driver) {
 	}
 }
 
-func decide(t *testing.T, path, run, request, answer string) error {
+func decide(t *testing.T, k kit, run, request, answer string) error {
 	t.Helper()
-	s, err := sqlite.Open(path, trace.NewRedactor())
+	s, err := k.d.open(k.store)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +714,7 @@ func Lease(t *testing.T, d Driver) {
 		t.Fatal(err)
 	}
 	defer first.Wait()
-	s, err := sqlite.Open(k.store, trace.NewRedactor())
+	s, err := k.d.open(k.store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -280,10 +280,9 @@ type Activities struct {
 
 // held is a run a worker holds between its activities.
 type held struct {
-	x     *agent.Executors
-	ctx   context.Context
-	done  func()
-	begun bool
+	x    *agent.Executors
+	ctx  context.Context
+	done func()
 }
 
 // Register registers the workflow and a's activities with w.

@@ -57,6 +57,7 @@ var allowed = map[string][]string{
 	"agent/loop":            {},
 	"agent/agenttest":       {"agent", "agent/loop", "internal/boundary", "agent/evidence", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "trace/sqlstore", "trace/sqlite", "tool", "web", "internal/keyfile", "internal/netname", "internal/testenv"},
 	"agent":                 {"agent/loop", "internal/boundary", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "web", "agent/evidence", "internal/keyfile", "internal/netname"},
+	"agent/temporal":        {"agent", "agent/loop", "internal/boundary", "limits", "shell", "workspace", "policy", "files", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "trace", "tool", "web", "agent/evidence", "internal/keyfile", "internal/netname"},
 	"cmd/rein":              {"*"},
 	"cmd/rein-init":         {"launch/relay", "limits", "shell", "workspace", "sandbox", "sandbox/bwrap", "sandbox/cgroup", "sandbox/confine", "sandbox/netproxy", "sandbox/runplan", "toolchain", "internal/keyfile", "internal/netname"},
 	"internal/keyfile":      {},
@@ -201,5 +202,32 @@ func TestLoopReadsNothing(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestNoTemporalServer: rein's module never depends on the Temporal
+// server, which only the Temporal driver's suite (a module of its own)
+// starts; and no package but the driver and the command links the
+// Temporal SDK.
+func TestNoTemporalServer(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "all").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -m: %v\n%s", err, out)
+	}
+	for _, m := range strings.Fields(string(out)) {
+		if m == "go.temporal.io/server" {
+			t.Error("rein's module depends on go.temporal.io/server")
+		}
+	}
+	for _, pkg := range []string{"trace", "tool", "agent", "mcpserver", "hook"} {
+		out, err := exec.Command("go", "list", "-deps", module+"/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list: %v\n%s", err, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "go.temporal.io/") {
+				t.Errorf("%s depends on %s; only agent/temporal and cmd/rein may", pkg, dep)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
@@ -30,9 +31,32 @@ func postgresServer() string {
 }
 
 var (
-	pgMu   sync.Mutex
-	pgMade = map[string]bool{}
+	pgMu    sync.Mutex
+	pgMade  = map[string]bool{}
+	pgOwner bool
 )
+
+// pgRunEnv names the databases of one test process and the processes it
+// starts (PostgresRun).
+const pgRunEnv = "REIN_TEST_POSTGRES_RUN"
+
+func pgPrefix() string {
+	if r := os.Getenv(pgRunEnv); r != "" {
+		return "rein_test_" + r + "_"
+	}
+	return "rein_test_"
+}
+
+// PostgresRun names the databases this process and the processes it
+// starts make as its own, so that DropPostgres drops them all, whichever
+// process made each: a TestMain whose tests start child processes calls
+// it first.
+func PostgresRun() {
+	var b [4]byte
+	rand.Read(b[:])
+	os.Setenv(pgRunEnv, hex.EncodeToString(b[:]))
+	pgOwner = true
+}
 
 // PostgresDatabase is the URL of a database of the tests' server named
 // for key (a test's directory: the same key, in this process or a child,
@@ -40,7 +64,7 @@ var (
 // is no server to reach.
 func PostgresDatabase(key string) (string, error) {
 	sum := sha256.Sum256([]byte(key))
-	name := "rein_test_" + hex.EncodeToString(sum[:8])
+	name := pgPrefix() + hex.EncodeToString(sum[:8])
 	u, err := url.Parse(postgresServer())
 	if err != nil {
 		return "", fmt.Errorf("%s does not parse: %w", PostgresEnv, err)
@@ -84,7 +108,8 @@ func Postgres(t testing.TB) string {
 }
 
 // DropPostgres drops every database PostgresDatabase made in this
-// process: a TestMain calls it after the tests.
+// process (and, after PostgresRun, in the processes it started): a
+// TestMain calls it after the tests.
 func DropPostgres() {
 	pgMu.Lock()
 	var names []string
@@ -92,6 +117,21 @@ func DropPostgres() {
 		names = append(names, name)
 	}
 	pgMu.Unlock()
+	if pgOwner {
+		if db, err := sql.Open("pgx", postgresServer()); err == nil {
+			rows, err := db.Query(`SELECT datname FROM pg_database WHERE starts_with(datname, $1)`, pgPrefix())
+			for err == nil && rows.Next() {
+				var n string
+				if rows.Scan(&n) == nil {
+					names = append(names, n)
+				}
+			}
+			if rows != nil {
+				rows.Close()
+			}
+			db.Close()
+		}
+	}
 	dropPostgres(names...)
 }
 

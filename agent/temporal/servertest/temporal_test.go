@@ -6,21 +6,29 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/agent/agenttest"
 	"github.com/reinhq/rein/agent/temporal"
+	"github.com/reinhq/rein/internal/testenv"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trace"
+	"github.com/reinhq/rein/trace/postgres"
+	"github.com/reinhq/rein/trace/sqlstore"
 )
 
 // The server the drivers of the child processes reach, and its
@@ -38,14 +46,27 @@ var secret = []byte("rein test trace key -- not a real one")
 // it is a worker of the run's own task queue (its workspace's), which
 // the kill matrix kills; a resumption is another worker that follows the
 // workflow, which opens the run again on it.
-var driver = agenttest.Driver{Name: "temporal", Every: 8, Run: runTemporal, Resume: resumeTemporal}
+var driver = agenttest.Driver{Name: "temporal", Every: 8, Store: postgresStore, Run: runTemporal, Resume: resumeTemporal}
+
+// postgresStore is a run's trace: a PostgreSQL database of the tests'
+// server, named for the path the suite made.
+func postgresStore(path string) (*sqlstore.Store, error) {
+	u, err := testenv.PostgresDatabase(path)
+	if err != nil {
+		return nil, err
+	}
+	return postgres.Open(u, trace.NewRedactor())
+}
 
 func TestMain(m *testing.M) {
 	sandbox.Main()
 	if code, ok := agenttest.Child(driver); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	testenv.PostgresRun()
+	code := m.Run()
+	testenv.DropPostgres()
+	os.Exit(code)
 }
 
 // quiet logs the SDK's warnings to stderr: a child's stdout is its
@@ -114,6 +135,9 @@ func resumeTemporal(ctx context.Context, run string, o agent.Options) (agent.Out
 // server starts the Temporal server the test's drivers reach.
 func server(t *testing.T) {
 	t.Helper()
+	if _, err := testenv.PostgresDatabase(t.TempDir()); err != nil {
+		testenv.Missing(t, "no PostgreSQL server for the runs' traces: %v", err)
+	}
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	t.Setenv(addrEnv, ts.GetFrontendHostPort())
 	t.Setenv(namespaceEnv, ts.GetDefaultNamespace())
@@ -136,4 +160,77 @@ func TestKillMatrix(t *testing.T) {
 func TestInterruptedCall(t *testing.T) {
 	server(t)
 	agenttest.InterruptedCall(t, driver)
+}
+
+// reordered is the workflow with its first command changed (a timer
+// before the session it opens the run in): a history the workflow
+// recorded does not replay on it.
+func reordered(ctx workflow.Context, st temporal.Start) (agent.Outcome, error) {
+	if err := workflow.Sleep(ctx, time.Millisecond); err != nil {
+		return agent.Outcome{}, err
+	}
+	return temporal.Workflow(ctx, st)
+}
+
+// TestReplay: the scripted run on the Temporal driver succeeds, its
+// canonical trace the in-process driver's for the same script; its
+// recorded history replays on the workflow (worker.WorkflowReplayer),
+// and fails to on a workflow whose commands were reordered.
+func TestReplay(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, store := agenttest.Script(t, driver)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	run := temporal.NewRunID()
+	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second})
+	if err != nil || out.Kind != agent.Succeeded || out.Run != run {
+		t.Fatalf("the run on Temporal: %+v %v", out, err)
+	}
+	got, err := agent.CanonicalTrace(ctx, store, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Verify(ctx); err != nil {
+		t.Errorf("the trace does not verify: %v", err)
+	}
+
+	ic, iopts, istore := agenttest.Script(t, driver)
+	iout, err := agent.Run(ctx, ic, iopts)
+	if err != nil || iout.Kind != agent.Succeeded {
+		t.Fatalf("the run in process: %+v %v", iout, err)
+	}
+	want, err := agent.CanonicalTrace(ctx, istore, iout.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.ReplaceAll(got, c.Workspace, "WS"), strings.ReplaceAll(want, ic.Workspace, "WS"); got != want {
+		t.Errorf("the canonical traces differ between the drivers:\nTemporal:   %.300s\nin process: %.300s", got, want)
+	}
+
+	hist := &historypb.History{}
+	it := cl.GetWorkflowHistory(ctx, temporal.WorkflowID(run), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist.Events = append(hist.Events, e)
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(temporal.Workflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("the recorded history (%d events) does not replay: %v", len(hist.Events), err)
+	}
+	bad := worker.NewWorkflowReplayer()
+	bad.RegisterWorkflowWithOptions(reordered, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	discard := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := bad.ReplayWorkflowHistory(discard, hist); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("a reordered workflow replayed the history: %v", err)
+	}
+	t.Logf("%d history events for %d steps", len(hist.Events), out.Steps)
 }
