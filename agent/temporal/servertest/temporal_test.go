@@ -234,3 +234,40 @@ func TestReplay(t *testing.T) {
 	}
 	t.Logf("%d history events for %d steps", len(hist.Events), out.Steps)
 }
+
+// TestForgedDecision: whoever reaches the Temporal namespace but holds
+// no trace key cannot tell a run's workflow a request was answered: an
+// Update signed with another key, or for another request, is refused by
+// its validator (and never enters the history); one signed with the key
+// is taken.
+func TestForgedDecision(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, _ := agenttest.Script(t, driver)
+	cl, w, _, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	// A workflow on a queue no worker serves activities of: it waits to
+	// open its run, its Updates answered all the same.
+	run := temporal.NewRunID()
+	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: temporal.WorkflowID(run), TaskQueue: "rein-none"}, temporal.WorkflowName,
+		temporal.Start{Run: run, Contract: &c, Queue: "rein-none"}); err != nil {
+		t.Fatal(err)
+	}
+	// The workflow's tasks are this test's worker's: it serves the queue.
+	wq := temporal.NewWorker(cl, "rein-none", &temporal.Activities{}, worker.Options{})
+	if err := wq.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer wq.Stop()
+	defer cl.TerminateWorkflow(ctx, temporal.WorkflowID(run), "", "the test is over")
+	if err := temporal.SendDecision(ctx, cl, run, "r1", "yes", []byte("not the trace key")); err == nil || !strings.Contains(err.Error(), "not signed with the trace key") {
+		t.Fatalf("a decision signed with another key: %v", err)
+	}
+	if err := temporal.SendDecision(ctx, cl, run, "r1", "yes", secret); err != nil {
+		t.Fatalf("a decision signed with the trace key: %v", err)
+	}
+}
