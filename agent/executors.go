@@ -598,6 +598,17 @@ func (x *Executors) Finish(ctx context.Context, out Outcome) (Outcome, error) {
 	return out, d.failure()
 }
 
+// Abandon gives the run up without ending it, as a driver that died
+// would have: its background handles killed and its lease released, so
+// that another driver (or this process again, with Reopen) takes the run
+// from its last checkpoint; anything this driver commits after is fenced
+// out. A workflow engine's driver whose session with the engine failed,
+// its process alive, calls it.
+func (x *Executors) Abandon(ctx context.Context) {
+	x.d.router.KillHandles()
+	x.releaseLease(ctx)
+}
+
 // releaseLease gives the run's lease up, if this driver holds one.
 func (x *Executors) releaseLease(ctx context.Context) {
 	if x.d.durable != nil && x.d.lease.RunID != "" {

@@ -243,7 +243,7 @@ func scriptOptions(ws, calls string, store trace.Durable) (agent.Options, error)
 // Script is the kill matrix's run, to drive in this process: its
 // contract and options over a new workspace of t's (a git repository:
 // the run commits), with d's trace store, which t closes.
-func Script(t *testing.T, d Driver) (agent.Contract, agent.Options, *sqlstore.Store) {
+func Script(t testing.TB, d Driver) (agent.Contract, agent.Options, *sqlstore.Store) {
 	t.Helper()
 	k := newKit(t, d, t.TempDir())
 	t.Setenv("REIN_CACHE_DIR", k.cache)
@@ -337,7 +337,7 @@ type kit struct {
 	dir, ws, store, calls, cache string
 }
 
-func newKit(t *testing.T, d Driver, root string) kit {
+func newKit(t testing.TB, d Driver, root string) kit {
 	t.Helper()
 	dir, err := os.MkdirTemp(root, "k")
 	if err != nil {

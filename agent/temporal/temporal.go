@@ -35,6 +35,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -150,7 +151,12 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		}
 		next, err := drive(sctx, st, &last)
 		workflow.CompleteSession(sctx)
+		var refused *sdktemporal.ApplicationError
 		switch {
+		case errors.As(err, &refused) && refused.NonRetryable():
+			// The run cannot be opened at all (its options, its
+			// checkpoint): no other worker would do better.
+			return agent.Outcome{}, err
 		case err != nil:
 			// The worker died, or its part of the run failed: the run is
 			// opened again, on any worker, from its last checkpoint.
@@ -239,9 +245,19 @@ func (d *Decision) Sign(run string, secret []byte) {
 	d.Sig = hex.EncodeToString(d.mac(run, secret))
 }
 
+// mac is the decision's HMAC: a domain no other MAC of the key begins
+// with (trace.Key's begin "rein "), then the run, the request and the
+// answer, each after its length, so that no field can be shifted into
+// the next.
 func (d Decision) mac(run string, secret []byte) []byte {
 	m := hmac.New(sha256.New, secret)
-	fmt.Fprintf(m, "rein decision\x00%s\x00%s\x00%s", run, d.Request, d.Answer)
+	m.Write([]byte("\x01rein temporal decision v1"))
+	for _, f := range []string{run, d.Request, d.Answer} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		m.Write(n[:])
+		m.Write([]byte(f))
+	}
 	return m.Sum(nil)
 }
 
@@ -252,6 +268,9 @@ func (d Decision) verify(run string) error {
 	key.RUnlock()
 	if len(secret) == 0 {
 		return errors.New("this worker has no trace key to check a decision with")
+	}
+	if d.Request == "" || d.Answer == "" {
+		return errors.New("a decision names its request and its answer")
 	}
 	sig, err := hex.DecodeString(d.Sig)
 	if err != nil || !hmac.Equal(sig, d.mac(run, secret)) {
@@ -346,6 +365,17 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 		}
 		c = s.Contract
 	}
+	// A run this worker still holds from a session that failed (the
+	// worker lived on) is given up first: its lease would refuse the
+	// resumption.
+	a.mu.Lock()
+	old := a.runs[st.Run]
+	delete(a.runs, st.Run)
+	a.mu.Unlock()
+	if old != nil {
+		old.done()
+		old.x.Abandon(ctx)
+	}
 	o, err := a.Options(ctx, c)
 	if err != nil {
 		return Next{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), "rein.options", err)
@@ -371,9 +401,6 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	a.mu.Lock()
 	if a.runs == nil {
 		a.runs = map[string]*held{}
-	}
-	if old := a.runs[st.Run]; old != nil {
-		old.done()
 	}
 	a.runs[st.Run] = h
 	a.mu.Unlock()

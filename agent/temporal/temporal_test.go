@@ -3,6 +3,9 @@ package temporal
 import (
 	"strings"
 	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestDecisionSigned: a decision's Update is taken only signed with the
@@ -41,5 +44,54 @@ func TestDecisionSigned(t *testing.T) {
 	forged.Sign("run-a", other)
 	if err := forged.verify("run-a"); err == nil {
 		t.Error("a decision signed with another key was taken")
+	}
+}
+
+// TestCodec: a payload sealed with the fleet's key opens as it was; one
+// not sealed, sealed with another key, or changed, is refused; the
+// sealed bytes do not hold the plain ones.
+func TestCodec(t *testing.T) {
+	c, err := Codec([]byte("the fleet's payload key, 32 bytes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := Codec([]byte("another fleet's payload key....."))
+	if _, err := Codec([]byte("short")); err == nil {
+		t.Fatal("a short key was taken")
+	}
+	plain := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`{"goal":"fix the secret bug"}`)}
+	sealed, err := c.Encode([]*commonpb.Payload{plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed[0].Data), "secret bug") {
+		t.Fatal("the sealed payload holds the plain text")
+	}
+	opened, err := c.Decode(sealed)
+	if err != nil || !proto.Equal(opened[0], plain) {
+		t.Fatalf("opened %v %v", opened, err)
+	}
+	if _, err := other.Decode(sealed); err == nil || !strings.Contains(err.Error(), "another key") {
+		t.Errorf("opened with another key: %v", err)
+	}
+	if _, err := c.Decode([]*commonpb.Payload{plain}); err == nil || !strings.Contains(err.Error(), "not sealed") {
+		t.Errorf("a plain payload was taken: %v", err)
+	}
+	// The SDK's session creation, sent unsealed, is the one plain
+	// payload taken; anything more in it is not.
+	json := map[string][]byte{"encoding": []byte("json/plain")}
+	session := &commonpb.Payload{Metadata: json, Data: []byte(`{"Taskqueue":"host-a@1","HostName":"host-a","ResourceID":"r1"}`)}
+	if _, err := c.Decode([]*commonpb.Payload{session}); err != nil {
+		t.Errorf("a session's creation: %v", err)
+	}
+	for _, data := range []string{`{"Taskqueue":"q","HostName":"h","ResourceID":"r","Contract":{}}`, `{"Taskqueue":"q"}`, `{"run":"x"}`} {
+		if _, err := c.Decode([]*commonpb.Payload{{Metadata: json, Data: []byte(data)}}); err == nil {
+			t.Errorf("a plain payload %s was taken", data)
+		}
+	}
+	changed := proto.Clone(sealed[0]).(*commonpb.Payload)
+	changed.Data[len(changed.Data)-1] ^= 1
+	if _, err := c.Decode([]*commonpb.Payload{changed}); err == nil || !strings.Contains(err.Error(), "does not open") {
+		t.Errorf("a changed payload was taken: %v", err)
 	}
 }

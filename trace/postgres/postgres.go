@@ -35,7 +35,8 @@ type Store = sqlstore.Store
 // IsURL says whether s names a PostgreSQL server (a postgres:// or
 // postgresql:// URL) rather than a file.
 func IsURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
 }
 
 // writersLock is the key of the advisory lock every write transaction
@@ -166,6 +167,9 @@ func Open(dsn string, r *trace.Redactor, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("trace: %q is not a postgres:// or postgresql:// URL", Where(dsn))
 	}
 	where := Where(dsn)
+	// A scheme is case-insensitive; pgx reads only the lower case.
+	scheme, rest, _ := strings.Cut(dsn, "://")
+	dsn = strings.ToLower(scheme) + "://" + rest
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("trace: %s: %w", where, err)

@@ -64,6 +64,7 @@ func TestSchema(t *testing.T) {
 			_, err := db.Exec(fmt.Sprintf(`DROP TRIGGER %s_append_only ON %s`, table, table))
 			return err
 		},
+		KeyedOnly: true,
 	})
 }
 

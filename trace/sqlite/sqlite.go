@@ -163,6 +163,8 @@ var dialect = &sqlstore.Dialect{
 		return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 	},
 	RetryFor: busyTimeout,
+	// Files written before rein had keys go on keyed.
+	LegacyUnkeyed: true,
 }
 
 // Option is an option of Open.

@@ -270,6 +270,8 @@ func (s *Store) linked(ctx context.Context, tbl string, row int64, rec trace.Rec
 	}
 	var key *trace.Key
 	switch {
+	case keyID == "" && s.key != nil && !s.dialect.LegacyUnkeyed:
+		return fail("its link %d is not keyed: a %s trace is keyed from its first link, so this one was made without the key", seq, s.dialect.Name)
 	case keyID == "" && s.key != nil:
 		// Links of SHA-256 alone are the store's from before it was
 		// keyed: none may follow a keyed one.

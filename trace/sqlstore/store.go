@@ -50,6 +50,12 @@ type Dialect struct {
 	// tried again for as long as RetryFor.
 	Retry    func(error) bool
 	RetryFor time.Duration
+	// LegacyUnkeyed admits links of SHA-256 alone before the keyed ones
+	// of a keyed store: SQLite files written before rein had keys. A
+	// store without it is keyed from its first link or never: a keyed
+	// store refuses every unkeyed link, so that whoever can write the
+	// database but has no key cannot put an unkeyed history in its place.
+	LegacyUnkeyed bool
 	// Text makes a text one the database holds as it is (nil: any is),
 	// applied before a record is linked, so the link hashes what is
 	// stored.
@@ -155,8 +161,26 @@ func (s *Store) bind(q string) string {
 	return b.String()
 }
 
+// text makes the string arguments of a query the texts the database
+// holds, as the records were written: an id with a byte the database
+// cannot hold is looked up as it was stored.
+func (s *Store) text(args []any) []any {
+	if s.dialect.Text == nil {
+		return args
+	}
+	out := make([]any, len(args))
+	for i, a := range args {
+		if v, ok := a.(string); ok {
+			a = s.dialect.Text(v)
+		}
+		out[i] = a
+	}
+	return out
+}
+
 // exec, queryRow and queryRows run q (its placeholders ?) on db or tx.
 func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sql.Result, error) {
+	args = s.text(args)
 	if tx != nil {
 		return tx.ExecContext(ctx, s.bind(q), args...)
 	}
@@ -164,6 +188,7 @@ func (s *Store) exec(ctx context.Context, tx *sql.Tx, q string, args ...any) (sq
 }
 
 func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any) *sql.Row {
+	args = s.text(args)
 	if tx != nil {
 		return tx.QueryRowContext(ctx, s.bind(q), args...)
 	}
@@ -171,6 +196,7 @@ func (s *Store) queryRow(ctx context.Context, tx *sql.Tx, q string, args ...any)
 }
 
 func (s *Store) queryRows(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	args = s.text(args)
 	return s.db.QueryContext(ctx, s.bind(q), args...)
 }
 
@@ -331,6 +357,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []trace.Record) (
 			// neither key can check whole.
 			return nil, fmt.Errorf("trace: the chain of %s is keyed with key id %s, not with this store's key (id %s): open it with the key it was written with (a store several writers share is keyed with one key given to each)", s.where, headKey, keyID)
 		}
+		if headKey == "" && prev != "" && !s.dialect.LegacyUnkeyed {
+			return nil, fmt.Errorf("trace: the chain of %s has links made without a key: a %s trace is keyed from its first link, so this one was written without the key, and is not appended to (rein trace verify says where)", s.where, s.dialect.Name)
+		}
 	} else if headKey != "" {
 		// An unkeyed link after keyed ones is what a forger would write:
 		// Verify fails on it.
@@ -351,6 +380,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []trace.Record) (
 		rec.Set(v)
 		if f := rec.FieldByName("StepID"); f.IsValid() && f.Int() == 0 && step != 0 {
 			f.SetInt(step)
+		}
+		if err := s.idsFit(rec, trace.Table(r)); err != nil {
+			return nil, err
 		}
 		s.redactFields(rec)
 		cols := columns(rec.Type())
@@ -380,6 +412,26 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, recs []trace.Record) (
 		prev, ids[i] = hash, row
 	}
 	return ids, nil
+}
+
+// idFields are the columns that name a run, a request, a conversation, a
+// handle or a blob: what records are looked up by.
+var idFields = map[string]bool{"id": true, "run_id": true, "request": true, "conv": true, "from_conv": true, "handle": true, "call_id": true, "result_id": true, "hash": true}
+
+// idsFit refuses a record whose ids the database would store otherwise
+// than given (a NUL, or invalid UTF-8, where the dialect's Text changes
+// them): two ids would become one.
+func (s *Store) idsFit(rec reflect.Value, tbl string) error {
+	if s.dialect.Text == nil {
+		return nil
+	}
+	for _, c := range columns(rec.Type()) {
+		f := rec.Field(c.index)
+		if idFields[c.name] && f.Kind() == reflect.String && s.dialect.Text(f.String()) != f.String() {
+			return fmt.Errorf("trace: %s %q of a record of %s holds a byte a %s trace cannot store (NUL, or invalid UTF-8): refused", c.name, f.String(), tbl, s.dialect.Name)
+		}
+	}
+	return nil
 }
 
 // redactFields redacts every text of rec (and makes it one the database
@@ -664,6 +716,8 @@ func (s *Store) VerifyChain(ctx context.Context, kept *trace.Head) (*trace.Chain
 		}
 		var key *trace.Key
 		switch {
+		case l.keyID == "" && s.key != nil && !s.dialect.LegacyUnkeyed:
+			return c, fail("is not keyed: a %s trace is keyed from its first link, so this link was made without the key", s.dialect.Name)
 		case l.keyID == "" && c.Keyed+c.OtherKey > 0:
 			return c, fail("is not keyed, but links before it are: the chain was linked again without the key")
 		case l.keyID == "":

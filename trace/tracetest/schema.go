@@ -27,6 +27,10 @@ type SQL struct {
 	// Unguard lifts the append-only guard of a table, as whoever owns the
 	// database can.
 	Unguard func(db *sql.DB, table string) error
+	// KeyedOnly says a keyed store refuses every unkeyed link (its
+	// Dialect has no LegacyUnkeyed): a chain rewritten without the key
+	// fails to verify at once, not only against a kept head.
+	KeyedOnly bool
 }
 
 // Secret is a value the Schema suite's stores are given to redact.
@@ -381,7 +385,7 @@ func keyedChainForgery(t *testing.T, c SQL) {
 		says  string
 	}{
 		"relinked keeping the key id": {from: 3, keyID: k.ID, says: "the record was changed"},
-		"relinked unkeyed":            {from: 3, keyID: func() string { return "" }, says: "is not keyed, but links before it are"},
+		"relinked unkeyed":            {from: 3, keyID: func() string { return "" }, says: "is not keyed"},
 		"relinked under another id":   {from: 3, keyID: func() string { return "0123456789abcdef" }, says: "cannot be checked"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -408,6 +412,15 @@ func keyedChainForgery(t *testing.T, c SQL) {
 		c.exec(t, s, `UPDATE policy_events SET decision = 'allow'`)
 		Relink(t, s, 1, 0, "")
 		ch, err := s.VerifyChain(ctx, nil)
+		if c.KeyedOnly {
+			if err == nil || !strings.Contains(err.Error(), "chain link 1 ") || !strings.Contains(err.Error(), "is not keyed") {
+				t.Fatalf("a keyed store's chain rewritten without the key: %v", err)
+			}
+			if _, err := s.Append(ctx, trace.Audit{RunID: "r1", Kind: "k", At: time.Now()}); err == nil || !strings.Contains(err.Error(), "made without a key") {
+				t.Fatalf("appended after an unkeyed history: %v", err)
+			}
+			return
+		}
 		if err != nil || !strings.HasPrefix(ch.Form(), "unkeyed") {
 			t.Fatalf("%v %q", err, ch.Form())
 		}

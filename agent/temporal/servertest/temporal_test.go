@@ -3,6 +3,7 @@ package servertest
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,10 +17,12 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/agent/agenttest"
@@ -40,6 +43,16 @@ const (
 
 // secret is the trace key's secret the workers check decisions with.
 var secret = []byte("rein test trace key -- not a real one")
+
+// sealed is the fleet's data converter: every payload sealed with the
+// payload key the operator gives (here a test's).
+var sealed = func() converter.DataConverter {
+	dc, err := temporal.DataConverter([]byte("rein test payload key -- not a real one"))
+	if err != nil {
+		panic(err)
+	}
+	return dc
+}()
 
 // driver is the Temporal driver, as agenttest drives it: a run is a
 // workflow on the test's server, and the process that runs or resumes
@@ -76,7 +89,7 @@ var quiet = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &sl
 // connect starts a worker of workspace's task queue in this process, its
 // runs driven with o.
 func connect(o agent.Options, workspace string) (client.Client, worker.Worker, string, error) {
-	c, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet})
+	c, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet, DataConverter: sealed})
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -133,12 +146,19 @@ func resumeTemporal(ctx context.Context, run string, o agent.Options) (agent.Out
 }
 
 // server starts the Temporal server the test's drivers reach.
-func server(t *testing.T) {
+func server(t testing.TB) {
 	t.Helper()
 	if _, err := testenv.PostgresDatabase(t.TempDir()); err != nil {
 		testenv.Missing(t, "no PostgreSQL server for the runs' traces: %v", err)
 	}
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	var opts []temporaltest.TestServerOption
+	if tt, ok := t.(*testing.T); ok {
+		opts = append(opts, temporaltest.WithT(tt))
+	}
+	ts := temporaltest.NewServer(opts...)
+	if _, ok := t.(*testing.T); !ok {
+		t.Cleanup(ts.Stop)
+	}
 	t.Setenv(addrEnv, ts.GetFrontendHostPort())
 	t.Setenv(namespaceEnv, ts.GetDefaultNamespace())
 }
@@ -221,12 +241,29 @@ func TestReplay(t *testing.T) {
 		}
 		hist.Events = append(hist.Events, e)
 	}
-	r := worker.NewWorkflowReplayer()
+	// Every payload of the history is sealed: the goal, the contract,
+	// each effect's key and result are nowhere in the clear.
+	raw, _ := protojson.Marshal(hist)
+	for _, plain := range []string{c.Goal, c.Workspace, `"kind":"model"`} {
+		if strings.Contains(string(raw), plain) {
+			t.Errorf("the history holds %q in the clear", plain)
+		}
+	}
+	if !strings.Contains(string(raw), base64.StdEncoding.EncodeToString([]byte("binary/rein-aes-256-gcm"))) {
+		t.Error("the history holds no sealed payload")
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.RegisterWorkflowWithOptions(temporal.Workflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
 	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Fatalf("the recorded history (%d events) does not replay: %v", len(hist.Events), err)
 	}
-	bad := worker.NewWorkflowReplayer()
+	bad, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed})
+	if err != nil {
+		t.Fatal(err)
+	}
 	bad.RegisterWorkflowWithOptions(reordered, workflow.RegisterOptions{Name: temporal.WorkflowName})
 	discard := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := bad.ReplayWorkflowHistory(discard, hist); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
@@ -269,5 +306,61 @@ func TestForgedDecision(t *testing.T) {
 	}
 	if err := temporal.SendDecision(ctx, cl, run, "r1", "yes", secret); err != nil {
 		t.Fatalf("a decision signed with the trace key: %v", err)
+	}
+}
+
+// TestUnsealedStartRefused: whoever reaches the namespace but holds no
+// payload key cannot start a run on the fleet's workers: a workflow
+// started with the plain converter is never opened (its input does not
+// open), and the trace has no run of it.
+func TestUnsealedStartRefused(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, store := agenttest.Script(t, driver)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	plain, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	run := temporal.NewRunID()
+	if _, err := plain.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: temporal.WorkflowID(run), TaskQueue: queue}, temporal.WorkflowName,
+		temporal.Start{Run: run, Contract: &c, Queue: queue}); err != nil {
+		t.Fatal(err)
+	}
+	defer plain.TerminateWorkflow(ctx, temporal.WorkflowID(run), "", "the test is over")
+	failed := false
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && !failed; time.Sleep(200 * time.Millisecond) {
+		it := plain.GetWorkflowHistory(ctx, temporal.WorkflowID(run), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch e.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_TASK_FAILED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED:
+				failed = true
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				t.Fatal("the unsealed workflow scheduled an activity")
+			}
+		}
+	}
+	if !failed {
+		var kinds []string
+		it := plain.GetWorkflowHistory(ctx, temporal.WorkflowID(run), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			if e, err := it.Next(); err == nil {
+				kinds = append(kinds, e.GetEventType().String())
+			}
+		}
+		t.Fatalf("the unsealed workflow did not fail: %v", kinds)
+	}
+	if ok, err := store.HasRun(ctx, run); ok || err != nil {
+		t.Fatalf("the trace has the unsealed run: %v %v", ok, err)
 	}
 }

@@ -1,0 +1,135 @@
+package temporal
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
+)
+
+// codecEncoding marks a payload the codec sealed.
+const codecEncoding = "binary/rein-aes-256-gcm"
+
+// codecKeyID is the metadata key of the id of the key that sealed a
+// payload.
+const codecKeyID = "rein-key-id"
+
+// Codec seals every payload that leaves a client or a worker (a run's
+// start, each activity's arguments and result, each Update, each query's
+// answer) with AES-256-GCM under a key derived from secret, the key the
+// operator gives every host: the Temporal server, and whoever reads its
+// database or reaches its namespace, sees none of it. It opens only
+// payloads sealed with the same key, and refuses any other (but the
+// SDK's own session creation, which it sends unsealed: sessionCreation):
+// a workflow started, or an activity's result written, by whoever holds
+// no key is never acted on.
+func Codec(secret []byte) (converter.PayloadCodec, error) {
+	if len(secret) < 16 {
+		return nil, errors.New("temporal: the payload key is shorter than 16 bytes")
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("rein temporal payloads\x00"))
+	key := m.Sum(nil)
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	id := sha256.Sum256(append([]byte("rein temporal payload key id\x00"), key...))
+	return &codec{aead: aead, id: hex.EncodeToString(id[:8])}, nil
+}
+
+// DataConverter is the SDK's default converter with Codec(secret): a
+// client and the workers of one fleet are given the same.
+func DataConverter(secret []byte) (converter.DataConverter, error) {
+	c, err := Codec(secret)
+	if err != nil {
+		return nil, err
+	}
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c), nil
+}
+
+type codec struct {
+	aead cipher.AEAD
+	id   string
+}
+
+func (c *codec) Encode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(ps))
+	for i, p := range ps {
+		plain, err := proto.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		nonce := make([]byte, c.aead.NonceSize())
+		if _, err := rand.Read(nonce); err != nil {
+			return nil, err
+		}
+		out[i] = &commonpb.Payload{
+			Metadata: map[string][]byte{converter.MetadataEncoding: []byte(codecEncoding), codecKeyID: []byte(c.id)},
+			Data:     c.aead.Seal(nonce, nonce, plain, []byte(c.id)),
+		}
+	}
+	return out, nil
+}
+
+func (c *codec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(ps))
+	for i, p := range ps {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != codecEncoding {
+			if sessionCreation(p) {
+				out[i] = p
+				continue
+			}
+			return nil, fmt.Errorf("temporal: a payload not sealed by rein's codec (encoding %q): refused", p.GetMetadata()[converter.MetadataEncoding])
+		}
+		if id := string(p.GetMetadata()[codecKeyID]); id != c.id {
+			return nil, fmt.Errorf("temporal: a payload sealed with another key (id %s, this host's is %s): refused", id, c.id)
+		}
+		n := c.aead.NonceSize()
+		if len(p.Data) < n {
+			return nil, errors.New("temporal: a sealed payload too short to open")
+		}
+		plain, err := c.aead.Open(nil, p.Data[:n], p.Data[n:], []byte(c.id))
+		if err != nil {
+			return nil, errors.New("temporal: a sealed payload that does not open with this host's key: refused")
+		}
+		var q commonpb.Payload
+		if err := proto.Unmarshal(plain, &q); err != nil {
+			return nil, err
+		}
+		out[i] = &q
+	}
+	return out, nil
+}
+
+// sessionCreation says p is the one payload the SDK sends unsealed: a
+// session's creation, which the session's worker signals through a
+// client of its own with the default converter, naming the worker's task
+// queue and host and nothing else. Anything else unsealed is refused.
+func sessionCreation(p *commonpb.Payload) bool {
+	if string(p.GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingJSON || len(p.GetMetadata()) != 1 {
+		return false
+	}
+	var r struct{ Taskqueue, HostName, ResourceID string }
+	dec := json.NewDecoder(bytes.NewReader(p.Data))
+	dec.DisallowUnknownFields()
+	if dec.Decode(&r) != nil || dec.More() || r.Taskqueue == "" || r.ResourceID == "" {
+		return false
+	}
+	var keys map[string]json.RawMessage
+	return json.Unmarshal(p.Data, &keys) == nil && len(keys) == 3
+}
