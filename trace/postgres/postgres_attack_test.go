@@ -215,7 +215,8 @@ func TestAttackConcurrentKeyedWriters(t *testing.T) {
 }
 
 // replica is a connection of db on which no trigger fires (the tests'
-// role is a superuser), or skips the test.
+// role is a superuser); without one the test fails where the
+// mechanisms are required (CI) and skips elsewhere.
 func replica(t *testing.T, db *sql.DB) *sql.Conn {
 	t.Helper()
 	conn, err := db.Conn(context.Background())
@@ -223,7 +224,7 @@ func replica(t *testing.T, db *sql.DB) *sql.Conn {
 		t.Fatal(err)
 	}
 	if _, err := conn.ExecContext(context.Background(), `SET session_replication_role = replica`); err != nil {
-		t.Skipf("cannot bypass triggers: %v", err)
+		testenv.Missing(t, "the tests' role cannot bypass triggers (it is no superuser): %v", err)
 	}
 	return conn
 }
