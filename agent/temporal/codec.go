@@ -33,7 +33,7 @@ const codecKeyID = "rein-key-id"
 // SDK's own session creation, which it sends unsealed: sessionCreation):
 // a workflow started, or an activity's result written, by whoever holds
 // no key is never acted on.
-func Codec(secret []byte) (converter.PayloadCodec, error) {
+func Codec(secret []byte, opts ...Option) (converter.PayloadCodec, error) {
 	if len(secret) < 16 {
 		return nil, errors.New("temporal: the payload key is shorter than 16 bytes")
 	}
@@ -49,13 +49,27 @@ func Codec(secret []byte) (converter.PayloadCodec, error) {
 		return nil, err
 	}
 	id := sha256.Sum256(append([]byte("rein temporal payload key id\x00"), key...))
-	return &codec{aead: aead, id: hex.EncodeToString(id[:8])}, nil
+	c := &codec{aead: aead, id: hex.EncodeToString(id[:8])}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Option is an option of Codec and DataConverter.
+type Option func(*codec)
+
+// WithRedact redacts every payload's JSON (the run's goal, its events,
+// its outcome) with redact before it is sealed: what leaves rein for the
+// Temporal server holds no secret this host knows, as the trace does not.
+func WithRedact(redact func(string) string) Option {
+	return func(c *codec) { c.redact = redact }
 }
 
 // DataConverter is the SDK's default converter with Codec(secret): a
 // client and the workers of one fleet are given the same.
-func DataConverter(secret []byte) (converter.DataConverter, error) {
-	c, err := Codec(secret)
+func DataConverter(secret []byte, opts ...Option) (converter.DataConverter, error) {
+	c, err := Codec(secret, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -63,13 +77,17 @@ func DataConverter(secret []byte) (converter.DataConverter, error) {
 }
 
 type codec struct {
-	aead cipher.AEAD
-	id   string
+	aead   cipher.AEAD
+	id     string
+	redact func(string) string
 }
 
 func (c *codec) Encode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(ps))
 	for i, p := range ps {
+		if c.redact != nil && string(p.GetMetadata()[converter.MetadataEncoding]) == converter.MetadataEncodingJSON {
+			p = &commonpb.Payload{Metadata: p.Metadata, Data: []byte(c.redact(string(p.Data)))}
+		}
 		plain, err := proto.Marshal(p)
 		if err != nil {
 			return nil, err

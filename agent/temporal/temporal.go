@@ -59,11 +59,16 @@ const (
 	WorkflowName  = "rein.run"
 	OpenName      = "rein.open"
 	StepName      = "rein.step"
-	FinishName    = "rein.finish"
 	UpdateDecided = "rein.decided"
 	// QueryNext answers the run's Next as the workflow last heard it.
 	QueryNext = "rein.next"
+	// QueryEvents answers the run's events (Events) from an index on.
+	QueryEvents = "rein.events"
 )
+
+// keptEvents is how many of a run's latest events its workflow keeps for
+// QueryEvents.
+const keptEvents = 4096
 
 // Start is a run as its workflow is started: a new run of Contract, or
 // (Contract nil) the durable run Run of the trace, resumed.
@@ -78,6 +83,30 @@ type Start struct {
 	// Heartbeat is how long a worker may be silent before its session,
 	// and the run's part on it, is taken for dead (0: 10 s).
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
+	// MaxEvents is the history length past which the workflow continues
+	// as new, between two effects (0: when the server suggests it).
+	MaxEvents int `json:"max_events,omitempty"`
+
+	// What a workflow that continued as new carries on: the run's latest
+	// events (carriedEvents of them, for a follower that has not yet
+	// heard them) and the count of those before, and the token of the
+	// session whose worker still holds the run (which the new one
+	// recreates, so that the run goes on there without being opened
+	// again).
+	Events   int           `json:"events,omitempty"`
+	Carried  []agent.Event `json:"carried,omitempty"`
+	Recreate []byte        `json:"recreate,omitempty"`
+}
+
+// carriedEvents is how many of its latest events a workflow that
+// continues as new carries on.
+const carriedEvents = 256
+
+// Events are a run's events from From on, as its workflow heard them
+// from its workers (the latest keptEvents of them).
+type Events struct {
+	From   int           `json:"from"`
+	Events []agent.Event `json:"events"`
 }
 
 // Next is what the loop asks next of a run, as a worker saw it after
@@ -92,6 +121,8 @@ type Next struct {
 	Request string          `json:"request,omitempty"`
 	Parked  bool            `json:"parked,omitempty"`
 	Outcome *agent.Outcome  `json:"outcome,omitempty"`
+	// Events are the run's events the worker saw since its last Next.
+	Events []agent.Event `json:"events,omitempty"`
 }
 
 // WorkflowID is the id of run's workflow.
@@ -104,10 +135,15 @@ func NewRunID() string {
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// errContinue ends a session whose run goes on in the workflow's next
+// execution (continue-as-new).
+var errContinue = errors.New("the workflow continues as new")
+
 // Workflow drives a run: it opens the run on a worker of its queue, in a
 // session, asks the worker to carry out each effect the loop names, and
-// returns the run's outcome. It is deterministic: it reads the clock and
-// waits only through workflow.
+// returns the run's outcome. Past its history's bound it continues as
+// new, the run held on by the same worker. It is deterministic: it reads
+// the clock and waits only through workflow.
 func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 	hb := st.Heartbeat
 	if hb <= 0 {
@@ -123,16 +159,27 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		// Temporal's.
 		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 	})
-	decided := map[string]bool{}
-	var last Next
-	if err := workflow.SetQueryHandler(ctx, QueryNext, func() (Next, error) { return last, nil }); err != nil {
+	w := &flow{st: st, decided: map[string]bool{}, base: st.Events, events: st.Carried}
+	w.st.Carried = nil
+	if err := workflow.SetQueryHandler(ctx, QueryNext, func() (Next, error) { return w.last, nil }); err != nil {
+		return agent.Outcome{}, err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryEvents, func(from int) (Events, error) {
+		from = max(from, w.base)
+		if from > w.base+len(w.events) {
+			from = w.base + len(w.events)
+		}
+		return Events{From: from, Events: w.events[from-w.base:]}, nil
+	}); err != nil {
 		return agent.Outcome{}, err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecided,
 		func(ctx workflow.Context, d Decision) error {
-			decided[d.Request] = true
-			if last.Parked && last.Request == d.Request {
-				last = Next{}
+			w.decided[d.Request] = true
+			w.decisions++
+			if w.last.Parked {
+				// It wakes the run: whoever follows it waits on.
+				w.last = Next{}
 			}
 			return nil
 		},
@@ -145,14 +192,28 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 	logger := workflow.GetLogger(ctx)
 	failures := 0
 	for {
-		sctx, err := workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: 24 * time.Hour, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
+		sctx, err := w.session(ctx, hb)
 		if err != nil {
 			return agent.Outcome{}, err
 		}
-		next, err := drive(sctx, st, &last)
+		next, err := w.drive(sctx)
+		var token []byte
+		if errors.Is(err, errContinue) {
+			token = workflow.GetSessionInfo(sctx).GetRecreateToken()
+		}
 		workflow.CompleteSession(sctx)
 		var refused *sdktemporal.ApplicationError
 		switch {
+		case errors.Is(err, errContinue):
+			// The history nears its bound: the run goes on in a new
+			// execution, on the worker that holds it.
+			if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+				return agent.Outcome{}, err
+			}
+			next := w.st
+			tail := w.events[max(len(w.events)-carriedEvents, 0):]
+			next.Contract, next.Events, next.Carried, next.Recreate = nil, w.base+len(w.events)-len(tail), tail, token
+			return agent.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 		case errors.As(err, &refused) && refused.NonRetryable():
 			// The run cannot be opened at all (its options, its
 			// checkpoint): no other worker would do better.
@@ -169,30 +230,77 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 				return agent.Outcome{}, err
 			}
 		case next.Parked:
-			// No worker holds the run while it waits.
-			if err := workflow.Await(ctx, func() bool { return decided[next.Request] }); err != nil {
+			// No worker holds the run while it waits. Any signed
+			// decision wakes it (a cancel's among them): the run is
+			// opened again, and waits again if its request is still
+			// unanswered.
+			seen := w.decisions
+			if err := workflow.Await(ctx, func() bool { return w.decided[next.Request] || w.decisions > seen }); err != nil {
 				return agent.Outcome{}, err
 			}
 		default:
 			return *next.Outcome, nil
 		}
 		// From here on the run is the trace's to resume.
-		st.Contract = nil
+		w.st.Contract, w.st.Recreate = nil, nil
 	}
 }
 
+// flow is a run's workflow's state.
+type flow struct {
+	st        Start
+	last      Next
+	decided   map[string]bool
+	decisions int
+	// events are the run's latest events, the first of them its
+	// base'th.
+	events []agent.Event
+	base   int
+}
+
+// session is the session the run's effects are carried out in: the one
+// its last execution's worker holds it in, recreated, or else a new one
+// on any worker.
+func (w *flow) session(ctx workflow.Context, hb time.Duration) (workflow.Context, error) {
+	if w.st.Recreate != nil {
+		sctx, err := workflow.RecreateSession(ctx, w.st.Recreate, &workflow.SessionOptions{CreationTimeout: 3 * hb, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
+		if err == nil {
+			return sctx, nil
+		}
+		// That worker is gone: the run is opened on another.
+		w.st.Recreate = nil
+	}
+	return workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: 24 * time.Hour, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
+}
+
+// heard keeps n's events and clears them from n.
+func (w *flow) heard(n *Next) {
+	w.events = append(w.events, n.Events...)
+	if drop := len(w.events) - keptEvents; drop > 0 {
+		w.events = append([]agent.Event(nil), w.events[drop:]...)
+		w.base += drop
+	}
+	n.Events = nil
+}
+
 // drive carries out the run's effects in one session until the run ends,
-// parks or its worker fails.
-func drive(ctx workflow.Context, st Start, last *Next) (next Next, err error) {
+// parks, its worker fails, or the history nears its bound (errContinue,
+// the run released by its worker).
+func (w *flow) drive(ctx workflow.Context) (next Next, err error) {
+	st := w.st
 	defer func() {
 		if err == nil {
-			*last = next
+			w.last = next
 		}
 	}()
 	if err := workflow.ExecuteActivity(ctx, OpenName, st).Get(ctx, &next); err != nil {
 		return next, err
 	}
+	w.heard(&next)
 	for next.Outcome == nil && !next.Parked {
+		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || st.MaxEvents > 0 && info.GetCurrentHistoryLength() >= st.MaxEvents {
+			return next, errContinue
+		}
 		if next.Kind == loop.KindSleep {
 			if d := next.Until.Sub(workflow.Now(ctx)); d > 0 {
 				if err := workflow.Sleep(ctx, d); err != nil {
@@ -201,13 +309,14 @@ func drive(ctx workflow.Context, st Start, last *Next) (next Next, err error) {
 			}
 		}
 		key := next.Key
-		*last = next
+		w.last = next
 		// Each result is read into a Next of its own: a field the
 		// result leaves out is not the last one's.
 		var n Next
 		if err := workflow.ExecuteActivity(ctx, StepName, st.Run, key).Get(ctx, &n); err != nil {
 			return next, err
 		}
+		w.heard(&n)
 		next = n
 	}
 	if next.Outcome != nil && next.Outcome.Kind == "" {
@@ -302,6 +411,25 @@ type held struct {
 	x    *agent.Executors
 	ctx  context.Context
 	done func()
+
+	mu     sync.Mutex
+	events []agent.Event
+}
+
+// heard is what h's run's observer is told, kept for its next Next.
+func (h *held) heard(e agent.Event) {
+	h.mu.Lock()
+	h.events = append(h.events, e)
+	h.mu.Unlock()
+}
+
+// drain is the events h's run's observer was told since the last drain.
+func (h *held) drain() []agent.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	es := h.events
+	h.events = nil
+	return es
 }
 
 // Register registers the workflow and a's activities with w.
@@ -365,11 +493,17 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 		}
 		c = s.Contract
 	}
+	a.mu.Lock()
+	old := a.runs[st.Run]
+	if old != nil && st.Recreate != nil {
+		// The workflow continued as new, in a session recreated on this
+		// worker: the run goes on as it is held.
+		a.mu.Unlock()
+		return a.next(old, st.Run)
+	}
 	// A run this worker still holds from a session that failed (the
 	// worker lived on) is given up first: its lease would refuse the
 	// resumption.
-	a.mu.Lock()
-	old := a.runs[st.Run]
 	delete(a.runs, st.Run)
 	a.mu.Unlock()
 	if old != nil {
@@ -380,13 +514,23 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	if err != nil {
 		return Next{}, sdktemporal.NewNonRetryableApplicationError(err.Error(), "rein.options", err)
 	}
+	// The run's events go to its workflow too, with each Next, and from
+	// there to whoever follows it.
+	h := &held{}
+	observe := o.Observer
+	o.Observer = func(e agent.Event) {
+		h.heard(e)
+		if observe != nil {
+			observe(e)
+		}
+	}
 	var x *agent.Executors
 	if resume {
 		x, err = agent.Reopen(ctx, st.Run, o)
 		var ended *agent.EndedError
 		if errors.As(err, &ended) {
 			out := ended.Outcome
-			return Next{Kind: loop.KindEnd, Outcome: &out}, nil
+			return Next{Kind: loop.KindEnd, Outcome: &out, Events: h.drain()}, nil
 		}
 	} else {
 		o.Tool.ID = st.Run
@@ -395,7 +539,7 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	if err != nil {
 		return Next{}, err
 	}
-	h := &held{x: x}
+	h.x = x
 	h.ctx, h.done = x.Bound(context.Background())
 	x.Begin(h.ctx)
 	a.mu.Lock()
@@ -420,7 +564,9 @@ func (a *Activities) next(h *held, run string) (Next, error) {
 	if in != nil {
 		s.Apply(in, x.Now())
 	}
-	return describe(s.Next(x.Now())), nil
+	n := describe(s.Next(x.Now()))
+	n.Events = h.drain()
+	return n, nil
 }
 
 func describe(e loop.Effect) Next {
@@ -448,7 +594,7 @@ func (a *Activities) end(h *held, run string, out agent.Outcome) (Next, error) {
 	if err != nil {
 		return Next{}, err
 	}
-	return Next{Kind: loop.KindEnd, Outcome: &out}, nil
+	return Next{Kind: loop.KindEnd, Outcome: &out, Events: h.drain()}, nil
 }
 
 // Step carries out the effect of key, when it is still what the loop
@@ -470,7 +616,9 @@ func (a *Activities) Step(ctx context.Context, run string, key loop.Key) (Next, 
 	now := x.Now()
 	e := s.Next(now)
 	if e.EffectKey() != key {
-		return describe(e), nil
+		n := describe(e)
+		n.Events = h.drain()
+		return n, nil
 	}
 	bounded := h.ctx
 	var in loop.Input
@@ -512,11 +660,11 @@ func (a *Activities) Step(ctx context.Context, run string, key loop.Key) (Next, 
 
 // Execute starts st's run as a workflow on the server of c and follows
 // it (Follow).
-func Execute(ctx context.Context, c client.Client, st Start) (agent.Outcome, error) {
+func Execute(ctx context.Context, c client.Client, st Start, observe func(agent.Event)) (agent.Outcome, error) {
 	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(st.Run), TaskQueue: st.Queue, WorkflowTaskTimeout: taskTimeout}, WorkflowName, st); err != nil {
 		return agent.Outcome{}, err
 	}
-	return Follow(ctx, c, st.Run)
+	return Follow(ctx, c, st.Run, observe)
 }
 
 // taskTimeout bounds a workflow task: a worker that dies holding one is
@@ -525,24 +673,46 @@ const taskTimeout = 5 * time.Second
 
 // Follow waits for run's workflow to end, or to wait for an operator's
 // decision (its worker given up, as the in-process driver's process
-// ends then): the run's outcome either way.
-func Follow(ctx context.Context, c client.Client, run string) (agent.Outcome, error) {
+// ends then): the run's outcome either way. observe, when not nil, is
+// told the run's events as its workers saw them, in order, from the
+// oldest its workflow keeps.
+func Follow(ctx context.Context, c client.Client, run string, observe func(agent.Event)) (agent.Outcome, error) {
 	wr := c.GetWorkflow(ctx, WorkflowID(run), "")
 	done := make(chan error, 1)
 	var out agent.Outcome
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() { done <- wr.Get(ctx, &out) }()
+	from := 0
+	tell := func() {
+		if observe == nil {
+			return
+		}
+		v, err := c.QueryWorkflow(ctx, WorkflowID(run), "", QueryEvents, from)
+		var es Events
+		if err != nil || v.Get(&es) != nil {
+			return
+		}
+		for _, e := range es.Events {
+			observe(e)
+		}
+		from = es.From + len(es.Events)
+	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case err := <-done:
+			if err == nil {
+				tell()
+			}
 			return out, err
 		case <-tick.C:
+			tell()
 			v, err := c.QueryWorkflow(ctx, WorkflowID(run), "", QueryNext)
 			var n Next
 			if err == nil && v.Get(&n) == nil && n.Parked && n.Outcome != nil {
+				tell()
 				return *n.Outcome, nil
 			}
 		}

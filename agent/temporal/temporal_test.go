@@ -95,3 +95,30 @@ func TestCodec(t *testing.T) {
 		t.Errorf("a changed payload was taken: %v", err)
 	}
 }
+
+// TestCodecRedacts: with WithRedact, a JSON payload is redacted before it
+// is sealed (a secret of the host's is not in what the server keeps,
+// even for whoever holds the payload key), and stays JSON.
+func TestCodecRedacts(t *testing.T) {
+	secret := "s3cr3t-value-of-the-host"
+	c, err := Codec([]byte("the fleet's payload key, 32 bytes"), WithRedact(func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`{"goal":"use ` + secret + `"}`)}
+	bin := &commonpb.Payload{Metadata: map[string][]byte{"encoding": []byte("binary/plain")}, Data: []byte(secret)}
+	sealed, err := c.Encode([]*commonpb.Payload{in, bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Decode(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(out[0].Data); got != `{"goal":"use [redacted]"}` {
+		t.Errorf("the JSON payload opens as %s", got)
+	}
+	if !proto.Equal(out[1], bin) {
+		t.Error("a payload that is not JSON was changed")
+	}
+}

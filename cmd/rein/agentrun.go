@@ -41,6 +41,7 @@ func newRunCmd(sf *scopeFlags) *cobra.Command {
 		replay                    string
 		outputSchema              string
 		asJSON, plan, commit, web bool
+		tmp                       temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run [flags] GOAL",
@@ -132,10 +133,26 @@ run that could not start.`,
 			gateRetries := p.Run.GateRetries
 			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
+			getenv := os.Getenv
+			if tmp.on() {
+				// The workers choose the provider again and read its key
+				// from their own environment: none is needed here.
+				switch {
+				case replay != "":
+					return &exitError{exitUsage, "--replay runs in this process: it does not go with --temporal"}
+				case pc.Name == "":
+					return &exitError{exitUsage, "rein run --temporal needs --provider (or a [[provider]] entry): the workers read its key from their environment"}
+				case !flags.Changed("approve"):
+					approve = "defer"
+				case approve == "terminal":
+					return &exitError{exitUsage, "--approve terminal: a run on Temporal has no terminal; use defer (rein approve --temporal answers), all or none"}
+				}
+				getenv = func(k string) string { return "(held by the workers)" }
+			}
 			var provider agent.Provider
 			var preset agent.Preset
 			if replay == "" {
-				if provider, preset, err = agent.ChooseProvider(ctx, pc, os.Getenv); err != nil {
+				if provider, preset, err = agent.ChooseProvider(ctx, pc, getenv); err != nil {
 					return &exitError{exitUsage, err.Error()}
 				}
 				if err := agent.CheckProviderHost(p, preset.BaseURL); err != nil {
@@ -147,7 +164,7 @@ run that could not start.`,
 				return err
 			}
 			var extra []string
-			if preset.KeyEnv != "" {
+			if preset.KeyEnv != "" && !tmp.on() {
 				extra = append(extra, os.Getenv(preset.KeyEnv))
 			}
 			store, red, err := tf.openFor(p, extra...)
@@ -176,10 +193,14 @@ run that could not start.`,
 			c.Children = childLimits(p)
 			o := agentOptions(provider, p, approver, store, red, out, asJSON)
 			o.PolicyFor = worktreePolicy(cf, *sf, p)
+			if tmp.on() {
+				return runOnTemporal(ctx, &tmp, &tf, store, c, o.Observer, out, red, asJSON)
+			}
 			res, err := agent.Run(ctx, c, o)
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}
+	tmp.register(cmd, true)
 	cmd.AddCommand(newRunResumeCmd(sf), newRunFoldCmd(sf), newRunCancelCmd(sf))
 	cf.register(cmd)
 	tf.register(cmd)
@@ -382,25 +403,31 @@ func agentOptions(provider agent.Provider, p *policy.Policy, approver policy.App
 			Profile: sandbox.Profile{Env: tool.Env(os.Environ(), p)}},
 	}
 	if !asJSON {
-		var mu sync.Mutex
-		o.Observer = func(e agent.Event) {
-			mu.Lock()
-			defer mu.Unlock()
-			i := strings.IndexByte(e.Run, '.')
-			if i < 0 {
-				printEvent(out, e, red.Redact)
-				return
-			}
-			// A child run's (its id is its parent's, a dot, its step and
-			// index): its lines indented under the parent's, named.
-			var b strings.Builder
-			printEvent(&b, e, red.Redact)
-			for line := range strings.Lines(b.String()) {
-				fmt.Fprintf(out, "  child %s | %s", e.Run[i+1:], line)
-			}
-		}
+		o.Observer = stepPrinter(out, red)
 	}
 	return o
+}
+
+// stepPrinter prints a run's events as its step lines, a child run's
+// indented under its parent's.
+func stepPrinter(out io.Writer, red *trace.Redactor) func(agent.Event) {
+	var mu sync.Mutex
+	return func(e agent.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		i := strings.IndexByte(e.Run, '.')
+		if i < 0 {
+			printEvent(out, e, red.Redact)
+			return
+		}
+		// A child run's (its id is its parent's, a dot, its step and
+		// index): its lines indented under the parent's, named.
+		var b strings.Builder
+		printEvent(&b, e, red.Redact)
+		for line := range strings.Lines(b.String()) {
+			fmt.Fprintf(out, "  child %s | %s", e.Run[i+1:], line)
+		}
+	}
 }
 
 // cacheShare is the share of the input tokens read from the provider's

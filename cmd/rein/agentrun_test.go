@@ -6,14 +6,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/reinhq/rein/internal/testenv"
@@ -22,37 +20,7 @@ import (
 // scriptedModel answers Chat Completions requests from a script, one
 // streamed response per request: tool calls as JSON, or plain text.
 func scriptedModel(t *testing.T, answers ...string) (*httptest.Server, *int) {
-	var mu sync.Mutex
-	n := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		i := n
-		n++
-		mu.Unlock()
-		if i >= len(answers) {
-			http.Error(w, `{"error":{"message":"no more turns","type":"invalid_request_error","param":null,"code":null}}`, http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		send := func(s string) { fmt.Fprintf(w, "data: %s\n\n", s) }
-		head := `{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[`
-		a := answers[i]
-		if name, args, ok := strings.Cut(a, " "); ok && strings.HasPrefix(args, "{") {
-			send(head + fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_%d","type":"function","function":{"name":%q,"arguments":""}}]},"finish_reason":null}]}`, i, name))
-			q, _ := json.Marshal(args)
-			send(head + fmt.Sprintf(`{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":%s}}]},"finish_reason":null}]}`, q))
-			send(head + `{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`)
-		} else {
-			q, _ := json.Marshal(a)
-			send(head + fmt.Sprintf(`{"index":0,"delta":{"role":"assistant","content":%s},"finish_reason":null}]}`, q))
-			send(head + `{"index":0,"delta":{},"finish_reason":"stop"}]}`)
-		}
-		send(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"usage":{"prompt_tokens":100000,"completion_tokens":2000,"total_tokens":102000}}`)
-		send("[DONE]")
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
+	return testenv.Chat{Answers: answers}.Start(t)
 }
 
 // TestRunCommand: rein run drives a scripted model to a passing gate in a

@@ -55,7 +55,7 @@ happens, and says which rule in which file decided it.`,
 	pf.StringVar(&sf.org, "org-policy", "", "org policy file (default /etc/rein/policy.toml; env REIN_ORG_POLICY)")
 	pf.StringVar(&sf.user, "user-policy", "", "user policy file (default ~/.config/rein/policy.toml; env REIN_USER_POLICY)")
 	pf.StringVar(&sf.project, "project-policy", "", "project policy file (default WORKSPACE/.rein/policy.toml; env REIN_PROJECT_POLICY)")
-	root.AddCommand(newPolicyCmd(&sf), newTrustCmd(&sf), newSandboxCmd(), newExecCmd(&sf), newShellCmd(&sf), newDoctorCmd(), newToolchainCmd(&sf), newRunCmd(&sf), newChatCmd(&sf),
+	root.AddCommand(newPolicyCmd(&sf), newTrustCmd(&sf), newSandboxCmd(), newExecCmd(&sf), newShellCmd(&sf), newDoctorCmd(), newToolchainCmd(&sf), newRunCmd(&sf), newWorkerCmd(&sf), newChatCmd(&sf),
 		newToolCmd(&sf), newToolsCmd(), newTraceCmd(), newHookCmd(&sf), newMCPCmd(&sf), newLaunchCmd(&sf), newApproveCmd(&sf), newAnswerCmd(&sf), newRunsCmd(&sf))
 	return root
 }

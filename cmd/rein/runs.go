@@ -34,6 +34,7 @@ func newRunResumeCmd(sf *scopeFlags) *cobra.Command {
 		pc      agent.ProviderChoice
 		approve string
 		asJSON  bool
+		tmp     temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "resume [flags] RUN",
@@ -85,6 +86,9 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 			if c.Workspace != pre.Workspace {
 				return &exitError{exitUsage, fmt.Sprintf("run %s works in %s, not %s: resume it with --workspace %s", runID, c.Workspace, pre.Workspace, c.Workspace)}
 			}
+			if tmp.on() {
+				return followAgain(ctx, cmd, &tmp, &tf, store, pre.Workspace, st, red, asJSON)
+			}
 			calls, err := store.ProviderCalls(ctx, runID)
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}
@@ -109,6 +113,7 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 	f.StringVar(&pc.KeyEnv, "api-key-env", "", "the variable the key is read from, over the preset's")
 	f.StringVar(&approve, "approve", "defer", "who answers asked actions: defer (an operator, with rein approve), terminal, all or none")
 	f.BoolVar(&asJSON, "json", false, "print the outcome as one JSON object instead of a line per step")
+	tmp.register(cmd, false)
 	return cmd
 }
 
@@ -257,8 +262,9 @@ func runApprover(flag string, cmd *cobra.Command) (policy.Approver, error) {
 // stop, from any process.
 func newRunCancelCmd(sf *scopeFlags) *cobra.Command {
 	var (
-		cf commonFlags
-		tf traceFlag
+		cf  commonFlags
+		tf  traceFlag
+		tmp temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "cancel [flags] RUN",
@@ -271,12 +277,13 @@ person (awaiting_*) ends cancelled when it is resumed. The request and
 when it was taken are in the trace (rein trace show RUN).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return operatorRequest(cmd, sf, &cf, &tf, args[0], agent.CancelRequest, "x", "cancel the run",
+			return operatorRequest(cmd, sf, &cf, &tf, &tmp, args[0], agent.CancelRequest, "x", "cancel the run",
 				"run %s is cancelled by its driver within a second, or when it is resumed (request %s)\n")
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
+	tmp.register(cmd, false)
 	return cmd
 }
 
@@ -299,7 +306,7 @@ RUN): answered yes with the steps folded, or no when there was nothing to
 fold.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return operatorRequest(cmd, sf, &cf, &tf, args[0], "fold", "f", "fold the oldest steps into a summary",
+			return operatorRequest(cmd, sf, &cf, &tf, nil, args[0], "fold", "f", "fold the oldest steps into a summary",
 				"run %s folds its oldest steps before its next model step (request %s)\n")
 		},
 	}
@@ -313,7 +320,7 @@ fold.`,
 // is asked and by whom, and prints done with the run and the id. A run
 // that has ended, or is no agent run, is refused; while one of that kind
 // is not yet taken, it says so and records none.
-func operatorRequest(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, run, kind, prefix, what, done string) error {
+func operatorRequest(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, tmp *temporalFlags, run, kind, prefix, what, done string) error {
 	p, store, _, err := loadWithTrace(cf, sf, tf)
 	if err != nil {
 		return err
@@ -341,7 +348,7 @@ func operatorRequest(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *tr
 	for _, r := range reqs {
 		if d, _ := store.Decision(ctx, run, r.Request); r.Kind == kind && d == nil {
 			fmt.Fprintf(cmd.OutOrStdout(), "run %s has a %s asked already (request %s), not yet taken\n", run, kind, r.Request)
-			return nil
+			return wake(ctx, tmp, tf, store, p.Workspace, run, r.Request, kind)
 		}
 	}
 	var b [4]byte
@@ -351,7 +358,17 @@ func operatorRequest(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *tr
 		return &exitError{exitUsage, err.Error()}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), done, run, id)
-	return nil
+	return wake(ctx, tmp, tf, store, p.Workspace, run, id, kind)
+}
+
+// wake tells a run's workflow (--temporal) of an operator's request: one
+// that waits for a decision, costing no worker, is opened again and
+// takes it.
+func wake(ctx context.Context, tmp *temporalFlags, tf *traceFlag, store *sqlstore.Store, workspace, run, request, kind string) error {
+	if !tmp.on() {
+		return nil
+	}
+	return tmp.tell(ctx, tf, store, workspace, run, request, kind)
 }
 
 // operator is who runs this command: the user at this host.
@@ -372,6 +389,7 @@ func newApproveCmd(sf *scopeFlags) *cobra.Command {
 	var (
 		cf           commonFlags
 		tf           traceFlag
+		tmp          temporalFlags
 		yes, no      bool
 		note, revise string
 	)
@@ -408,11 +426,12 @@ again before it acts on a yes.`,
 				}
 				note = revise
 			}
-			return decide(cmd, sf, &cf, &tf, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note})
+			return decide(cmd, sf, &cf, &tf, &tmp, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: answer, Note: note})
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
+	tmp.register(cmd, false)
 	f := cmd.Flags()
 	f.BoolVar(&yes, "yes", false, "approve (or, for an interrupted call, make it again)")
 	f.BoolVar(&no, "no", false, "reject (for an interrupted call, tell the model; for a plan, cancel the run)")
@@ -425,8 +444,9 @@ again before it acts on a yes.`,
 // question.
 func newAnswerCmd(sf *scopeFlags) *cobra.Command {
 	var (
-		cf commonFlags
-		tf traceFlag
+		cf  commonFlags
+		tf  traceFlag
+		tmp temporalFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "answer [flags] RUN QUESTION TEXT",
@@ -441,17 +461,18 @@ stands: a second is refused. The run goes on with rein run resume RUN.`,
 			if strings.TrimSpace(args[2]) == "" {
 				return &exitError{exitUsage, "the answer is empty"}
 			}
-			return decide(cmd, sf, &cf, &tf, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: "answer", Note: args[2]})
+			return decide(cmd, sf, &cf, &tf, &tmp, trace.ApprovalDecision{RunID: args[0], Request: args[1], Answer: "answer", Note: args[2]})
 		},
 	}
 	cf.register(cmd)
 	tf.register(cmd)
+	tmp.register(cmd, false)
 	return cmd
 }
 
 // decide records an operator's answer d (by the user at this host) in the
 // trace of the workspace.
-func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, d trace.ApprovalDecision) error {
+func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, tmp *temporalFlags, d trace.ApprovalDecision) error {
 	p, store, red, err := loadWithTrace(cf, sf, tf)
 	if err != nil {
 		return err
@@ -469,6 +490,13 @@ func decide(cmd *cobra.Command, sf *scopeFlags, cf *commonFlags, tf *traceFlag, 
 			code = 1
 		}
 		return &exitError{code, red.Redact(strings.TrimPrefix(err.Error(), "trace: "))}
+	}
+	if tmp.on() {
+		if err := tmp.tell(cmd.Context(), tf, store, p.Workspace, d.RunID, d.Request, d.Answer); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "request %s of run %s answered %s; its workflow goes on (rein run resume --temporal %s %s follows it)\n", d.Request, d.RunID, d.Answer, tmp.addr, d.RunID)
+		return nil
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "request %s of run %s answered %s; the run goes on with: rein run resume %s\n", d.Request, d.RunID, d.Answer, d.RunID)
 	return nil

@@ -41,17 +41,9 @@ func (t *traceFlag) openFor(p *policy.Policy, extra ...string) (*sqlstore.Store,
 // A postgres:// or postgresql:// URL is a PostgreSQL server's; anything
 // else is a file's path.
 func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlstore.Store, error) {
-	path := t.path
-	if path == "" {
-		path = os.Getenv("REIN_TRACE")
-	}
-	if path == "" {
-		// Outside the workspace, where no command can reach it.
-		dir, err := sandbox.StateDir("trace")
-		if err != nil {
-			return nil, &exitError{exitUsage, err.Error()}
-		}
-		path = filepath.Join(dir, sandbox.WorkspaceKey(workspace)+".db")
+	path, err := t.location(workspace)
+	if err != nil {
+		return nil, &exitError{exitUsage, err.Error()}
 	}
 	key, err := traceKey(path, workspace)
 	if err != nil {
@@ -67,6 +59,24 @@ func (t *traceFlag) open(workspace string, r *trace.Redactor) (*sqlstore.Store, 
 		return nil, &exitError{exitUsage, err.Error()}
 	}
 	return s, nil
+}
+
+// location is the store's: the flag, else REIN_TRACE, else the
+// workspace's file.
+func (t *traceFlag) location(workspace string) (string, error) {
+	path := t.path
+	if path == "" {
+		path = os.Getenv("REIN_TRACE")
+	}
+	if path == "" {
+		// Outside the workspace, where no command can reach it.
+		dir, err := sandbox.StateDir("trace")
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, sandbox.WorkspaceKey(workspace)+".db")
+	}
+	return path, nil
 }
 
 // useTraceKey makes the org or user policy's [trace] key_file the trace

@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,9 @@ func TestMain(m *testing.M) {
 	}
 	testenv.PostgresRun()
 	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 	testenv.DropPostgres()
 	os.Exit(code)
 }
@@ -89,18 +93,16 @@ var quiet = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &sl
 // connect starts a worker of workspace's task queue in this process, its
 // runs driven with o.
 func connect(o agent.Options, workspace string) (client.Client, worker.Worker, string, error) {
-	c, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet, DataConverter: sealed})
+	store, ok := o.Tool.Store.(trace.Durable)
+	if !ok {
+		return nil, nil, "", errors.New("the run's store is not durable")
+	}
+	c, err := dial(store)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	temporal.SetKey(secret)
 	sum := sha256.Sum256([]byte(workspace))
 	queue := "rein-" + hex.EncodeToString(sum[:6])
-	store, ok := o.Tool.Store.(trace.Durable)
-	if !ok {
-		c.Close()
-		return nil, nil, "", errors.New("the run's store is not durable")
-	}
 	a := &temporal.Activities{Store: store, Options: func(context.Context, agent.Contract) (agent.Options, error) { return o, nil }}
 	w := temporal.NewWorker(c, queue, a, worker.Options{StickyScheduleToStartTimeout: time.Second})
 	if err := w.Start(); err != nil {
@@ -110,6 +112,14 @@ func connect(o agent.Options, workspace string) (client.Client, worker.Worker, s
 	return c, w, queue, nil
 }
 
+// dial is a client of the test's server, with the fleet's converter and
+// store's blob store for large payloads.
+func dial(store trace.Durable) (client.Client, error) {
+	temporal.SetKey(secret)
+	return client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet, DataConverter: sealed,
+		ExternalStorage: temporal.ExternalStorage(store)})
+}
+
 func runTemporal(ctx context.Context, ct agent.Contract, o agent.Options) (agent.Outcome, error) {
 	c, w, queue, err := connect(o, ct.Workspace)
 	if err != nil {
@@ -117,7 +127,7 @@ func runTemporal(ctx context.Context, ct agent.Contract, o agent.Options) (agent
 	}
 	defer c.Close()
 	defer w.Stop()
-	return temporal.Execute(ctx, c, temporal.Start{Run: temporal.NewRunID(), Contract: &ct, Queue: queue, Heartbeat: time.Second})
+	return temporal.Execute(ctx, c, temporal.Start{Run: temporal.NewRunID(), Contract: &ct, Queue: queue, Heartbeat: time.Second}, nil)
 }
 
 // resumeTemporal follows the run's workflow with a worker of its own;
@@ -142,7 +152,7 @@ func resumeTemporal(ctx context.Context, run string, o agent.Options) (agent.Out
 			}
 		}
 	}
-	return temporal.Follow(ctx, c, run)
+	return temporal.Follow(ctx, c, run, nil)
 }
 
 // server starts the Temporal server the test's drivers reach.
@@ -207,7 +217,7 @@ func TestReplay(t *testing.T) {
 	defer cl.Close()
 	defer w.Stop()
 	run := temporal.NewRunID()
-	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second})
+	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second}, nil)
 	if err != nil || out.Kind != agent.Succeeded || out.Run != run {
 		t.Fatalf("the run on Temporal: %+v %v", out, err)
 	}
@@ -252,7 +262,7 @@ func TestReplay(t *testing.T) {
 	if !strings.Contains(string(raw), base64.StdEncoding.EncodeToString([]byte("binary/rein-aes-256-gcm"))) {
 		t.Error("the history holds no sealed payload")
 	}
-	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed})
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed, ExternalStorage: temporal.ExternalStorage(store)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +270,7 @@ func TestReplay(t *testing.T) {
 	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
 		t.Fatalf("the recorded history (%d events) does not replay: %v", len(hist.Events), err)
 	}
-	bad, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed})
+	bad, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed, ExternalStorage: temporal.ExternalStorage(store)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,4 +373,166 @@ func TestUnsealedStartRefused(t *testing.T) {
 	if ok, err := store.HasRun(ctx, run); ok || err != nil {
 		t.Fatalf("the trace has the unsealed run: %v %v", ok, err)
 	}
+}
+
+// history is the events of run's workflow, every execution of it
+// (continue-as-new), oldest first, and the count of executions.
+func history(t *testing.T, cl client.Client, run string) ([]*historypb.HistoryEvent, int) {
+	t.Helper()
+	ctx := context.Background()
+	var all []*historypb.HistoryEvent
+	runID, executions := "", 0
+	for {
+		executions++
+		it := cl.GetWorkflowHistory(ctx, temporal.WorkflowID(run), runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		next := ""
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, e)
+			if a := e.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+		}
+		if runID == "" {
+			// The first execution's id: the chain is walked from it.
+			d, err := cl.DescribeWorkflowExecution(ctx, temporal.WorkflowID(run), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first := d.GetWorkflowExecutionInfo().GetFirstRunId(); first != "" && first != d.GetWorkflowExecutionInfo().GetExecution().GetRunId() && executions == 1 {
+				all, executions, runID = nil, 0, first
+				continue
+			}
+		}
+		if next == "" {
+			return all, executions
+		}
+		runID = next
+	}
+}
+
+// TestContinueAsNew: a run whose history passes its bound continues as
+// new between two effects, again and again, held on by the worker that
+// holds it (no step made again, no run opened again), and ends as the
+// run in process does: the same outcome and canonical trace; the events
+// its follower is told come in order, each once.
+func TestContinueAsNew(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, store := agenttest.Script(t, driver)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	run := temporal.NewRunID()
+	var seen []agent.Event
+	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second, MaxEvents: 40},
+		func(e agent.Event) { seen = append(seen, e) })
+	if err != nil || out.Kind != agent.Succeeded {
+		t.Fatalf("the run: %+v %v", out, err)
+	}
+	events, executions := history(t, cl, run)
+	if executions < 4 {
+		t.Fatalf("%d executions for %d history events: the workflow did not continue as new", executions, len(events))
+	}
+	opens := 0
+	for _, e := range events {
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == temporal.OpenName {
+			opens++
+		}
+	}
+	if opens != executions {
+		t.Errorf("%d opens in %d executions", opens, executions)
+	}
+	got, err := agent.CanonicalTrace(ctx, store, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, iopts, istore := agenttest.Script(t, driver)
+	var want []agent.Event
+	iopts.Observer = func(e agent.Event) { want = append(want, e) }
+	iout, err := agent.Run(ctx, ic, iopts)
+	if err != nil || iout.Kind != agent.Succeeded {
+		t.Fatalf("the run in process: %+v %v", iout, err)
+	}
+	wantTrace, err := agent.CanonicalTrace(ctx, istore, iout.Run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.ReplaceAll(got, c.Workspace, "WS"), strings.ReplaceAll(wantTrace, ic.Workspace, "WS"); got != want {
+		t.Errorf("the canonical traces differ:\ncontinued: %.300s\nin process: %.300s", got, want)
+	}
+	// In order of steps, each once; the calls of one step run side by
+	// side, their events in either order.
+	kinds := func(es []agent.Event) string {
+		var ks []string
+		for i, e := range es {
+			if i > 0 && e.Step < es[i-1].Step {
+				t.Errorf("event %d (%s) is of step %d, after one of step %d", i, e.Kind, e.Step, es[i-1].Step)
+			}
+			ks = append(ks, fmt.Sprintf("%03d %s %s", e.Step, e.Kind, e.Tool))
+		}
+		slices.Sort(ks)
+		return strings.Join(ks, "|")
+	}
+	if g, w := kinds(seen), kinds(want); g != w {
+		t.Errorf("the follower was told other events than the run in process:\nfollower:   %s\nin process: %s", g, w)
+	}
+	t.Logf("%d executions, %d history events, %d steps", executions, len(events), out.Steps)
+}
+
+// TestLargePayload: a payload over temporal.OffloadOver (a long goal) is
+// kept in the trace's blob store, sealed, by its address: no history
+// event holds a payload past the bound, the run succeeds, and the
+// history replays, its payloads read back from the trace.
+func TestLargePayload(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, store := agenttest.Script(t, driver)
+	c.Goal += "\n\n" + strings.Repeat("Some context the operator pasted in. ", 2000)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	run := temporal.NewRunID()
+	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second}, nil)
+	if err != nil || out.Kind != agent.Succeeded {
+		t.Fatalf("the run: %+v %v", out, err)
+	}
+	events, _ := history(t, cl, run)
+	biggest := 0
+	for _, e := range events {
+		raw, _ := protojson.Marshal(e)
+		biggest = max(biggest, len(raw))
+	}
+	// An event's JSON is its payloads' base64 and their envelope.
+	if biggest > 2*temporal.OffloadOver {
+		t.Errorf("a history event of %d bytes: its payload was not kept in the trace", biggest)
+	}
+	blobs, err := store.Blobs(ctx, "temporal:"+run)
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("the trace has no payload of the run: %v", err)
+	}
+	for addr, data := range blobs {
+		if strings.Contains(data, "operator pasted") {
+			t.Errorf("the payload %s is in the trace in the clear", addr)
+		}
+	}
+	hist := &historypb.History{Events: events}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed, ExternalStorage: temporal.ExternalStorage(store)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.RegisterWorkflowWithOptions(temporal.Workflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+		t.Fatalf("the history does not replay: %v", err)
+	}
+	t.Logf("the largest of %d history events: %d bytes; %d payloads in the trace", len(events), biggest, len(blobs))
 }
