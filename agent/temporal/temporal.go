@@ -226,8 +226,12 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 			if failures > 20 {
 				return agent.Outcome{}, fmt.Errorf("run %s: its workers failed %d times, the last: %w", st.Run, failures, err)
 			}
-			if err := workflow.Sleep(ctx, min(time.Duration(failures)*time.Second, 30*time.Second)); err != nil {
-				return agent.Outcome{}, err
+			// At once the first time (a worker died: another takes the
+			// run now), then backing off, up to 30 s.
+			if failures > 1 {
+				if err := workflow.Sleep(ctx, min(time.Duration(failures-1)*time.Second, 30*time.Second)); err != nil {
+					return agent.Outcome{}, err
+				}
 			}
 		case next.Parked:
 			// No worker holds the run while it waits. Any signed

@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -184,9 +186,10 @@ func follow(ctx context.Context, c client.Client, out io.Writer, st *temporal.St
 // workflows and effects.
 func newWorkerCmd(sf *scopeFlags) *cobra.Command {
 	var (
-		tmp temporalFlags
-		tf  traceFlag
-		max int
+		tmp   temporalFlags
+		tf    traceFlag
+		max   int
+		roots []string
 	)
 	cmd := &cobra.Command{
 		Use:   "worker --temporal HOST:PORT [--task-queue Q] [flags]",
@@ -238,9 +241,28 @@ elsewhere.`,
 			}
 			defer c.Close()
 			temporal.SetKey(decisionSecret(k))
+			if len(roots) == 0 {
+				wd, err := os.Getwd()
+				if err != nil {
+					return &exitError{exitUsage, "cannot find the current directory; pass --workspaces"}
+				}
+				roots = []string{wd}
+			}
+			for i, r := range roots {
+				real, err := filepath.EvalSymlinks(r)
+				if err != nil {
+					return &exitError{exitUsage, fmt.Sprintf("--workspaces %s: %v", r, err)}
+				}
+				if roots[i], err = filepath.Abs(real); err != nil {
+					return &exitError{exitUsage, err.Error()}
+				}
+			}
 			out := cmd.OutOrStdout()
 			var mu sync.Mutex
 			a := &temporal.Activities{Store: store, Options: func(ctx context.Context, ct agent.Contract) (agent.Options, error) {
+				if err := underRoots(ct.Workspace, roots); err != nil {
+					return agent.Options{}, err
+				}
 				cf := commonFlags{workspace: ct.Workspace}
 				provider, p, approver, red, err := runnerFor(ctx, cmd, sf, &cf, agent.ProviderChoice{}, "defer", ct, nil, red)
 				if err != nil {
@@ -259,7 +281,10 @@ elsewhere.`,
 				}
 				return o, nil
 			}}
-			w := temporal.NewWorker(c, tmp.queue, a, worker.Options{MaxConcurrentSessionExecutionSize: max})
+			// A run's workflow tasks go to the worker that ran its last
+			// one for a second at most: a dead worker's runs go on
+			// elsewhere without waiting out Temporal's five.
+			w := temporal.NewWorker(c, tmp.queue, a, worker.Options{MaxConcurrentSessionExecutionSize: max, StickyScheduleToStartTimeout: time.Second})
 			if err := w.Start(); err != nil {
 				return &exitError{exitUsage, fmt.Sprintf("the worker: %v", err)}
 			}
@@ -274,6 +299,7 @@ elsewhere.`,
 	tmp.register(cmd, false)
 	cmd.Flags().StringVar(&tmp.queue, "task-queue", "rein", "the task queue served: the hosts of one queue can all run the sandbox over its runs' workspaces")
 	cmd.Flags().IntVar(&max, "max-runs", 16, "the most runs this worker holds at once")
+	cmd.Flags().StringArrayVar(&roots, "workspaces", nil, "a directory whose workspaces this worker runs runs in (repeatable; default: the current directory); a run whose workspace is elsewhere is refused")
 	tf.register(cmd)
 	return cmd
 }
@@ -311,4 +337,20 @@ func followAgain(ctx context.Context, cmd *cobra.Command, tmp *temporalFlags, tf
 		observe = stepPrinter(cmd.OutOrStdout(), red)
 	}
 	return follow(ctx, c, cmd.OutOrStdout(), nil, st.Run, observe, red, asJSON)
+}
+
+// underRoots refuses a workspace that is not one of roots or below one,
+// its links resolved: whoever can start a run names its workspace, and a
+// worker runs runs only where its operator said.
+func underRoots(workspace string, roots []string) error {
+	real, err := filepath.EvalSymlinks(workspace)
+	if err != nil || !filepath.IsAbs(workspace) {
+		return fmt.Errorf("the run's workspace %q is not a directory of this host: refused", workspace)
+	}
+	for _, r := range roots {
+		if real == r || strings.HasPrefix(real, r+string(filepath.Separator)) || r == string(filepath.Separator) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the run's workspace %s is outside this worker's --workspaces (%s): refused", real, strings.Join(roots, ", "))
 }

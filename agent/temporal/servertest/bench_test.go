@@ -3,8 +3,6 @@ package servertest
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -72,8 +70,9 @@ func report(b *testing.B, inproc, temp time.Duration, steps int) {
 	b.ReportMetric(perT/perIn, "ratio")
 }
 
-// loopModel reads notes.txt (read_file, no command: what is measured is
-// the driver) at each of its turns until the steps'th, then says it is
+// loopModel writes a file of its own (write_file, no command: what is
+// measured is the driver; a new file each time, so that the run is not
+// stalled) at each of its turns until the steps'th, then says it is
 // done; it answers a summarising call with a line. Its turn is the
 // count of the model's turns in the transcript, a summary's folded ones
 // among them.
@@ -85,7 +84,7 @@ func (m loopModel) Name() string  { return "loop" }
 func (m loopModel) Model() string { return "loop-1" }
 func (m loopModel) Stream(_ context.Context, req agent.Request) (*agent.Response, error) {
 	if req.System == loop.SummaryInstruction {
-		return &agent.Response{Text: "notes.txt was read, again and again.", Finish: agent.FinishStop, Usage: agent.Usage{Input: 2000, Output: 10}}, nil
+		return &agent.Response{Text: "a file was written under log/ at each step.", Finish: agent.FinishStop, Usage: agent.Usage{Input: 2000, Output: 10}}, nil
 	}
 	n := 0
 	for _, msg := range req.Messages {
@@ -102,25 +101,22 @@ func (m loopModel) Stream(_ context.Context, req agent.Request) (*agent.Response
 		return &agent.Response{Text: "done", Finish: agent.FinishStop, Usage: usage}, nil
 	}
 	return &agent.Response{Text: fmt.Sprint(n), Finish: agent.FinishToolCalls, Usage: usage,
-		ToolCalls: []loop.ToolCall{{ID: fmt.Sprintf("c%d", n), Name: "read_file", Args: `{"path":"notes.txt"}`}}}, nil
+		ToolCalls: []loop.ToolCall{{ID: fmt.Sprintf("c%d", n), Name: "write_file", Args: fmt.Sprintf(`{"path":"log/%d.txt","content":"step %d\n"}`, n, n)}}}, nil
 }
 
 // loopRun is a run of steps of loopModel over a workspace of b's: its
 // contract (no gate, no commit) and options.
 func loopRun(b testing.TB, steps int) (agent.Contract, agent.Options) {
 	c, o, _ := agenttest.Script(b, driver)
-	if err := os.WriteFile(filepath.Join(c.Workspace, "notes.txt"), []byte("the notes\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
 	o.Provider = loopModel{steps: steps}
-	return agent.Contract{Goal: "read the notes", Workspace: c.Workspace, Budget: agent.Budget{Steps: steps + 10, Tokens: 1 << 40},
+	return agent.Contract{Goal: "log each step", Workspace: c.Workspace, Budget: agent.Budget{Steps: steps + 10, Tokens: 1 << 40},
 		ContextTokens: 16_000}, o
 }
 
 // BenchmarkLongRun is a run of 1,000 steps (a model call and a
-// read_file each) on each driver, its trace in PostgreSQL: the time per
-// step of each, and on Temporal the workflow's executions (it continues
-// as new as its history nears the server's bound).
+// write_file each) on each driver, its trace in PostgreSQL: the time per
+// step of each (on Temporal, the workflow continues as new as its
+// history nears the server's bound).
 func BenchmarkLongRun(b *testing.B) {
 	server(b)
 	ctx := context.Background()

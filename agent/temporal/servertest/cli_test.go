@@ -27,8 +27,8 @@ type fleet struct {
 	temporal []string
 }
 
-// built is rein's binary with the Temporal driver, built once for the
-// tests (binDir, which TestMain removes).
+// built is rein's binary with the Temporal driver: REIN_TEST_REIN_TEMPORAL,
+// else built once for the tests (in dir, which TestMain removes).
 var built struct {
 	once     sync.Once
 	bin, dir string
@@ -38,6 +38,10 @@ var built struct {
 func reinBinary(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
+		// CI builds it beside the suite's own build.
+		if built.bin = os.Getenv("REIN_TEST_REIN_TEMPORAL"); built.bin != "" {
+			return
+		}
 		if built.dir, built.err = os.MkdirTemp("", "rein-fleet-"); built.err != nil {
 			return
 		}
@@ -226,7 +230,8 @@ func TestFleetCLI(t *testing.T) {
 // costs no worker, and rein run --temporal exits 6 naming the request;
 // rein approve --temporal records the answer and tells the workflow,
 // and rein run resume --temporal follows the run to its end. rein run
-// cancel --temporal ends a waiting run cancelled.
+// cancel --temporal ends a waiting run cancelled. A run whose workspace is
+// outside the worker's --workspaces is refused.
 func TestFleetDecisions(t *testing.T) {
 	f := newFleet(t)
 	f.worker("decide")
@@ -252,6 +257,18 @@ func TestFleetDecisions(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.ws, "approved.txt")); err != nil {
 		t.Errorf("the approved command did not run: %v", err)
+	}
+
+	// A workspace outside the worker's --workspaces (its directory,
+	// here) is refused, whoever starts the run.
+	other, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := testenv.Chat{Answers: []string{"Done."}}.Start(t)
+	code, out, errOut = f.rein("run", "--workspace", other, "--task-queue", "decide", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "look around")
+	if code != 2 || !strings.Contains(errOut, "is outside this worker's --workspaces ("+f.ws+"): refused") {
+		t.Fatalf("a run outside the worker's workspaces: exit %d\n%s%s", code, out, errOut)
 	}
 
 	o = start("cancelled.txt")
