@@ -14,6 +14,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	sdktemporal "go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -74,6 +75,14 @@ func DataConverter(secret []byte, opts ...Option) (converter.DataConverter, erro
 		return nil, err
 	}
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c), nil
+}
+
+// FailureConverter is the SDK's failure converter with the messages and
+// stack traces of failures sealed by dc as payloads are (a failure's
+// text can quote a gate line, a path, a provider's answer): a client
+// and the workers of one fleet are given it with DataConverter's.
+func FailureConverter(dc converter.DataConverter) converter.FailureConverter {
+	return sdktemporal.NewDefaultFailureConverter(sdktemporal.DefaultFailureConverterOptions{DataConverter: dc, EncodeCommonAttributes: true})
 }
 
 type codec struct {

@@ -41,6 +41,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -67,8 +68,14 @@ const (
 )
 
 // keptEvents is how many of a run's latest events its workflow keeps for
-// QueryEvents.
-const keptEvents = 4096
+// QueryEvents, and eventsPerAnswer how many one answer holds: an answer
+// stays under OffloadOver (each event's text is bounded: eventText), so
+// that following a run writes nothing to the trace's blob store.
+const (
+	keptEvents      = 4096
+	eventsPerAnswer = 6
+	eventText       = 256
+)
 
 // Start is a run as its workflow is started: a new run of Contract, or
 // (Contract nil) the durable run Run of the trace, resumed.
@@ -159,6 +166,12 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		// Temporal's.
 		RetryPolicy: &sdktemporal.RetryPolicy{MaximumAttempts: 1},
 	})
+	// A run is driven by its own workflow only: a start copied, sealed,
+	// from another run's history into a workflow of another id is
+	// refused (the server lets one workflow of an id run at a time).
+	if id := workflow.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(st.Run) {
+		return agent.Outcome{}, sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("workflow %s was started for run %s, whose workflow is %s: refused", id, st.Run, WorkflowID(st.Run)), "rein.not_its_run", nil)
+	}
 	w := &flow{st: st, decided: map[string]bool{}, base: st.Events, events: st.Carried}
 	w.st.Carried = nil
 	if err := workflow.SetQueryHandler(ctx, QueryNext, func() (Next, error) { return w.last, nil }); err != nil {
@@ -169,12 +182,17 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		if from > w.base+len(w.events) {
 			from = w.base + len(w.events)
 		}
-		return Events{From: from, Events: w.events[from-w.base:]}, nil
+		es := w.events[from-w.base:]
+		return Events{From: from, Events: es[:min(len(es), eventsPerAnswer)]}, nil
 	}); err != nil {
 		return agent.Outcome{}, err
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecided,
 		func(ctx workflow.Context, d Decision) error {
+			if w.decided[d.Request] {
+				// A decision sent again wakes nothing.
+				return nil
+			}
 			w.decided[d.Request] = true
 			w.decisions++
 			if w.last.Parked {
@@ -196,6 +214,8 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		if err != nil {
 			return agent.Outcome{}, err
 		}
+		// A decision that comes while the run parks wakes it too.
+		seen := w.decisions
 		next, err := w.drive(sctx)
 		var token []byte
 		if errors.Is(err, errContinue) {
@@ -238,21 +258,25 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 			// decision wakes it (a cancel's among them): the run is
 			// opened again, and waits again if its request is still
 			// unanswered.
-			seen := w.decisions
 			if err := workflow.Await(ctx, func() bool { return w.decided[next.Request] || w.decisions > seen }); err != nil {
 				return agent.Outcome{}, err
 			}
 		default:
 			return *next.Outcome, nil
 		}
-		// From here on the run is the trace's to resume.
-		w.st.Contract, w.st.Recreate = nil, nil
+		// Once opened, the run is the trace's to resume; until then, it
+		// is made from its contract.
+		if w.opened {
+			w.st.Contract = nil
+		}
+		w.st.Recreate = nil
 	}
 }
 
 // flow is a run's workflow's state.
 type flow struct {
 	st        Start
+	opened    bool
 	last      Next
 	decided   map[string]bool
 	decisions int
@@ -300,6 +324,7 @@ func (w *flow) drive(ctx workflow.Context) (next Next, err error) {
 	if err := workflow.ExecuteActivity(ctx, OpenName, st).Get(ctx, &next); err != nil {
 		return next, err
 	}
+	w.opened = true
 	w.heard(&next)
 	for next.Outcome == nil && !next.Parked {
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || st.MaxEvents > 0 && info.GetCurrentHistoryLength() >= st.MaxEvents {
@@ -415,16 +440,34 @@ type held struct {
 	x    *agent.Executors
 	ctx  context.Context
 	done func()
+	// busy is held while an activity acts on the run: one at a time.
+	busy sync.Mutex
 
 	mu     sync.Mutex
 	events []agent.Event
+	// expires is when the run is given up if no activity came for it.
+	expires time.Time
 }
 
-// heard is what h's run's observer is told, kept for its next Next.
+// heard is what h's run's observer is told, kept for its next Next, its
+// texts cut to eventText bytes.
 func (h *held) heard(e agent.Event) {
+	e.Target, e.Reason, e.Status = cut(e.Target), cut(e.Reason), cut(e.Status)
 	h.mu.Lock()
 	h.events = append(h.events, e)
 	h.mu.Unlock()
+}
+
+// cut is s cut to eventText bytes, on a rune's boundary.
+func cut(s string) string {
+	if len(s) <= eventText {
+		return s
+	}
+	i := eventText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // drain is the events h's run's observer was told since the last drain.
@@ -482,6 +525,9 @@ func beat(ctx context.Context) func() {
 // first.
 func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	defer beat(ctx)()
+	if err := ofItsWorkflow(ctx, st.Run); err != nil {
+		return Next{}, err
+	}
 	var c agent.Contract
 	resume := st.Contract == nil
 	if !resume {
@@ -503,7 +549,11 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 		// The workflow continued as new, in a session recreated on this
 		// worker: the run goes on as it is held.
 		a.mu.Unlock()
-		return a.next(old, st.Run)
+		old.busy.Lock()
+		defer old.busy.Unlock()
+		n, err := a.next(old, st.Run)
+		old.touch(ctx, n)
+		return n, err
 	}
 	// A run this worker still holds from a session that failed (the
 	// worker lived on) is given up first: its lease would refuse the
@@ -511,8 +561,12 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	delete(a.runs, st.Run)
 	a.mu.Unlock()
 	if old != nil {
+		// Its effect in flight, if any, is cancelled first, and ends
+		// before the run is given up.
 		old.done()
+		old.busy.Lock()
 		old.x.Abandon(ctx)
+		old.busy.Unlock()
 	}
 	o, err := a.Options(ctx, c)
 	if err != nil {
@@ -546,13 +600,79 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	h.x = x
 	h.ctx, h.done = x.Bound(context.Background())
 	x.Begin(h.ctx)
+	h.busy.Lock()
+	defer h.busy.Unlock()
 	a.mu.Lock()
 	if a.runs == nil {
 		a.runs = map[string]*held{}
 	}
 	a.runs[st.Run] = h
 	a.mu.Unlock()
-	return a.next(h, st.Run)
+	go a.reap(st.Run, h)
+	n, err := a.next(h, st.Run)
+	h.touch(ctx, n)
+	return n, err
+}
+
+// ofItsWorkflow refuses an activity for run that its own workflow did
+// not schedule.
+func ofItsWorkflow(ctx context.Context, run string) error {
+	if id := activity.GetInfo(ctx).WorkflowExecution.ID; id != WorkflowID(run) {
+		return sdktemporal.NewNonRetryableApplicationError(fmt.Sprintf("an activity of workflow %s for run %s, whose workflow is %s: refused", id, run, WorkflowID(run)), "rein.not_its_run", nil)
+	}
+	return nil
+}
+
+// touch says h's run was acted on, and for how long it is held without
+// another activity: three heartbeats (a minute at least), and a sleep's
+// length more when the run sleeps next.
+func (h *held) touch(ctx context.Context, n Next) {
+	idle := max(3*activity.GetInfo(ctx).HeartbeatTimeout, time.Minute)
+	now := time.Now()
+	until := now.Add(idle)
+	if n.Kind == loop.KindSleep && n.Until.After(now) {
+		until = n.Until.Add(idle)
+	}
+	h.mu.Lock()
+	h.expires = until
+	h.mu.Unlock()
+}
+
+// reap gives h's run up once no activity came for it within its time
+// (its session ended with no other open of the run on this worker: a
+// session recreated elsewhere, a heartbeat that lapsed while the worker
+// lived): its lease would refuse every other worker's open for ever.
+func (a *Activities) reap(run string, h *held) {
+	for {
+		time.Sleep(time.Second)
+		h.mu.Lock()
+		expires := h.expires
+		h.mu.Unlock()
+		if expires.IsZero() || time.Now().Before(expires) {
+			a.mu.Lock()
+			gone := a.runs[run] != h
+			a.mu.Unlock()
+			if gone {
+				return
+			}
+			continue
+		}
+		if !h.busy.TryLock() {
+			continue
+		}
+		a.mu.Lock()
+		mine := a.runs[run] == h
+		if mine {
+			delete(a.runs, run)
+		}
+		a.mu.Unlock()
+		if mine {
+			h.done()
+			h.x.Abandon(context.Background())
+		}
+		h.busy.Unlock()
+		return
+	}
 }
 
 // next says what the loop asks next of h's run, ending the worker's part
@@ -606,15 +726,33 @@ func (a *Activities) end(h *held, run string, out agent.Outcome) (Next, error) {
 // its result in and commits it, and says what the loop asks next.
 func (a *Activities) Step(ctx context.Context, run string, key loop.Key) (Next, error) {
 	defer beat(ctx)()
+	if err := ofItsWorkflow(ctx, run); err != nil {
+		return Next{}, err
+	}
 	a.mu.Lock()
 	h := a.runs[run]
 	a.mu.Unlock()
 	if h == nil {
 		// The session's worker is another process than the one that
-		// opened the run (it died and came back): the run is opened
-		// again.
+		// opened the run (it died and came back), or it gave the run
+		// up: the run is opened again.
 		return Next{}, fmt.Errorf("this worker does not hold run %s", run)
 	}
+	h.busy.Lock()
+	defer h.busy.Unlock()
+	a.mu.Lock()
+	still := a.runs[run] == h
+	a.mu.Unlock()
+	if !still {
+		return Next{}, fmt.Errorf("this worker gave run %s up", run)
+	}
+	n, err := a.step(h, run, key)
+	h.touch(ctx, n)
+	return n, err
+}
+
+// step is Step of a run h holds.
+func (a *Activities) step(h *held, run string, key loop.Key) (Next, error) {
 	x := h.x
 	s := x.State()
 	now := x.Now()
@@ -692,15 +830,20 @@ func Follow(ctx context.Context, c client.Client, run string, observe func(agent
 		if observe == nil {
 			return
 		}
-		v, err := c.QueryWorkflow(ctx, WorkflowID(run), "", QueryEvents, from)
-		var es Events
-		if err != nil || v.Get(&es) != nil {
-			return
+		for {
+			v, err := c.QueryWorkflow(ctx, WorkflowID(run), "", QueryEvents, from)
+			var es Events
+			if err != nil || v.Get(&es) != nil {
+				return
+			}
+			for _, e := range es.Events {
+				observe(e)
+			}
+			from = es.From + len(es.Events)
+			if len(es.Events) < eventsPerAnswer {
+				return
+			}
 		}
-		for _, e := range es.Events {
-			observe(e)
-		}
-		from = es.From + len(es.Events)
 	}
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -25,6 +25,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/agent/temporal"
 	"github.com/reinhq/rein/internal/keyfile"
+	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlstore"
 )
@@ -75,7 +76,8 @@ func (t *temporalFlags) dial(store *sqlstore.Store, k *trace.Key, red *trace.Red
 	if err != nil {
 		return nil, &exitError{exitUsage, err.Error()}
 	}
-	o := client.Options{HostPort: t.addr, Namespace: t.namespace, Logger: temporalLogger, DataConverter: dc, ExternalStorage: temporal.ExternalStorage(store)}
+	o := client.Options{HostPort: t.addr, Namespace: t.namespace, Logger: temporalLogger, DataConverter: dc, FailureConverter: temporal.FailureConverter(dc),
+		ExternalStorage: temporal.ExternalStorage(store)}
 	if o.Namespace == "" {
 		o.Namespace = os.Getenv("TEMPORAL_NAMESPACE")
 	}
@@ -165,7 +167,7 @@ func (t *temporalFlags) tell(ctx context.Context, tf *traceFlag, store *sqlstore
 
 // follow follows a run's workflow, its step lines printed as the
 // workers saw them, to its outcome or its wait for a decision.
-func follow(ctx context.Context, c client.Client, out io.Writer, st *temporal.Start, run string, observe func(agent.Event), red *trace.Redactor, asJSON bool) error {
+func follow(ctx context.Context, c client.Client, store *sqlstore.Store, out io.Writer, st *temporal.Start, run string, observe func(agent.Event), red *trace.Redactor, asJSON bool) error {
 	var res agent.Outcome
 	var err error
 	if st != nil {
@@ -178,8 +180,31 @@ func follow(ctx context.Context, c client.Client, out io.Writer, st *temporal.St
 	}
 	if err != nil {
 		err = fmt.Errorf("run %s on Temporal: %w", run, err)
+	} else if err = checkOutcome(ctx, store, run, res); err != nil {
+		return &exitError{exitUsage, err.Error()}
 	}
 	return outcomeExit(out, res, err, red, asJSON)
+}
+
+// checkOutcome refuses an outcome the workflow reports that the trace
+// does not hold: whoever reaches the namespace could complete a workflow
+// with an outcome copied from another run's history, and only the trace
+// is written under the trace key.
+func checkOutcome(ctx context.Context, store *sqlstore.Store, run string, res agent.Outcome) error {
+	cp, err := store.LastCheckpoint(ctx, run)
+	switch {
+	case err != nil:
+		return fmt.Errorf("run %s: reading its outcome in the trace: %v", run, err)
+	case res.Run != run:
+		return fmt.Errorf("run %s's workflow reports the outcome of run %q: refused", run, res.Run)
+	case cp == nil || cp.Status != string(res.Kind):
+		status := "no checkpoint"
+		if cp != nil {
+			status = cp.Status
+		}
+		return fmt.Errorf("run %s's workflow reports %s, and the trace holds %s: refused", run, res.Kind, status)
+	}
+	return nil
 }
 
 // newWorkerCmd is rein worker: a host of a fleet that runs agent runs'
@@ -268,6 +293,9 @@ elsewhere.`,
 				if err != nil {
 					return agent.Options{}, errors.New(strings.TrimPrefix(err.Error(), "agent: "))
 				}
+				if err := workerAllows(ct.Config, p, roots); err != nil {
+					return agent.Options{}, err
+				}
 				o := agentOptions(provider, p, approver, store, red, out, true)
 				o.PolicyFor = worktreePolicy(cf, *sf, p)
 				o.Observer = func(e agent.Event) {
@@ -313,7 +341,7 @@ func runOnTemporal(ctx context.Context, tmp *temporalFlags, tf *traceFlag, store
 	}
 	defer cl.Close()
 	st := temporal.Start{Run: temporal.NewRunID(), Contract: &c, Queue: tmp.queue, Heartbeat: tmp.heartbeat}
-	return follow(ctx, cl, out, &st, st.Run, observe, red, asJSON)
+	return follow(ctx, cl, store, out, &st, st.Run, observe, red, asJSON)
 }
 
 // followAgain is rein run resume --temporal: the run's workflow told of
@@ -336,7 +364,7 @@ func followAgain(ctx context.Context, cmd *cobra.Command, tmp *temporalFlags, tf
 	if !asJSON {
 		observe = stepPrinter(cmd.OutOrStdout(), red)
 	}
-	return follow(ctx, c, cmd.OutOrStdout(), nil, st.Run, observe, red, asJSON)
+	return follow(ctx, c, store, cmd.OutOrStdout(), nil, st.Run, observe, red, asJSON)
 }
 
 // underRoots refuses a workspace that is not one of roots or below one,
@@ -347,10 +375,47 @@ func underRoots(workspace string, roots []string) error {
 	if err != nil || !filepath.IsAbs(workspace) {
 		return fmt.Errorf("the run's workspace %q is not a directory of this host: refused", workspace)
 	}
+	if real != filepath.Clean(workspace) {
+		// A link on the way could be turned elsewhere after this check.
+		return fmt.Errorf("the run's workspace %s is reached through a link (it is %s): refused", workspace, real)
+	}
 	for _, r := range roots {
 		if real == r || strings.HasPrefix(real, r+string(filepath.Separator)) || r == string(filepath.Separator) {
 			return nil
 		}
 	}
 	return fmt.Errorf("the run's workspace %s is outside this worker's --workspaces (%s): refused", real, strings.Join(roots, ", "))
+}
+
+// workerAllows refuses what a run's recorded configuration asks of this
+// host that its operator did not give: whoever can start a run writes
+// the configuration, and the worker holds the keys and the files. A
+// provider is a preset with its own base URL and key variable, or one of
+// the org or user policy's [[provider]] entries as it is written there
+// (never a variable of the worker's environment sent to a host of the
+// starter's choosing); a read path is inside the worker's --workspaces.
+func workerAllows(rc *agent.RunConfig, p *policy.Policy, roots []string) error {
+	if rc == nil {
+		return nil
+	}
+	ok := false
+	for _, pr := range agent.Presets() {
+		if pr.Name == rc.Provider && (rc.BaseURL == "" || rc.BaseURL == pr.BaseURL) && (rc.KeyEnv == "" || rc.KeyEnv == pr.KeyEnv) {
+			ok = true
+		}
+	}
+	for _, e := range p.Providers {
+		if e.Name == rc.Provider && (rc.BaseURL == "" || rc.BaseURL == e.BaseURL) && (rc.KeyEnv == "" || rc.KeyEnv == e.APIKeyEnv) {
+			ok = true
+		}
+	}
+	if !ok {
+		return fmt.Errorf("the run's provider %s at %q with its key from %q is neither a preset as it is nor a [[provider]] entry of this worker's policy: refused", rc.Provider, rc.BaseURL, rc.KeyEnv)
+	}
+	for _, r := range rc.ReadPaths {
+		if err := underRoots(r, roots); err != nil {
+			return fmt.Errorf("the run's read path %s: %v", r, err)
+		}
+	}
+	return nil
 }

@@ -246,6 +246,7 @@ func BenchmarkTakeover(b *testing.B) {
 				again <- time.Now()
 			}
 		}}.Start(b)
+		f.provider(srv.URL)
 		queue := "takeover-" + temporal.NewRunID()
 		w1, out1 := f.worker(queue)
 		w2, _ := f.worker(queue)

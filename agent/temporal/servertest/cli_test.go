@@ -21,10 +21,18 @@ import (
 // environment its processes share: the test's Temporal server, one
 // PostgreSQL trace, one trace key, no policy file but an empty org one.
 type fleet struct {
-	t        testing.TB
-	bin, ws  string
-	env      []string
-	temporal []string
+	t             testing.TB
+	bin, ws, root string
+	env           []string
+	temporal      []string
+}
+
+// provider makes the scripted model at url the org policy's provider
+// ollama, as a fleet's operator names the endpoints its workers may
+// reach: a run's base URL is taken only from a preset or from there.
+func (f *fleet) provider(url string) {
+	f.t.Helper()
+	testenv.WriteFiles(f.t, f.root, map[string]string{"org.toml": "[[provider]]\nname = \"ollama\"\nbase_url = \"" + url + "/v1\"\n"}, 0o644)
 }
 
 // built is rein's binary with the Temporal driver: REIN_TEST_REIN_TEMPORAL,
@@ -80,7 +88,7 @@ func newFleet(t testing.TB) *fleet {
 	env := append(os.Environ(), "HOME="+filepath.Join(root, "home"), "XDG_CONFIG_HOME=", "REIN_TRACE="+pg,
 		"REIN_TRACE_KEY="+filepath.Join(root, "keys", "trace.key"), "REIN_ORG_POLICY="+filepath.Join(root, "org.toml"),
 		"REIN_USER_POLICY=", "REIN_PROJECT_POLICY=")
-	return &fleet{t: t, bin: bin, ws: ws, env: env,
+	return &fleet{t: t, bin: bin, ws: ws, root: root, env: env,
 		temporal: []string{"--temporal", os.Getenv(addrEnv), "--temporal-namespace", os.Getenv(namespaceEnv)}}
 }
 
@@ -168,6 +176,7 @@ func TestFleetCLI(t *testing.T) {
 			<-release
 		}
 	}}.Start(t)
+	f.provider(srv.URL)
 	w1, out1 := f.worker("calc")
 	w2, out2 := f.worker("calc")
 	var run struct {
@@ -178,7 +187,7 @@ func TestFleetCLI(t *testing.T) {
 	go func() {
 		defer close(done)
 		run.code, run.out, run.errOut = f.rein("run", "--task-queue", "calc", "--temporal-heartbeat", "2s", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m",
-			"--approve", "all", "--verify", "go test ./...", "--protect", "*_test.go", "make the tests pass")
+			"--approve", "all", "--verify", "grep -q 'a + b' calc.go", "--protect", "*_test.go", "make the tests pass")
 	}()
 	select {
 	case <-held:
@@ -203,7 +212,7 @@ func TestFleetCLI(t *testing.T) {
 		t.Fatalf("the run did not end after its worker's death\nthe other worker:\n%s", otherOut)
 	}
 	t.Logf("rein run --temporal printed:\n%s", run.out)
-	if run.code != 0 || !strings.Contains(run.out, "edit_file") || !strings.Contains(run.out, `succeeded: the gate "go test ./..." passed`) {
+	if run.code != 0 || !strings.Contains(run.out, "edit_file") || !strings.Contains(run.out, `succeeded: the gate "grep -q 'a + b' calc.go" passed`) {
 		t.Fatalf("rein run --temporal: exit %d\n%s\n%s\nthe other worker:\n%s", run.code, run.out, run.errOut, otherOut)
 	}
 	if other.ProcessState != nil {
@@ -235,9 +244,12 @@ func TestFleetCLI(t *testing.T) {
 func TestFleetDecisions(t *testing.T) {
 	f := newFleet(t)
 	f.worker("decide")
-	start := func(file string) agent.Outcome {
+	// Every run of the test is the script's first turns: it answers by
+	// the turn.
+	srv, _ := testenv.Chat{ByTurn: true, Answers: []string{`shell {"line":"touch marked.txt"}`, "Done."}}.Start(t)
+	f.provider(srv.URL)
+	start := func() agent.Outcome {
 		t.Helper()
-		srv, _ := testenv.Chat{ByTurn: true, Answers: []string{`shell {"line":"touch ` + file + `"}`, "Done."}}.Start(t)
 		code, out, errOut := f.rein("run", "--task-queue", "decide", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "--json", "touch it")
 		var o agent.Outcome
 		if err := json.Unmarshal([]byte(out), &o); err != nil || code != 6 || o.Kind != agent.AwaitingApproval || o.Waiting == nil {
@@ -246,7 +258,7 @@ func TestFleetDecisions(t *testing.T) {
 		return o
 	}
 
-	o := start("approved.txt")
+	o := start()
 	if code, out, errOut := f.rein("approve", o.Run, o.Waiting.Request, "--yes"); code != 0 || !strings.Contains(out, "its workflow goes on") {
 		t.Fatalf("rein approve --temporal: exit %d\n%s%s", code, out, errOut)
 	}
@@ -255,9 +267,10 @@ func TestFleetDecisions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 0 || res.Kind != agent.Finished {
 		t.Fatalf("rein run resume --temporal: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(f.ws, "approved.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(f.ws, "marked.txt")); err != nil {
 		t.Errorf("the approved command did not run: %v", err)
 	}
+	os.Remove(filepath.Join(f.ws, "marked.txt"))
 
 	// A workspace outside the worker's --workspaces (its directory,
 	// here) is refused, whoever starts the run.
@@ -265,13 +278,24 @@ func TestFleetDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, _ := testenv.Chat{Answers: []string{"Done."}}.Start(t)
 	code, out, errOut = f.rein("run", "--workspace", other, "--task-queue", "decide", "--provider", "ollama", "--base-url", srv.URL+"/v1", "--model", "m", "look around")
 	if code != 2 || !strings.Contains(errOut, "is outside this worker's --workspaces ("+f.ws+"): refused") {
 		t.Fatalf("a run outside the worker's workspaces: exit %d\n%s%s", code, out, errOut)
 	}
+	// Whoever starts a run cannot have a worker send one of its
+	// variables to a host of the starter's choosing, nor read its files.
+	for _, bad := range [][]string{
+		{"--provider", "openai", "--base-url", srv.URL + "/v1", "--api-key-env", "REIN_TRACE", "--model", "m"},
+		{"--provider", "ollama", "--base-url", "http://127.0.0.1:1/v1", "--model", "m"},
+		{"--provider", "ollama", "--base-url", srv.URL + "/v1", "--model", "m", "--read-path", "/usr/share"},
+	} {
+		code, out, errOut = f.rein(append(append([]string{"run", "--task-queue", "decide"}, bad...), "look around")...)
+		if code != 2 || !strings.Contains(errOut, ": refused") {
+			t.Errorf("a run with %v: exit %d\n%s%s", bad, code, out, errOut)
+		}
+	}
 
-	o = start("cancelled.txt")
+	o = start()
 	if code, out, errOut := f.rein("run", "cancel", o.Run); code != 0 || !strings.Contains(out, "is cancelled") {
 		t.Fatalf("rein run cancel --temporal: exit %d\n%s%s", code, out, errOut)
 	}
@@ -280,7 +304,7 @@ func TestFleetDecisions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 130 || res.Kind != agent.Cancelled {
 		t.Fatalf("rein run resume --temporal of the cancelled run: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(f.ws, "cancelled.txt")); err == nil {
+	if _, err := os.Stat(filepath.Join(f.ws, "marked.txt")); err == nil {
 		t.Error("the command of the cancelled run ran")
 	}
 }

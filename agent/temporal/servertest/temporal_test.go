@@ -117,7 +117,7 @@ func connect(o agent.Options, workspace string) (client.Client, worker.Worker, s
 func dial(store trace.Durable) (client.Client, error) {
 	temporal.SetKey(secret)
 	return client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet, DataConverter: sealed,
-		ExternalStorage: temporal.ExternalStorage(store)})
+		FailureConverter: temporal.FailureConverter(sealed), ExternalStorage: temporal.ExternalStorage(store)})
 }
 
 func runTemporal(ctx context.Context, ct agent.Contract, o agent.Options) (agent.Outcome, error) {
@@ -267,7 +267,10 @@ func TestReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.RegisterWorkflowWithOptions(temporal.Workflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
-	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+	// The history of run's workflow: the workflow refuses to drive a run
+	// under another id.
+	as := worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: temporal.WorkflowID(run)}}
+	if err := r.ReplayWorkflowHistoryWithOptions(nil, hist, as); err != nil {
 		t.Fatalf("the recorded history (%d events) does not replay: %v", len(hist.Events), err)
 	}
 	bad, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: sealed, ExternalStorage: temporal.ExternalStorage(store)})
@@ -276,7 +279,7 @@ func TestReplay(t *testing.T) {
 	}
 	bad.RegisterWorkflowWithOptions(reordered, workflow.RegisterOptions{Name: temporal.WorkflowName})
 	discard := tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := bad.ReplayWorkflowHistory(discard, hist); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+	if err := bad.ReplayWorkflowHistoryWithOptions(discard, hist, as); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
 		t.Fatalf("a reordered workflow replayed the history: %v", err)
 	}
 	t.Logf("%d history events for %d steps", len(hist.Events), out.Steps)
@@ -431,7 +434,9 @@ func TestContinueAsNew(t *testing.T) {
 	defer w.Stop()
 	run := temporal.NewRunID()
 	var seen []agent.Event
-	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second, MaxEvents: 40},
+	// A heartbeat a loaded machine does not miss: a lapse would open the
+	// run again, which is not what is tested here.
+	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: 5 * time.Second, MaxEvents: 40},
 		func(e agent.Event) { seen = append(seen, e) })
 	if err != nil || out.Kind != agent.Succeeded {
 		t.Fatalf("the run: %+v %v", out, err)
@@ -531,8 +536,36 @@ func TestLargePayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.RegisterWorkflowWithOptions(temporal.Workflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
-	if err := r.ReplayWorkflowHistory(nil, hist); err != nil {
+	if err := r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: temporal.WorkflowID(run)}}); err != nil {
 		t.Fatalf("the history does not replay: %v", err)
 	}
 	t.Logf("the largest of %d history events: %d bytes; %d payloads in the trace", len(events), biggest, len(blobs))
+}
+
+// TestStartOfAnotherRun: a sealed start copied into a workflow of
+// another id (whoever reads one run's history can copy its payloads) is
+// refused by the workflow before any activity: it drives no run but its
+// own.
+func TestStartOfAnotherRun(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c, o, store := agenttest.Script(t, driver)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	defer w.Stop()
+	run, other := temporal.NewRunID(), temporal.NewRunID()
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: temporal.WorkflowID(other), TaskQueue: queue}, temporal.WorkflowName,
+		temporal.Start{Run: run, Contract: &c, Queue: queue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wr.Get(ctx, nil); err == nil || !strings.Contains(err.Error(), "was started for run "+run) {
+		t.Fatalf("the workflow of another run: %v", err)
+	}
+	if ok, err := store.HasRun(ctx, run); ok || err != nil {
+		t.Fatalf("the trace has the run: %v %v", ok, err)
+	}
 }
