@@ -170,17 +170,7 @@ type scriptModel struct {
 func (m *scriptModel) Name() string  { return "script" }
 func (m *scriptModel) Model() string { return "script-1" }
 func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Response, error) {
-	n := 0
-	for _, msg := range req.Messages {
-		if sm := foldedSteps.FindStringSubmatch(msg.Text); sm != nil {
-			// The steps a summary folded count as the model's turns.
-			k, _ := strconv.Atoi(sm[1])
-			n += k
-		}
-		if msg.Role == agent.RoleAssistant {
-			n++
-		}
-	}
+	n := Turn(req)
 	summary := req.System == loop.SummaryInstruction
 	if m.calls != "" {
 		f, err := os.OpenFile(m.calls, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -213,6 +203,25 @@ func (m *scriptModel) Stream(_ context.Context, req agent.Request) (*agent.Respo
 		return &agent.Response{Text: answerAt(n), Finish: agent.FinishStop, Usage: usage}, nil
 	}
 	return &agent.Response{Text: fmt.Sprintf("turn %d", n), ToolCalls: m.turns[n], Finish: agent.FinishToolCalls, Usage: usage}, nil
+}
+
+// Turn is the model's turn a request asks for: the count of its turns
+// in the transcript, the steps a summary folded among them, so that a
+// scripted model answers a resumed run as it answered the run never
+// killed.
+func Turn(req agent.Request) int {
+	n := 0
+	for _, msg := range req.Messages {
+		if sm := foldedSteps.FindStringSubmatch(msg.Text); sm != nil {
+			// The steps a summary folded count as the model's turns.
+			k, _ := strconv.Atoi(sm[1])
+			n += k
+		}
+		if msg.Role == agent.RoleAssistant {
+			n++
+		}
+	}
+	return n
 }
 
 // foldedSteps reads the steps a summary's message says it folded.

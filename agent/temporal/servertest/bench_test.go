@@ -3,8 +3,6 @@ package servertest
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,12 +71,9 @@ func report(b *testing.B, inproc, temp time.Duration, steps int) {
 // loopModel writes a file of its own (write_file, no command: what is
 // measured is the driver; a new file each time, so that the run is not
 // stalled) at each of its turns until the steps'th, then says it is
-// done; it answers a summarising call with a line. Its turn is the
-// count of the model's turns in the transcript, a summary's folded ones
-// among them.
+// done; it answers a summarising call with a line. Its turn is
+// agenttest.Turn's.
 type loopModel struct{ steps int }
-
-var folded = regexp.MustCompile(`^\[rein: steps \d+ to (\d+) were folded`)
 
 func (m loopModel) Name() string  { return "loop" }
 func (m loopModel) Model() string { return "loop-1" }
@@ -86,16 +81,7 @@ func (m loopModel) Stream(_ context.Context, req agent.Request) (*agent.Response
 	if req.System == loop.SummaryInstruction {
 		return &agent.Response{Text: "a file was written under log/ at each step.", Finish: agent.FinishStop, Usage: agent.Usage{Input: 2000, Output: 10}}, nil
 	}
-	n := 0
-	for _, msg := range req.Messages {
-		if sm := folded.FindStringSubmatch(msg.Text); sm != nil {
-			k, _ := strconv.Atoi(sm[1])
-			n += k
-		}
-		if msg.Role == agent.RoleAssistant {
-			n++
-		}
-	}
+	n := agenttest.Turn(req)
 	usage := agent.Usage{Input: 1000, Output: 10}
 	if n >= m.steps-1 {
 		return &agent.Response{Text: "done", Finish: agent.FinishStop, Usage: usage}, nil

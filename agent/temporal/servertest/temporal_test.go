@@ -173,6 +173,23 @@ func server(t testing.TB) {
 	t.Setenv(namespaceEnv, ts.GetDefaultNamespace())
 }
 
+// scripted is the suite's scripted run over a new workspace of t's: its
+// contract, its trace, and a client of the test's server with a worker
+// of the run's queue in this process until t ends.
+func scripted(t *testing.T) (agent.Contract, *sqlstore.Store, client.Client, string) {
+	t.Helper()
+	c, o, store := agenttest.Script(t, driver)
+	cl, w, queue, err := connect(o, c.Workspace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Stop()
+		cl.Close()
+	})
+	return c, store, cl, queue
+}
+
 // TestKillMatrix: the scripted run of nineteen steps, its worker killed
 // with SIGKILL at every eighth effect boundary and another worker
 // following the workflow, ends as the run never killed did: the same
@@ -209,13 +226,7 @@ func reordered(ctx workflow.Context, st temporal.Start) (agent.Outcome, error) {
 func TestReplay(t *testing.T) {
 	server(t)
 	ctx := context.Background()
-	c, o, store := agenttest.Script(t, driver)
-	cl, w, queue, err := connect(o, c.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	defer w.Stop()
+	c, store, cl, queue := scripted(t)
 	run := temporal.NewRunID()
 	out, err := temporal.Execute(ctx, cl, temporal.Start{Run: run, Contract: &c, Queue: queue, Heartbeat: time.Second}, nil)
 	if err != nil || out.Kind != agent.Succeeded || out.Run != run {
@@ -293,13 +304,7 @@ func TestReplay(t *testing.T) {
 func TestForgedDecision(t *testing.T) {
 	server(t)
 	ctx := context.Background()
-	c, o, _ := agenttest.Script(t, driver)
-	cl, w, _, err := connect(o, c.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	defer w.Stop()
+	c, _, cl, _ := scripted(t)
 	// A workflow on a queue no worker serves activities of: it waits to
 	// open its run, its Updates answered all the same.
 	run := temporal.NewRunID()
@@ -329,13 +334,7 @@ func TestForgedDecision(t *testing.T) {
 func TestUnsealedStartRefused(t *testing.T) {
 	server(t)
 	ctx := context.Background()
-	c, o, store := agenttest.Script(t, driver)
-	cl, w, queue, err := connect(o, c.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	defer w.Stop()
+	c, store, _, queue := scripted(t)
 	plain, err := client.Dial(client.Options{HostPort: os.Getenv(addrEnv), Namespace: os.Getenv(namespaceEnv), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -425,13 +424,7 @@ func history(t *testing.T, cl client.Client, run string) ([]*historypb.HistoryEv
 func TestContinueAsNew(t *testing.T) {
 	server(t)
 	ctx := context.Background()
-	c, o, store := agenttest.Script(t, driver)
-	cl, w, queue, err := connect(o, c.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	defer w.Stop()
+	c, store, cl, queue := scripted(t)
 	run := temporal.NewRunID()
 	var seen []agent.Event
 	// A heartbeat a loaded machine does not miss: a lapse would open the
@@ -549,13 +542,7 @@ func TestLargePayload(t *testing.T) {
 func TestStartOfAnotherRun(t *testing.T) {
 	server(t)
 	ctx := context.Background()
-	c, o, store := agenttest.Script(t, driver)
-	cl, w, queue, err := connect(o, c.Workspace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	defer w.Stop()
+	c, store, cl, queue := scripted(t)
 	run, other := temporal.NewRunID(), temporal.NewRunID()
 	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: temporal.WorkflowID(other), TaskQueue: queue}, temporal.WorkflowName,
 		temporal.Start{Run: run, Contract: &c, Queue: queue})
