@@ -1,14 +1,12 @@
 package temporal
 
 import (
-	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -30,10 +28,9 @@ const codecKeyID = "rein-key-id"
 // answer) with AES-256-GCM under a key derived from secret, the key the
 // operator gives every host: the Temporal server, and whoever reads its
 // database or reaches its namespace, sees none of it. It opens only
-// payloads sealed with the same key, and refuses any other (but the
-// SDK's own session creation, which it sends unsealed: sessionCreation):
-// a workflow started, or an activity's result written, by whoever holds
-// no key is never acted on.
+// payloads sealed with the same key, and refuses any other: a workflow
+// started, or an activity's result written, by whoever holds no key is
+// never acted on.
 func Codec(secret []byte, opts ...Option) (converter.PayloadCodec, error) {
 	if len(secret) < 16 {
 		return nil, errors.New("temporal: the payload key is shorter than 16 bytes")
@@ -117,10 +114,6 @@ func (c *codec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(ps))
 	for i, p := range ps {
 		if string(p.GetMetadata()[converter.MetadataEncoding]) != codecEncoding {
-			if sessionCreation(p) {
-				out[i] = p
-				continue
-			}
 			return nil, fmt.Errorf("temporal: a payload not sealed by rein's codec (encoding %q): refused", p.GetMetadata()[converter.MetadataEncoding])
 		}
 		if id := string(p.GetMetadata()[codecKeyID]); id != c.id {
@@ -141,22 +134,4 @@ func (c *codec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
 		out[i] = &q
 	}
 	return out, nil
-}
-
-// sessionCreation says p is the one payload the SDK sends unsealed: a
-// session's creation, which the session's worker signals through a
-// client of its own with the default converter, naming the worker's task
-// queue and host and nothing else. Anything else unsealed is refused.
-func sessionCreation(p *commonpb.Payload) bool {
-	if string(p.GetMetadata()[converter.MetadataEncoding]) != converter.MetadataEncodingJSON || len(p.GetMetadata()) != 1 {
-		return false
-	}
-	var r struct{ Taskqueue, HostName, ResourceID string }
-	dec := json.NewDecoder(bytes.NewReader(p.Data))
-	dec.DisallowUnknownFields()
-	if dec.Decode(&r) != nil || dec.More() || r.Taskqueue == "" || r.ResourceID == "" {
-		return false
-	}
-	var keys map[string]json.RawMessage
-	return json.Unmarshal(p.Data, &keys) == nil && len(keys) == 3
 }

@@ -7,27 +7,31 @@
 // carries out each on a worker: the loop's step function
 // (loop.State.Next and Apply) runs there, beside the run's executors
 // (agent.Executors, the same ones the in-process driver calls), so there
-// is no second copy of the loop. A run's activities run in one Temporal
-// session, on one worker, which holds the run's lease and its executors
-// between them; a worker that dies fails the session, and the workflow
-// opens the run again in a new one, on any worker: that worker resumes it
-// from its last checkpoint exactly as agent.Resume does after kill -9 (a
-// read-only call made again, a call that may have changed the workspace
-// reported to the model as interrupted or left to an operator). Temporal
-// never retries an effect itself: every activity has one attempt, and
-// what follows a failure is rein's journal's to decide.
+// is no second copy of the loop. Any worker of the run's queue opens the
+// run and holds it (its lease and its executors) between its activities,
+// which the workflow asks of that worker on a queue only it serves; a
+// worker that dies is found by its heartbeat or by an activity it does
+// not take, and the workflow opens the run again on any worker: that
+// worker resumes it from its last checkpoint exactly as agent.Resume
+// does after kill -9 (a read-only call made again, a call that may have
+// changed the workspace reported to the model as interrupted or left to
+// an operator). Temporal never retries an effect itself: every activity
+// has one attempt, and what follows a failure is rein's journal's to
+// decide.
 //
 // A sleep (a retry's backoff) is a timer. A run that waits for an
 // operator's decision gives its worker up (its part ends, as the
 // in-process driver's process does), and the workflow waits, costing no
 // worker, for the decision's Update (UpdateDecided), whose validator
 // takes only a decision signed with the trace key; it then opens the run
-// again, and the run reads the decision recorded in the trace.
+// again, and the run reads the decision recorded in the trace. A long
+// run continues as new, held on by its worker.
 //
 // It imports agent, agent/loop, trace and the Temporal SDK (client,
-// worker, workflow, activity, temporal); the Temporal server, which the
-// tests start, is in a module of its own (agent/temporal/servertest), so
-// that rein's module never depends on it.
+// worker, workflow, activity, temporal, converter); the Temporal server,
+// which the tests start, is in a module of its own
+// (agent/temporal/servertest), so that rein's module never depends on
+// it.
 package temporal
 
 import (
@@ -39,6 +43,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -87,8 +92,8 @@ type Start struct {
 	// effects: the hosts that can run rein's sandbox over the run's
 	// workspace.
 	Queue string `json:"queue"`
-	// Heartbeat is how long a worker may be silent before its session,
-	// and the run's part on it, is taken for dead (0: 10 s).
+	// Heartbeat is how long a worker may be silent before it, and the
+	// run's part on it, is taken for dead (0: 10 s).
 	Heartbeat time.Duration `json:"heartbeat,omitempty"`
 	// MaxEvents is the history length past which the workflow continues
 	// as new, between two effects (0: when the server suggests it).
@@ -96,13 +101,12 @@ type Start struct {
 
 	// What a workflow that continued as new carries on: the run's latest
 	// events (carriedEvents of them, for a follower that has not yet
-	// heard them) and the count of those before, and the token of the
-	// session whose worker still holds the run (which the new one
-	// recreates, so that the run goes on there without being opened
-	// again).
-	Events   int           `json:"events,omitempty"`
-	Carried  []agent.Event `json:"carried,omitempty"`
-	Recreate []byte        `json:"recreate,omitempty"`
+	// heard them) and the count of those before, and the task queue of
+	// the worker that still holds the run (which the new execution asks
+	// first, so that the run goes on there without being opened again).
+	Events  int           `json:"events,omitempty"`
+	Carried []agent.Event `json:"carried,omitempty"`
+	Worker  string        `json:"worker,omitempty"`
 }
 
 // carriedEvents is how many of its latest events a workflow that
@@ -130,6 +134,9 @@ type Next struct {
 	Outcome *agent.Outcome  `json:"outcome,omitempty"`
 	// Events are the run's events the worker saw since its last Next.
 	Events []agent.Event `json:"events,omitempty"`
+	// Worker is the task queue of the worker that holds the run, its
+	// own: the run's effects are asked of it there.
+	Worker string `json:"worker,omitempty"`
 }
 
 // WorkflowID is the id of run's workflow.
@@ -142,12 +149,12 @@ func NewRunID() string {
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// errContinue ends a session whose run goes on in the workflow's next
+// errContinue ends a drive whose run goes on in the workflow's next
 // execution (continue-as-new).
 var errContinue = errors.New("the workflow continues as new")
 
-// Workflow drives a run: it opens the run on a worker of its queue, in a
-// session, asks the worker to carry out each effect the loop names, and
+// Workflow drives a run: it opens the run on a worker of its queue, asks
+// that worker to carry out each effect the loop names, and
 // returns the run's outcome. Past its history's bound it continues as
 // new, the run held on by the same worker. It is deterministic: it reads
 // the clock and waits only through workflow.
@@ -210,18 +217,9 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 	logger := workflow.GetLogger(ctx)
 	failures := 0
 	for {
-		sctx, err := w.session(ctx, hb)
-		if err != nil {
-			return agent.Outcome{}, err
-		}
 		// A decision that comes while the run parks wakes it too.
 		seen := w.decisions
-		next, err := w.drive(sctx)
-		var token []byte
-		if errors.Is(err, errContinue) {
-			token = workflow.GetSessionInfo(sctx).GetRecreateToken()
-		}
-		workflow.CompleteSession(sctx)
+		next, err := w.drive(ctx, hb)
 		var refused *sdktemporal.ApplicationError
 		switch {
 		case errors.Is(err, errContinue):
@@ -232,7 +230,7 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 			}
 			next := w.st
 			tail := w.events[max(len(w.events)-carriedEvents, 0):]
-			next.Contract, next.Events, next.Carried, next.Recreate = nil, w.base+len(w.events)-len(tail), tail, token
+			next.Contract, next.Events, next.Carried, next.Worker = nil, w.base+len(w.events)-len(tail), tail, w.worker
 			return agent.Outcome{}, workflow.NewContinueAsNewError(ctx, WorkflowName, next)
 		case errors.As(err, &refused) && refused.NonRetryable():
 			// The run cannot be opened at all (its options, its
@@ -269,14 +267,16 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		if w.opened {
 			w.st.Contract = nil
 		}
-		w.st.Recreate = nil
+		w.st.Worker = ""
 	}
 }
 
 // flow is a run's workflow's state.
 type flow struct {
-	st        Start
-	opened    bool
+	st     Start
+	opened bool
+	// worker is the task queue of the worker that holds the run.
+	worker    string
 	last      Next
 	decided   map[string]bool
 	decisions int
@@ -284,21 +284,6 @@ type flow struct {
 	// base'th.
 	events []agent.Event
 	base   int
-}
-
-// session is the session the run's effects are carried out in: the one
-// its last execution's worker holds it in, recreated, or else a new one
-// on any worker.
-func (w *flow) session(ctx workflow.Context, hb time.Duration) (workflow.Context, error) {
-	if w.st.Recreate != nil {
-		sctx, err := workflow.RecreateSession(ctx, w.st.Recreate, &workflow.SessionOptions{CreationTimeout: 3 * hb, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
-		if err == nil {
-			return sctx, nil
-		}
-		// That worker is gone: the run is opened on another.
-		w.st.Recreate = nil
-	}
-	return workflow.CreateSession(ctx, &workflow.SessionOptions{CreationTimeout: 24 * time.Hour, ExecutionTimeout: 365 * 24 * time.Hour, HeartbeatTimeout: hb})
 }
 
 // heard keeps n's events and clears them from n.
@@ -311,21 +296,48 @@ func (w *flow) heard(n *Next) {
 	n.Events = nil
 }
 
-// drive carries out the run's effects in one session until the run ends,
-// parks, its worker fails, or the history nears its bound (errContinue,
-// the run released by its worker).
-func (w *flow) drive(ctx workflow.Context) (next Next, err error) {
+// drive opens the run on a worker and carries out its effects there
+// until the run ends, parks, the worker fails, or the history nears its
+// bound (errContinue, the run still held by the worker).
+//
+// The run is opened on the run's queue, where any worker takes it (or
+// first on the queue of the worker that held it in the execution before
+// this one); the worker answers with its own queue, which only it
+// serves, and each effect is asked of it there. A worker that dies is
+// found by its heartbeat while it carries an effect out, and by the
+// effect not taken from its queue within three heartbeats between two:
+// either fails the activity, and the run is opened again.
+func (w *flow) drive(ctx workflow.Context, hb time.Duration) (next Next, err error) {
 	st := w.st
 	defer func() {
 		if err == nil {
 			w.last = next
 		}
 	}()
-	if err := workflow.ExecuteActivity(ctx, OpenName, st).Get(ctx, &next); err != nil {
-		return next, err
+	opened := false
+	if st.Worker != "" {
+		hctx := workflow.WithTaskQueue(ctx, st.Worker)
+		hctx = workflow.WithScheduleToStartTimeout(hctx, 3*hb)
+		opened = workflow.ExecuteActivity(hctx, OpenName, st).Get(hctx, &next) == nil
+		if !opened {
+			// That worker is gone: the run is opened on another.
+			st.Worker = ""
+			w.st.Worker = ""
+		}
+	}
+	if !opened {
+		if err := workflow.ExecuteActivity(ctx, OpenName, st).Get(ctx, &next); err != nil {
+			return next, err
+		}
 	}
 	w.opened = true
 	w.heard(&next)
+	w.worker = next.Worker
+	if next.Outcome == nil && !next.Parked && next.Worker == "" {
+		return next, errors.New("the worker that opened the run named no queue of its own")
+	}
+	ctx = workflow.WithTaskQueue(ctx, next.Worker)
+	ctx = workflow.WithScheduleToStartTimeout(ctx, 3*hb)
 	for next.Outcome == nil && !next.Parked {
 		if info := workflow.GetInfo(ctx); info.GetContinueAsNewSuggested() || st.MaxEvents > 0 && info.GetCurrentHistoryLength() >= st.MaxEvents {
 			return next, errContinue
@@ -347,6 +359,9 @@ func (w *flow) drive(ctx workflow.Context) (next Next, err error) {
 		}
 		w.heard(&n)
 		next = n
+		if next.Worker == "" {
+			next.Worker = w.worker
+		}
 	}
 	if next.Outcome != nil && next.Outcome.Kind == "" {
 		return next, errors.New("a worker's outcome has no kind")
@@ -422,15 +437,20 @@ func (d Decision) verify(run string) error {
 // among them, a durable one), its observer.
 type OptionsFunc func(ctx context.Context, c agent.Contract) (agent.Options, error)
 
-// Activities are a worker's activities: they hold the runs whose
-// sessions are on this worker.
+// Activities are a worker's activities: they hold the runs this worker
+// opened.
 type Activities struct {
 	// Store is the trace every worker writes: the runs are resumed from
 	// it.
 	Store trace.Durable
 	// Options makes a run's options.
 	Options OptionsFunc
+	// Max is the most runs the worker holds at once (0: no bound); a run
+	// past it is opened on another worker.
+	Max int
 
+	// own is the task queue only this worker serves (NewWorker).
+	own  string
 	mu   sync.Mutex
 	runs map[string]*held
 }
@@ -486,14 +506,59 @@ func Register(w worker.Registry, a *Activities) {
 	w.RegisterActivityWithOptions(a.Step, activity.RegisterOptions{Name: StepName})
 }
 
-// NewWorker is a worker of queue with the sessions the driver runs in
-// (o.EnableSessionWorker is set), its workflow and a's activities
-// registered.
-func NewWorker(c client.Client, queue string, a *Activities, o worker.Options) worker.Worker {
-	o.EnableSessionWorker = true
-	w := worker.New(c, queue, o)
-	Register(w, a)
+// Worker is a worker of the driver: the workflow and the opening of
+// runs on its queue, which every worker of the queue serves, and the
+// effects of the runs it holds on a queue of its own.
+type Worker struct {
+	shared, own worker.Worker
+}
+
+// NewWorker is a worker of queue, its workflow and a's activities
+// registered, with a queue of its own (queue, the host, the process and
+// a random part) for the runs it holds.
+func NewWorker(c client.Client, queue string, a *Activities, o worker.Options) *Worker {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	a.own = fmt.Sprintf("%s/%s/%d/%s", queue, host, os.Getpid(), hex.EncodeToString(b[:]))
+	w := &Worker{shared: worker.New(c, queue, o), own: worker.New(c, a.own, worker.Options{
+		// The runs it holds: their effects are never left waiting for
+		// a place, which would be taken for its death.
+		MaxConcurrentActivityExecutionSize: 1 << 16,
+		DisableWorkflowWorker:              true,
+	})}
+	Register(w.shared, a)
+	w.own.RegisterActivityWithOptions(a.Open, activity.RegisterOptions{Name: OpenName})
+	w.own.RegisterActivityWithOptions(a.Step, activity.RegisterOptions{Name: StepName})
 	return w
+}
+
+// Start starts the worker.
+func (w *Worker) Start() error {
+	if err := w.own.Start(); err != nil {
+		return err
+	}
+	if err := w.shared.Start(); err != nil {
+		w.own.Stop()
+		return err
+	}
+	return nil
+}
+
+// Stop stops the worker.
+func (w *Worker) Stop() {
+	w.shared.Stop()
+	w.own.Stop()
+}
+
+// Run runs the worker until interrupt says.
+func (w *Worker) Run(interrupt <-chan any) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-interrupt
+	w.Stop()
+	return nil
 }
 
 // beat heartbeats the activity of ctx until it returns.
@@ -545,9 +610,9 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	}
 	a.mu.Lock()
 	old := a.runs[st.Run]
-	if old != nil && st.Recreate != nil {
-		// The workflow continued as new, in a session recreated on this
-		// worker: the run goes on as it is held.
+	if old != nil && st.Worker != "" && st.Worker == a.own {
+		// The workflow continued as new, and asked this worker first:
+		// the run goes on as it is held.
 		a.mu.Unlock()
 		old.busy.Lock()
 		defer old.busy.Unlock()
@@ -555,11 +620,15 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 		old.touch(ctx, n)
 		return n, err
 	}
-	// A run this worker still holds from a session that failed (the
+	// A run this worker still holds from a part that failed (the
 	// worker lived on) is given up first: its lease would refuse the
 	// resumption.
 	delete(a.runs, st.Run)
+	full := a.Max > 0 && len(a.runs) >= a.Max
 	a.mu.Unlock()
+	if full {
+		return Next{}, fmt.Errorf("this worker holds %d runs, its most", a.Max)
+	}
 	if old != nil {
 		// Its effect in flight, if any, is cancelled first, and ends
 		// before the run is given up.
@@ -639,9 +708,9 @@ func (h *held) touch(ctx context.Context, n Next) {
 }
 
 // reap gives h's run up once no activity came for it within its time
-// (its session ended with no other open of the run on this worker: a
-// session recreated elsewhere, a heartbeat that lapsed while the worker
-// lived): its lease would refuse every other worker's open for ever.
+// (its workflow went on elsewhere: the worker was taken for dead while
+// it lived, its heartbeat late): its lease would refuse every other
+// worker's open for ever.
 func (a *Activities) reap(run string, h *held) {
 	for {
 		time.Sleep(time.Second)
@@ -689,7 +758,7 @@ func (a *Activities) next(h *held, run string) (Next, error) {
 		s.Apply(in, x.Now())
 	}
 	n := describe(s.Next(x.Now()))
-	n.Events = h.drain()
+	n.Events, n.Worker = h.drain(), a.own
 	return n, nil
 }
 
@@ -733,7 +802,7 @@ func (a *Activities) Step(ctx context.Context, run string, key loop.Key) (Next, 
 	h := a.runs[run]
 	a.mu.Unlock()
 	if h == nil {
-		// The session's worker is another process than the one that
+		// The queue's worker is another process than the one that
 		// opened the run (it died and came back), or it gave the run
 		// up: the run is opened again.
 		return Next{}, fmt.Errorf("this worker does not hold run %s", run)

@@ -312,7 +312,8 @@ elsewhere.`,
 			// A run's workflow tasks go to the worker that ran its last
 			// one for a second at most: a dead worker's runs go on
 			// elsewhere without waiting out Temporal's five.
-			w := temporal.NewWorker(c, tmp.queue, a, worker.Options{MaxConcurrentSessionExecutionSize: max, StickyScheduleToStartTimeout: time.Second})
+			a.Max = max
+			w := temporal.NewWorker(c, tmp.queue, a, worker.Options{StickyScheduleToStartTimeout: time.Second})
 			if err := w.Start(); err != nil {
 				return &exitError{exitUsage, fmt.Sprintf("the worker: %v", err)}
 			}

@@ -162,7 +162,7 @@ func BenchmarkWorkers(b *testing.B) {
 					byWS[cs[i].Workspace] = opts[i]
 				}
 				store := opts[0].Tool.Store.(trace.Durable)
-				var ws []worker.Worker
+				var ws []*temporal.Worker
 				cl0, err := dial(store)
 				if err != nil {
 					b.Fatal(err)

@@ -92,7 +92,7 @@ var quiet = tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(os.Stderr, &sl
 
 // connect starts a worker of workspace's task queue in this process, its
 // runs driven with o.
-func connect(o agent.Options, workspace string) (client.Client, worker.Worker, string, error) {
+func connect(o agent.Options, workspace string) (client.Client, *temporal.Worker, string, error) {
 	store, ok := o.Tool.Store.(trace.Durable)
 	if !ok {
 		return nil, nil, "", errors.New("the run's store is not durable")
