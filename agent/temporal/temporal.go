@@ -149,6 +149,10 @@ func NewRunID() string {
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// workerFull is the type of the error of an open on a worker that holds
+// Activities.Max runs.
+const workerFull = "rein.worker_full"
+
 // errContinue ends a drive whose run goes on in the workflow's next
 // execution (continue-as-new).
 var errContinue = errors.New("the workflow continues as new")
@@ -222,6 +226,14 @@ func Workflow(ctx workflow.Context, st Start) (agent.Outcome, error) {
 		next, err := w.drive(ctx, hb)
 		var refused *sdktemporal.ApplicationError
 		switch {
+		case errors.As(err, &refused) && refused.Type() == workerFull:
+			// The worker that took the open holds all it may: the run
+			// waits for a place, on any worker, and no failure is
+			// counted.
+			if err := workflow.Sleep(ctx, 2*time.Second); err != nil {
+				return agent.Outcome{}, err
+			}
+			continue
 		case errors.Is(err, errContinue):
 			// The history nears its bound: the run goes on in a new
 			// execution, on the worker that holds it.
@@ -453,6 +465,8 @@ type Activities struct {
 	own  string
 	mu   sync.Mutex
 	runs map[string]*held
+	// opening counts the runs being opened.
+	opening int
 }
 
 // held is a run a worker holds between its activities.
@@ -624,11 +638,21 @@ func (a *Activities) Open(ctx context.Context, st Start) (Next, error) {
 	// worker lived on) is given up first: its lease would refuse the
 	// resumption.
 	delete(a.runs, st.Run)
-	full := a.Max > 0 && len(a.runs) >= a.Max
+	// A place is taken before the run is opened: opens side by side
+	// count each other.
+	full := a.Max > 0 && len(a.runs)+a.opening >= a.Max
+	if !full {
+		a.opening++
+	}
 	a.mu.Unlock()
 	if full {
-		return Next{}, fmt.Errorf("this worker holds %d runs, its most", a.Max)
+		return Next{}, sdktemporal.NewApplicationError(fmt.Sprintf("this worker holds %d runs, its most", a.Max), workerFull)
 	}
+	defer func() {
+		a.mu.Lock()
+		a.opening--
+		a.mu.Unlock()
+	}()
 	if old != nil {
 		// Its effect in flight, if any, is cancelled first, and ends
 		// before the run is given up.

@@ -556,3 +556,58 @@ func TestStartOfAnotherRun(t *testing.T) {
 		t.Fatalf("the trace has the run: %v %v", ok, err)
 	}
 }
+
+// TestWorkerFull: a worker that holds its most runs (Activities.Max)
+// refuses to open another, and the run waits for a place, counting no
+// failure: two runs at once on a worker of one run both end.
+func TestWorkerFull(t *testing.T) {
+	server(t)
+	ctx := context.Background()
+	c1, o1 := loopRun(t, 6)
+	c2, o2 := loopRun(t, 6)
+	o2.Tool.Store = o1.Tool.Store
+	store := o1.Tool.Store.(trace.Durable)
+	byWS := map[string]agent.Options{c1.Workspace: o1, c2.Workspace: o2}
+	cl, err := dial(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	queue := "rein-full-" + temporal.NewRunID()
+	a := &temporal.Activities{Store: store, Max: 1, Options: func(_ context.Context, c agent.Contract) (agent.Options, error) { return byWS[c.Workspace], nil }}
+	w := temporal.NewWorker(cl, queue, a, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	errs := make(chan error, 2)
+	runs := []string{temporal.NewRunID(), temporal.NewRunID()}
+	for i, c := range []agent.Contract{c1, c2} {
+		go func() {
+			out, err := temporal.Execute(ctx, cl, temporal.Start{Run: runs[i], Contract: &c, Queue: queue, Heartbeat: 5 * time.Second}, nil)
+			if err == nil && out.Kind != agent.Finished {
+				err = fmt.Errorf("%+v", out)
+			}
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One of them was refused a place, and waited.
+	full := 0
+	for _, run := range runs {
+		events, _ := history(t, cl, run)
+		for _, e := range events {
+			if f := e.GetActivityTaskFailedEventAttributes().GetFailure(); f != nil && f.GetCause().GetApplicationFailureInfo().GetType() == "rein.worker_full" ||
+				f.GetApplicationFailureInfo().GetType() == "rein.worker_full" {
+				full++
+			}
+		}
+	}
+	if full == 0 {
+		t.Error("no open was refused for want of a place")
+	}
+}
