@@ -296,6 +296,32 @@ func (d *driver) failure() error {
 	return d.failed
 }
 
+// StateHeader is a run's state as its last checkpoint keeps it, without
+// its transcript: what a listing or a viewer of the run needs (its
+// contract, steps, tokens, outcome, todo list), read from the checkpoint
+// alone with no part of the run's blob store, so that a run of any
+// length costs the same to look at. The transcript's messages after the
+// checkpoint's chunks are dropped too.
+func StateHeader(ctx context.Context, store trace.Durable, runID string) (*State, error) {
+	cp, err := store.LastCheckpoint(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cp == nil {
+		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
+	}
+	if cp.Format > CheckpointFormat {
+		return nil, &FormatError{Run: cp.RunID, Format: cp.Format}
+	}
+	var cs checkpointState
+	if err := json.Unmarshal([]byte(cp.State), &cs); err != nil {
+		return nil, fmt.Errorf("agent: run %s's checkpoint %d is not readable: %w", cp.RunID, cp.Seq, err)
+	}
+	s := cs.State
+	s.Transcript = nil
+	return &s, nil
+}
+
 // LoadState reads the state of run runID as its last checkpoint keeps
 // it (what rein run resume needs before it drives it: the contract, the
 // decision it waits for), refusing a newer format.

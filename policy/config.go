@@ -66,7 +66,9 @@ type fileConfig struct {
 		SearchURL string `toml:"search_url"`
 	} `toml:"web"`
 	Trace struct {
-		KeyFile string `toml:"key_file"`
+		KeyFile      string `toml:"key_file"`
+		OTLPEndpoint string `toml:"otlp_endpoint"`
+		OTLPContent  *bool  `toml:"otlp_content"`
 	} `toml:"trace"`
 }
 
@@ -251,9 +253,18 @@ type Policy struct {
 	// or user policy; REIN_TRACE_KEY comes first): the one key every
 	// writer of a shared trace is given.
 	TraceKeyFile string
-	NetPresets   []string
-	EnvPass      []string
-	EnvSecrets   []string
+	// OTLPEndpoint is the OpenTelemetry collector every run is exported
+	// to when it ends ([trace] otlp_endpoint of the org or user policy,
+	// an http(s) URL; never the environment's OTEL_* variables, which a
+	// repository can set through an agent's settings); "" for none.
+	OTLPEndpoint string
+	// OTLPContent exports, redacted, the arguments, observations and
+	// model requests and responses along with the metadata ([trace]
+	// otlp_content of the org or user policy).
+	OTLPContent bool
+	NetPresets  []string
+	EnvPass     []string
+	EnvSecrets  []string
 	// EnvSet names the variables, beyond rein's table of harmless ones, a
 	// line may set before a command without a question ([env] set of the
 	// org and user files; a name, or a pattern with *).

@@ -166,3 +166,70 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceOTLP: [trace] otlp_endpoint and otlp_content come from the org
+// or user policy alone, since a project file could otherwise send a run's
+// record wherever the repository likes; the user's file, read after the
+// org's, wins, and each is shown with the file that set it.
+func TestTraceOTLP(t *testing.T) {
+	f := newFixture(t)
+	f.write(f.org, "[trace]\notlp_endpoint = \"https://collector.example:4318/v1/traces\"\notlp_content = true\n")
+	f.write(f.user, "[trace]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\n")
+	p := f.load(ModeAsk)
+	if p.OTLPEndpoint != "http://127.0.0.1:4318/v1/traces" || !p.OTLPContent {
+		t.Fatalf("endpoint %q content %v", p.OTLPEndpoint, p.OTLPContent)
+	}
+	want := map[string]Setting{
+		"trace.otlp_endpoint": {"trace.otlp_endpoint", "http://127.0.0.1:4318/v1/traces", LayerUser, f.user},
+		"trace.otlp_content":  {"trace.otlp_content", "true", LayerOrg, f.org},
+	}
+	for _, s := range p.Settings {
+		if w, ok := want[s.Key]; ok {
+			if s != w {
+				t.Errorf("setting %+v, want %+v", s, w)
+			}
+			delete(want, s.Key)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("settings missing: %v", want)
+	}
+
+	for _, c := range []struct{ name, content, key, msg string }{
+		{"project endpoint", "[trace]\notlp_endpoint = \"http://127.0.0.1:4318\"\n", "trace.otlp_endpoint", "a project file may not choose where runs are exported"},
+		{"project content", "[trace]\notlp_content = false\n", "trace.otlp_content", "a project file may not"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(f.user, "[trace]\notlp_endpoint = \"http://127.0.0.1:4318\"\n")
+			f.write(f.proj, c.content)
+			_, err := Load(f.options())
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.File != f.proj || ce.Key != c.key || !strings.Contains(ce.Error(), c.msg) {
+				t.Fatalf("got %v, want %s refused in %s", err, c.key, f.proj)
+			}
+		})
+	}
+
+	for _, u := range []string{
+		"127.0.0.1:4318",
+		"grpc://127.0.0.1:4317",
+		"http://",
+		"https://user:pw@collector.example/v1/traces",
+		"https://collector.example/v1/traces?token=x",
+		"/v1/traces",
+	} {
+		t.Run("bad "+u, func(t *testing.T) {
+			f := newFixture(t)
+			f.write(f.user, "[trace]\notlp_endpoint = \""+u+"\"\n")
+			_, err := Load(f.options())
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != "trace.otlp_endpoint" || ce.Line != 2 || !strings.Contains(ce.Error(), "is not an http(s) URL") {
+				t.Fatalf("got %v, want trace.otlp_endpoint refused", err)
+			}
+			if strings.Contains(ce.Err.Error(), "pw@") || strings.Contains(ce.Err.Error(), "token=") {
+				t.Errorf("the message shows the password: %v", ce)
+			}
+		})
+	}
+}

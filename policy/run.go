@@ -218,6 +218,29 @@ func (a *applier) run(c *fileConfig) error {
 		p.TraceKeyFile = filepath.Clean(f)
 		p.setting("trace.key_file", p.TraceKeyFile, a.layer, a.file)
 	}
+	if u := c.Trace.OTLPEndpoint; u != "" {
+		if a.layer == LayerProject {
+			return a.fail("trace.otlp_endpoint", fmt.Errorf("a project file may not choose where runs are exported: it would send the trace's contents elsewhere; put it in the org or user policy file"))
+		}
+		// The URL is not repeated when it may hold a credential.
+		switch pu, err := url.Parse(u); {
+		case err != nil:
+			return a.fail("trace.otlp_endpoint", fmt.Errorf("is not an http(s) URL such as \"http://127.0.0.1:4318/v1/traces\""))
+		case pu.User != nil || pu.RawQuery != "" || pu.Fragment != "":
+			return a.fail("trace.otlp_endpoint", fmt.Errorf("is not an http(s) URL without a user, a query or a fragment"))
+		case (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "":
+			return a.fail("trace.otlp_endpoint", fmt.Errorf("%q is not an http(s) URL such as \"http://127.0.0.1:4318/v1/traces\"", u))
+		}
+		p.OTLPEndpoint = u
+		p.setting("trace.otlp_endpoint", u, a.layer, a.file)
+	}
+	if c.Trace.OTLPContent != nil {
+		if a.layer == LayerProject {
+			return a.fail("trace.otlp_content", fmt.Errorf("a project file may not choose what is exported of a run; put it in the org or user policy file"))
+		}
+		p.OTLPContent = *c.Trace.OTLPContent
+		p.setting("trace.otlp_content", strconv.FormatBool(p.OTLPContent), a.layer, a.file)
+	}
 	for _, g := range r.Protect {
 		if !slices.Contains(p.Run.Protect, g) {
 			p.Run.Protect = append(p.Run.Protect, g)

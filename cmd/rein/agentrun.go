@@ -197,6 +197,7 @@ run that could not start.`,
 				return runOnTemporal(ctx, &tmp, &tf, store, c, o.Observer, out, red, asJSON)
 			}
 			res, err := agent.Run(ctx, c, o)
+			defer exportRun(cmd.ErrOrStderr(), p, store, red, res.Run)
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}

@@ -186,6 +186,7 @@ func sendTurn(cmd *cobra.Command, sf *scopeFlags, f *chatFlags, conv, message st
 	o := agentOptions(provider, p, approver, store, red, out, f.asJSON)
 	o.PolicyFor = worktreePolicy(cf, *sf, p)
 	res, err := agent.Send(ctx, conv, c, o)
+	defer exportRun(cmd.ErrOrStderr(), p, store, red, res.Run)
 	if err == nil && !f.asJSON {
 		if reply := lastReply(ctx, store, res.Run); reply != "" {
 			fmt.Fprintf(out, "\n%s\n\n", red.Redact(reply))

@@ -281,6 +281,7 @@ func runLaunch(cmd *cobra.Command, lo *launchOptions) error {
 	}
 	res, err := sess.Run(context.Background())
 	done()
+	defer exportRun(stderr, pol, store, red, res.RunID)
 	var le *launch.Error
 	if errors.As(err, &le) {
 		return &exitError{le.Code, le.Msg}

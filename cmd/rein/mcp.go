@@ -87,6 +87,8 @@ HTTPS.`,
 				return err
 			}
 			defer store.Close()
+			runs, flush := exportOnEnd(cmd.ErrOrStderr(), p, store, red)
+			defer flush()
 			reg, err := tool.Builtin()
 			if err != nil {
 				return err
@@ -98,7 +100,7 @@ HTTPS.`,
 				}
 			}
 			srv, err := mcpserver.New(mcpserver.Config{Registry: reg, Surface: surface, Approver: approver, Run: func() (tool.Config, error) {
-				return tool.Config{Policy: p, Store: store, Redactor: red, WebSearchURL: p.WebSearchURL, Profile: sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}}, nil
+				return tool.Config{Policy: p, Store: runs, Redactor: red, WebSearchURL: p.WebSearchURL, Profile: sandbox.Profile{Rung: sandbox.Rung(rung), Limits: limits}}, nil
 			}})
 			if err != nil {
 				return &exitError{exitUsage, err.Error()}

@@ -21,7 +21,7 @@ func newPolicyCmd(sf *scopeFlags) *cobra.Command {
 		Use:   "policy",
 		Short: "Decide lines and show the merged policy, without running anything",
 	}
-	cmd.AddCommand(newPolicyCheckCmd(sf), newPolicyShowCmd(sf))
+	cmd.AddCommand(newPolicyCheckCmd(sf), newPolicyShowCmd(sf), newPolicySuggestCmd(sf))
 	return cmd
 }
 

@@ -246,6 +246,7 @@ func runDecided(cmd *cobra.Command, sf *scopeFlags, rf *runFlags, name string, a
 	raw, _ := json.Marshal(args)
 	env := r.Call(tool.WithLive(ctx, live), name, raw)
 	r.Close(cmp.Or(map[tool.Status]string{tool.OK: "ok"}[env.Status], string(env.Status)))
+	defer exportRun(stderr, p, store, red, r.RunID())
 	if verdict == nil && env.Status == tool.Denied && env.Rule != "" {
 		// A [tool] deny rule refused the tool itself.
 		verdict = &policy.Verdict{Decision: policy.Deny, Reason: env.Reason, Stages: []policy.StageVerdict{}}

@@ -101,6 +101,7 @@ Exit status: as rein run's; 6 when the run waits for a decision again.`,
 			o := agentOptions(provider, p, approver, store, red, out, asJSON)
 			o.PolicyFor = worktreePolicy(cf, *sf, p)
 			res, err := agent.Resume(ctx, runID, o)
+			defer exportRun(cmd.ErrOrStderr(), p, store, red, res.Run)
 			return outcomeExit(out, res, err, red, asJSON)
 		},
 	}

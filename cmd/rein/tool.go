@@ -75,6 +75,7 @@ for any other status.`,
 				status = string(env.Status)
 			}
 			r.Close(status)
+			defer exportRun(cmd.ErrOrStderr(), p, store, red, r.RunID())
 			if asJSON {
 				out := map[string]any{"run": r.RunID(), "envelope": env, "result": env.Result()}
 				if err := writeJSON(cmd.OutOrStdout(), out, 0); err != nil {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,6 +21,7 @@ import (
 	"github.com/reinhq/rein/trace/postgres"
 	"github.com/reinhq/rein/trace/sqlite"
 	"github.com/reinhq/rein/trace/sqlstore"
+	"github.com/reinhq/rein/traceview"
 )
 
 // traceFlag names the trace store; REIN_TRACE does too.
@@ -411,7 +414,37 @@ extends it, which is how records removed from its end are found.`,
 			return nil
 		}}
 	verify.Flags().StringVar(&keptHead, "head", "", "a head printed by an earlier verify (SEQ:HASH, or HASH): fail unless the chain still extends it")
-	cmd.AddCommand(runs, show, refusals, handles, verify)
+	var addr string
+	serve := &cobra.Command{Use: "serve [--addr 127.0.0.1:PORT]", Short: "Serve a read-only web view of the trace on loopback: the runs, and each as a timeline",
+		Long: `Serve a local web page over the trace: the runs (agent runs, launched,
+hook and MCP sessions) with their state, steps, tokens, cost and duration,
+and each run as a timeline of its model calls, tool calls with their
+verdicts and rules, diffs, gate attempts, requests and summaries, with a
+chart of its tokens and cost by step. Long runs are read a page at a time.
+
+It listens on loopback only, answers only requests naming its own address,
+and only a browser that opened the URL it prints: the token in it is
+exchanged on the first visit for a cookie and dropped from the address.
+It shows the trace as stored (redacted) and never writes to it. It stops
+on Ctrl-C.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := open()
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			srv, err := traceview.Listen(s, addr)
+			if err != nil {
+				return &exitError{exitUsage, err.Error()}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "rein trace serve: the trace %s at\n%s\n(the token in it is this server's; Ctrl-C stops it)\n", s.Path(), srv.URL())
+			return srv.Serve(ctx)
+		}}
+	serve.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "the loopback address to listen on (port 0: a free one)")
+	cmd.AddCommand(runs, show, refusals, handles, verify, serve, newTraceExportCmd())
 	return cmd
 }
 

@@ -589,7 +589,12 @@ func (s *Store) Runs(ctx context.Context, limit int) ([]trace.RunSummary, error)
 	if limit > 0 {
 		q += " LIMIT " + strconv.Itoa(limit)
 	}
-	runs, err := query[trace.Run](ctx, s, q)
+	return s.runs(ctx, q)
+}
+
+// runs lists the runs where says, each with its end and its counts.
+func (s *Store) runs(ctx context.Context, where string, args ...any) ([]trace.RunSummary, error) {
+	runs, err := query[trace.Run](ctx, s, where, args...)
 	if err != nil {
 		return nil, err
 	}
