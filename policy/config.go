@@ -781,8 +781,8 @@ func (a *applier) apply(c *fileConfig) error {
 	}
 	for i, n := range c.Env.Set {
 		key := fmt.Sprintf("env.set[%d]", i)
-		if a.layer == LayerProject {
-			return a.fail(key, fmt.Errorf("a project file may not name variables a line sets unasked: they can change what a program runs; put them in the user's policy file"))
+		if err := a.refuseRepository(key, "name variables a line sets unasked: they can change what a program runs", "put them in the user's policy file"); err != nil {
+			return err
 		}
 		if !validEnvName(strings.ReplaceAll(n, "*", "X")) {
 			return a.fail(key, fmt.Errorf("%q is not a variable's name (letters, digits and _, with * for any run of them)", n))

@@ -233,3 +233,129 @@ func TestTraceOTLP(t *testing.T) {
 		})
 	}
 }
+
+// TestRepositoryFileRefused: the keys only the person running rein may
+// set (where runs are exported and what of them, the trace key, the
+// search backend, a provider, the variables a line sets unasked) are
+// refused in a policy file inside the workspace, whatever layer names
+// it: the variables that find the org and user files can be set by the
+// repository (an agent's settings), and a file in the workspace is the
+// repository's. The same file outside the workspace is taken.
+func TestRepositoryFileRefused(t *testing.T) {
+	keys := []struct{ key, content string }{
+		{"trace.otlp_endpoint", "[trace]\notlp_endpoint = \"http://127.0.0.1:4318\"\n"},
+		{"trace.otlp_content", "[trace]\notlp_content = true\n"},
+		{"trace.key_file", "[trace]\nkey_file = \"/tmp/mine.key\"\n"},
+		{"web.search_url", "[web]\nsearch_url = \"https://search.example/search\"\n"},
+		{"provider[0]", "[[provider]]\nname = \"openai\"\nbase_url = \"https://attacker.example/v1\"\n"},
+		{"env.set[0]", "[env]\nset = [\"GIT_SSH_COMMAND\"]\n"},
+	}
+	// load loads the policy with the environment env, as a repository
+	// can set it.
+	load := func(f *fixture, env map[string]string) error {
+		o := f.options()
+		o.Getenv = func(k string) string {
+			if v, ok := env[k]; ok {
+				return v
+			}
+			if k == "HOME" {
+				return f.home
+			}
+			return ""
+		}
+		_, err := Load(o)
+		return err
+	}
+	for _, k := range keys {
+		for _, c := range []struct {
+			name, variable, layer string
+			// place is the file's path in the fixture, and the value
+			// of the variable that names it.
+			place func(t *testing.T, f *fixture) (file, value string)
+		}{
+			{"REIN_USER_POLICY", "REIN_USER_POLICY", "user", func(t *testing.T, f *fixture) (string, string) {
+				p := filepath.Join(f.ws, "user.toml")
+				return p, p
+			}},
+			{"REIN_ORG_POLICY", "REIN_ORG_POLICY", "org", func(t *testing.T, f *fixture) (string, string) {
+				p := filepath.Join(f.ws, "src", "org.toml")
+				return p, p
+			}},
+			{"XDG_CONFIG_HOME", "XDG_CONFIG_HOME", "user", func(t *testing.T, f *fixture) (string, string) {
+				return filepath.Join(f.ws, "xdg", "rein", "policy.toml"), filepath.Join(f.ws, "xdg")
+			}},
+			{"relative", "REIN_USER_POLICY", "user", func(t *testing.T, f *fixture) (string, string) {
+				// Read from the workspace, as rein runs there.
+				t.Chdir(f.ws)
+				return filepath.Join(f.ws, "u.toml"), "u.toml"
+			}},
+		} {
+			t.Run(k.key+" by "+c.name, func(t *testing.T) {
+				f := newFixture(t)
+				file, value := c.place(t, f)
+				f.write(file, k.content)
+				err := load(f, map[string]string{c.variable: value})
+				var ce *ConfigError
+				if !errors.As(err, &ce) || ce.Key != k.key || !strings.Contains(ce.Error(), "a policy file inside the workspace ("+f.ws+") is the repository's, whatever layer names it (here the "+c.layer+" layer)") {
+					t.Fatalf("got %v, want %s refused in %s", err, k.key, file)
+				}
+			})
+		}
+		t.Run(k.key+" outside", func(t *testing.T) {
+			f := newFixture(t)
+			file := filepath.Join(filepath.Dir(f.ws), "elsewhere", "user.toml")
+			f.write(file, k.content)
+			if err := load(f, map[string]string{"REIN_USER_POLICY": file}); err != nil {
+				t.Fatalf("a user file outside the workspace: %v", err)
+			}
+		})
+	}
+
+	// Links: a user file outside that is a link to a file inside, and a
+	// link inside to a file outside (the repository chose where it
+	// points), are both the repository's.
+	for _, c := range []struct {
+		name  string
+		place func(t *testing.T, f *fixture) (file, named string)
+	}{
+		{"a link to the workspace", func(t *testing.T, f *fixture) (string, string) {
+			file, link := filepath.Join(f.ws, "src", "planted.toml"), filepath.Join(f.home, "linked.toml")
+			if err := os.Symlink(file, link); err != nil {
+				t.Fatal(err)
+			}
+			return file, link
+		}},
+		{"a directory link to the workspace", func(t *testing.T, f *fixture) (string, string) {
+			if err := os.Symlink(filepath.Join(f.ws, "src"), filepath.Join(f.home, "cfg")); err != nil {
+				t.Fatal(err)
+			}
+			return filepath.Join(f.ws, "src", "planted.toml"), filepath.Join(f.home, "cfg", "planted.toml")
+		}},
+		{"a link in the workspace", func(t *testing.T, f *fixture) (string, string) {
+			file, link := filepath.Join(f.home, "real.toml"), filepath.Join(f.ws, "link.toml")
+			if err := os.Symlink(file, link); err != nil {
+				t.Fatal(err)
+			}
+			return file, link
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			file, named := c.place(t, f)
+			f.write(file, keys[0].content)
+			err := load(f, map[string]string{"REIN_USER_POLICY": named})
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Key != "trace.otlp_endpoint" || !strings.Contains(ce.Error(), "is the repository's") {
+				t.Fatalf("got %v, want trace.otlp_endpoint refused", err)
+			}
+		})
+	}
+
+	// The project file keeps its own message.
+	f := newFixture(t)
+	f.write(f.proj, keys[0].content)
+	var ce *ConfigError
+	if err := load(f, nil); !errors.As(err, &ce) || ce.File != f.proj || !strings.Contains(ce.Error(), "a project file may not choose where runs are exported") {
+		t.Fatalf("the project file: %v", err)
+	}
+}

@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os/user"
 	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/reinhq/rein/workspace"
 )
 
 // RunSettings are an agent run's defaults from the policy files' [run]
@@ -199,8 +202,8 @@ func (a *applier) run(c *fileConfig) error {
 		p.setting("run.web", strconv.FormatBool(*r.Web), a.layer, a.file)
 	}
 	if u := c.Web.SearchURL; u != "" {
-		if a.layer == LayerProject {
-			return a.fail("web.search_url", fmt.Errorf("a project file may not set the search backend: it would choose where the model's queries go; put it in the user's policy file"))
+		if err := a.refuseRepository("web.search_url", "set the search backend: it would choose where the model's queries go", "put it in the user's policy file"); err != nil {
+			return err
 		}
 		if pu, err := url.Parse(u); err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" || pu.User != nil {
 			return a.fail("web.search_url", fmt.Errorf("%q is not an http(s) URL without a user", u))
@@ -209,8 +212,8 @@ func (a *applier) run(c *fileConfig) error {
 		p.setting("web.search_url", u, a.layer, a.file)
 	}
 	if f := c.Trace.KeyFile; f != "" {
-		if a.layer == LayerProject {
-			return a.fail("trace.key_file", fmt.Errorf("a project file may not choose the trace key: it would choose what the trace is sealed with; put it in the org or user policy file"))
+		if err := a.refuseRepository("trace.key_file", "choose the trace key: it would choose what the trace is sealed with", "put it in the org or user policy file"); err != nil {
+			return err
 		}
 		if !filepath.IsAbs(f) {
 			return a.fail("trace.key_file", fmt.Errorf("%q is not an absolute path", f))
@@ -219,8 +222,8 @@ func (a *applier) run(c *fileConfig) error {
 		p.setting("trace.key_file", p.TraceKeyFile, a.layer, a.file)
 	}
 	if u := c.Trace.OTLPEndpoint; u != "" {
-		if a.layer == LayerProject {
-			return a.fail("trace.otlp_endpoint", fmt.Errorf("a project file may not choose where runs are exported: it would send the trace's contents elsewhere; put it in the org or user policy file"))
+		if err := a.refuseRepository("trace.otlp_endpoint", "choose where runs are exported: it would send the trace's contents elsewhere", "put it in the org or user policy file"); err != nil {
+			return err
 		}
 		// The URL is not repeated when it may hold a credential.
 		switch pu, err := url.Parse(u); {
@@ -235,8 +238,8 @@ func (a *applier) run(c *fileConfig) error {
 		p.setting("trace.otlp_endpoint", u, a.layer, a.file)
 	}
 	if c.Trace.OTLPContent != nil {
-		if a.layer == LayerProject {
-			return a.fail("trace.otlp_content", fmt.Errorf("a project file may not choose what is exported of a run; put it in the org or user policy file"))
+		if err := a.refuseRepository("trace.otlp_content", "choose what is exported of a run", "put it in the org or user policy file"); err != nil {
+			return err
 		}
 		p.OTLPContent = *c.Trace.OTLPContent
 		p.setting("trace.otlp_content", strconv.FormatBool(p.OTLPContent), a.layer, a.file)
@@ -248,8 +251,8 @@ func (a *applier) run(c *fileConfig) error {
 	}
 	for i, pc := range c.Provider {
 		key := fmt.Sprintf("provider[%d]", i)
-		if a.layer == LayerProject {
-			return a.fail(key, fmt.Errorf("a project file may not configure a provider: it would choose where the user's key is sent; put it in the user's policy file"))
+		if err := a.refuseRepository(key, "configure a provider: it would choose where the user's key is sent", "put it in the user's policy file"); err != nil {
+			return err
 		}
 		if pc.Name == "" {
 			return a.fail(key+".name", fmt.Errorf("a provider needs a name"))
@@ -286,4 +289,68 @@ func (a *applier) run(c *fileConfig) error {
 			PriceInput: pc.PriceInput, PriceOutput: pc.PriceOutput, PriceCacheRead: pc.PriceCacheRead, PriceCacheWrite: pc.PriceCacheWrite, Prices: prices, Layer: a.layer, File: a.file})
 	}
 	return nil
+}
+
+// refuseRepository refuses key, which only the person running rein may
+// set, in a file that is the repository's: the project file, and a file
+// of any layer that lies inside the workspace. The org and user files
+// are found through REIN_ORG_POLICY, REIN_USER_POLICY, XDG_CONFIG_HOME
+// and HOME, which a repository can set through an agent's settings
+// (Claude Code's .claude/settings.json env, for one): their layer says
+// how a file was named, not whose it is, and a file the repository can
+// write is the repository's. may is what the key would let the
+// repository do, put where the key belongs.
+func (a *applier) refuseRepository(key, may, put string) error {
+	if a.layer == LayerProject {
+		return a.fail(key, fmt.Errorf("a project file may not %s; %s", may, put))
+	}
+	ws := a.p.Workspace
+	if ws == "" || holdsHome(ws) {
+		// A workspace that holds the account's home (rein run from ~)
+		// holds the user's own policy file too: the person chose it.
+		return nil
+	}
+	inside, err := insideWorkspace(ws, a.file)
+	switch {
+	case err != nil:
+		return a.fail(key, fmt.Errorf("cannot tell whether the file lies inside the workspace %s, whose files are the repository's: %w; name a policy file that can be resolved", ws, err))
+	case inside:
+		return a.fail(key, fmt.Errorf("a policy file inside the workspace (%s) is the repository's, whatever layer names it (here the %s layer), and may not %s; %s, outside the workspace", ws, a.layer, may, put))
+	}
+	return nil
+}
+
+// insideWorkspace says whether the policy file lies inside ws (a cleaned,
+// symlink-resolved absolute path): the file it reaches, or the place it
+// is named at, since a link there is the repository's too and could
+// point anywhere.
+func insideWorkspace(ws, file string) (bool, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return false, err
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if err != nil {
+		return false, err
+	}
+	target, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return false, err
+	}
+	return workspace.Within(ws, filepath.Join(dir, filepath.Base(abs))) || workspace.Within(ws, target), nil
+}
+
+// holdsHome says whether ws holds the account's home directory, as the
+// system's account database names it (not HOME, which a repository can
+// set).
+func holdsHome(ws string) bool {
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		return false
+	}
+	home, err := filepath.EvalSymlinks(u.HomeDir)
+	if err != nil {
+		return false
+	}
+	return workspace.Within(ws, home)
 }

@@ -3,8 +3,11 @@ package policy
 import (
 	"fmt"
 	"maps"
+	"net"
 	"path"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -34,7 +37,8 @@ type Candidate struct {
 	Line *shell.Line
 	Dir  string
 	// Target is a net candidate's host:port (or host:port/path), or a tool
-	// candidate's name.
+	// candidate's name. A net target without a port is reported, never
+	// drafted: a [net] rule without one allows every port of the host.
 	Target string
 	// Web says the net target was reached by rein's web tools, decided by
 	// CheckWeb, rather than by a command through the egress proxy
@@ -76,7 +80,9 @@ const (
 	NoRuleCanAllow
 	// NotStatable: the action cannot be written as a pattern that matches
 	// it alone (an argument with * ? or a space, a program without
-	// arguments, which a rule naming it would allow with any).
+	// arguments, which a rule naming it would allow with any, a program
+	// named relative to a directory the line changes, a net target
+	// without a port).
 	NotStatable
 	// NotLifted: an allow rule for the action does not change its
 	// decision (an ask rule, a path outside the workspace, a variable the
@@ -221,16 +227,14 @@ func (p *Policy) draft(c Candidate) []Draft {
 		return p.draftExec(c)
 	case ActNet:
 		v := p.checkTarget(c)
-		d := Draft{Act: ActNet, Subject: c.Target, Reason: v.Reason}
-		t := splitNetTarget(c.Target)
 		// The host and port asked for, never a wider host or any port:
 		// a path is left out, since a rule for one page of a host would
 		// be asked again on the next (see docs/policy.md).
-		d.Pattern = t.hostport
-		return []Draft{p.settle(d, v, c)}
+		pattern, why := hostPortPattern(c.Target)
+		return []Draft{p.settle(Draft{Act: ActNet, Subject: c.Target, Pattern: pattern, Reason: v.Reason}, v, c, why)}
 	case ActTool:
 		v := p.checkTarget(c)
-		return []Draft{p.settle(Draft{Act: ActTool, Subject: c.Target, Pattern: c.Target, Reason: v.Reason}, v, c)}
+		return []Draft{p.settle(Draft{Act: ActTool, Subject: c.Target, Pattern: c.Target, Reason: v.Reason}, v, c, notLiteral(c.Target))}
 	}
 	return []Draft{{Act: c.Act, Subject: c.Target, Outcome: NotLifted, Reason: fmt.Sprintf("suggest drafts exec, net and tool rules, not %s rules", c.Act)}}
 }
@@ -246,9 +250,10 @@ func (p *Policy) checkTarget(c Candidate) *Verdict {
 }
 
 // settle finishes a net or tool draft whose pattern is set: the verdict
-// decides whether a rule is needed at all, the pattern must be a literal,
-// and the rule must turn the ask into an allow.
-func (p *Policy) settle(d Draft, v *Verdict, c Candidate) Draft {
+// decides whether a rule is needed at all, the pattern must be one that
+// matches the target alone (why says why it is not, or is ""), and the
+// rule must turn the ask into an allow.
+func (p *Policy) settle(d Draft, v *Verdict, c Candidate, why string) Draft {
 	switch v.Decision {
 	case Deny:
 		d.Outcome, d.Pattern = StillDenied, ""
@@ -257,7 +262,7 @@ func (p *Policy) settle(d Draft, v *Verdict, c Candidate) Draft {
 		d.Outcome, d.Pattern = AlreadyAllowed, ""
 		return d
 	}
-	if why := notLiteral(d.Pattern); why != "" {
+	if why != "" {
 		d.Outcome, d.Pattern, d.Reason = NotStatable, "", why
 		return d
 	}
@@ -267,12 +272,50 @@ func (p *Policy) settle(d Draft, v *Verdict, c Candidate) Draft {
 	return d
 }
 
+// hostPortPattern is the [net] pattern that names target's host and port
+// and nothing wider, or why there is none. A pattern without a port
+// matches the host on every port (matchHost), so a target that names no
+// port (evil.example, 1.2.3.4, ::1: what the egress proxy records of a
+// request it refused before asking the policy) gets no rule.
+func hostPortPattern(target string) (string, string) {
+	hp := splitNetTarget(target).hostport
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil || host == "" {
+		return "", fmt.Sprintf("%q names no port (host:port, [v6]:port): a [net] rule without one would allow every port of the host", hp)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return "", fmt.Sprintf("%q is not a port from 1 to 65535, so no rule for this host and port can be written", port)
+	}
+	if why := notLiteral(hp); why != "" {
+		return "", why
+	}
+	// The matcher is asked rather than trusted to read the pattern as
+	// this function does: the rule must name this host:port and no other
+	// port of the host.
+	other := "1"
+	if port == other {
+		other = "2"
+	}
+	np := splitNetPattern(hp)
+	if !np.matchHost(splitNetTarget(hp)) || np.matchHost(splitNetTarget(net.JoinHostPort(host, other))) {
+		return "", fmt.Sprintf("a [net] rule %q would not name port %s of the host alone", hp, port)
+	}
+	return hp, ""
+}
+
 // draftExec drafts a rule for each asked stage of an asked line.
 func (p *Policy) draftExec(c Candidate) []Draft {
 	if c.Line == nil {
 		return nil
 	}
 	dir := p.dirOf(c)
+	// A program named by a relative path is the file that path names from
+	// where the stage runs, but an exec rule matches the words as written
+	// wherever they run: once the line has moved away from the workspace's
+	// root (a cd stage before, or a start elsewhere), a rule for the words
+	// would allow the file they name from the root too, which nobody
+	// approved.
+	moved := filepath.Clean(dir) != filepath.Clean(p.Workspace)
 	v := p.CheckIn(c.Line, dir)
 	switch v.Decision {
 	case Deny:
@@ -286,6 +329,11 @@ func (p *Policy) draftExec(c Candidate) []Draft {
 			break
 		}
 		sv := v.Stages[i]
+		// A cd moves every later stage, whichever pipeline or connector
+		// it is in: CheckIn decides them from each directory they may
+		// start in.
+		movedHere := moved
+		moved = moved || st.Kind == shell.Cd
 		if sv.Decision != Ask {
 			continue
 		}
@@ -300,7 +348,7 @@ func (p *Policy) draftExec(c Candidate) []Draft {
 			out = append(out, d)
 			continue
 		}
-		pattern, why := p.execPattern(st, dir)
+		pattern, why := p.execPattern(st, dir, movedHere)
 		if why != "" {
 			d.Outcome, d.Reason = NotStatable, why
 			out = append(out, d)
@@ -319,7 +367,14 @@ func (p *Policy) draftExec(c Candidate) []Draft {
 // execPattern is the narrowest exec pattern that allows the stage: its
 // words as allow rules see them (benign wrappers stripped, a program that
 // is not the system's named by its file), or why none can be written.
-func (p *Policy) execPattern(st *shell.Stage, dir string) (string, string) {
+// moved says the line has changed directory before the stage.
+func (p *Policy) execPattern(st *shell.Stage, dir string, moved bool) (string, string) {
+	if _, wrapped := chdirOf(st.Argv); wrapped {
+		// env -C, sudo -D and the like move the program's directory too
+		// (the class floor asks them today; this keeps a rule for them
+		// narrow should that change).
+		moved = true
+	}
 	for {
 		in, ok := p.withEnvUnwrapped(st)
 		if !ok {
@@ -333,6 +388,14 @@ func (p *Policy) execPattern(st *shell.Stage, dir string) (string, string) {
 	}
 	if len(words) == 0 {
 		return "", "the stage runs nothing"
+	}
+	if moved {
+		_, _, chain, _ := stripBenignChain(st.Argv)
+		for _, level := range chain {
+			if name := level[0]; strings.Contains(name, "/") && !path.IsAbs(name) {
+				return "", fmt.Sprintf("the program %s is named relative to a directory the line changes: a rule for these words would allow whatever file %s names where another line runs them, the workspace's own included", name, name)
+			}
+		}
 	}
 	if local, _, _, named := p.chainOutside(st, []string{dir}); local {
 		// Only the raw form is tested for a program that is not the

@@ -1,6 +1,10 @@
 package policy
 
-import "testing"
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 // act is one thing asked, as a test writes it: a line, a web or egress
 // target, a tool name.
@@ -83,6 +87,30 @@ func TestSuggest(t *testing.T) {
 			toml:       "[net]\nallow = [\n  \"proxy.example.net:443\",  # approved in run r1 step 0\n]\n",
 			allowed:    []act{{act: ActNet, text: "proxy.example.net:443"}},
 			neighbours: []act{{act: ActNet, text: "proxy.example.net:80"}, {act: ActNet, text: "example.net:443"}},
+		},
+		{
+			// What the egress proxy records of a request it refused before
+			// asking the policy (CONNECT evil.example HTTP/1.1): a rule
+			// without a port would allow every port of the host.
+			name: "egress targets without a port",
+			asked: []act{
+				{act: ActNet, text: "evil.example"},
+				{act: ActNet, text: "1.2.3.4", refuse: true},
+				{act: ActNet, text: "1.2.3.4", refuse: true},
+				{act: ActNet, text: "::1"},
+			},
+			toml: "# Cannot be stated as a rule:\n" +
+				"#   net evil.example\n#     \"evil.example\" names no port (host:port, [v6]:port): a [net] rule without one would allow every port of the host\n#     (approved in run r1 step 0)\n" +
+				"#   net 1.2.3.4\n#     \"1.2.3.4\" names no port (host:port, [v6]:port): a [net] rule without one would allow every port of the host\n#     (refused in run r1 step 1, refused in run r1 step 2)\n" +
+				"#   net ::1\n#     \"::1\" names no port (host:port, [v6]:port): a [net] rule without one would allow every port of the host\n#     (approved in run r1 step 3)\n",
+			neighbours: []act{{act: ActNet, text: "evil.example:22"}, {act: ActNet, text: "evil.example:443"}, {act: ActNet, text: "1.2.3.4:22"}, {act: ActNet, text: "[::1]:22"}},
+		},
+		{
+			name:       "an IPv6 egress host and port",
+			asked:      []act{{act: ActNet, text: "[::1]:8080"}},
+			toml:       "[net]\nallow = [\n  \"[::1]:8080\",  # approved in run r1 step 0\n]\n",
+			allowed:    []act{{act: ActNet, text: "[::1]:8080"}},
+			neighbours: []act{{act: ActNet, text: "[::1]:8081"}, {act: ActNet, text: "[::2]:8080"}, {act: ActNet, text: "[::1]:80"}},
 		},
 		{
 			name:       "an MCP tool",
@@ -204,5 +232,162 @@ func TestSuggestAlreadyAllowed(t *testing.T) {
 	s := p.Suggest([]Candidate{{Act: ActExec, Line: l, Approved: true, From: []Origin{{Run: "r", Step: 0}}}})
 	if len(s) != 1 || s[0].Outcome != AlreadyAllowed || s.TOML() != "" {
 		t.Fatalf("%+v\n%s", s, s.TOML())
+	}
+}
+
+// TestSuggestNetOnePort: whatever a net target looks like, a drafted rule
+// allows its host on its port alone, and a target that names no port gets
+// none (a [net] rule without a port allows every port of the host).
+func TestSuggestNetOnePort(t *testing.T) {
+	cases := []struct {
+		target  string
+		drafted string // "" when no rule may be drafted
+	}{
+		{"evil.example", ""},
+		{"EVIL.example", ""},
+		{"evil.example.", ""},
+		{"1.2.3.4", ""},
+		{"::1", ""},
+		{"[::1]", ""},
+		{"::ffff:1.2.3.4", ""},
+		{"evil.example:", ""},
+		{":443", ""},
+		{"evil.example:0", ""},
+		{"evil.example:65536", ""},
+		{"evil.example:022", ""},
+		{"evil.example:+22", ""},
+		{"evil.example:http", ""},
+		{"a:b:22", ""},
+		{"*.example:443", ""},
+		{"evil.example/x:443", ""},
+		{"evil.example:443", "evil.example:443"},
+		{"EVIL.example:443/path", "evil.example:443"},
+		{"1.2.3.4:22", "1.2.3.4:22"},
+		{"[::1]:22", "[::1]:22"},
+		{"[2001:db8::1]:443/x", "[2001:db8::1]:443"},
+	}
+	for _, c := range cases {
+		t.Run(c.target, func(t *testing.T) {
+			f := newFixture(t)
+			p := f.load(ModeAsk)
+			var cands []Candidate
+			for _, web := range []bool{false, true} {
+				cands = append(cands, Candidate{Act: ActNet, Target: c.target, Web: web, Approved: true, From: []Origin{{Run: "r", Step: 0}}})
+			}
+			s := p.Suggest(cands)
+			var drafted []string
+			for _, d := range s {
+				if d.Outcome == Drafted {
+					drafted = append(drafted, d.Pattern)
+				}
+			}
+			switch {
+			case c.drafted == "" && len(drafted) > 0:
+				t.Fatalf("drafted %q for %q, which names no single port", drafted, c.target)
+			case c.drafted != "" && (len(drafted) != 1 || drafted[0] != c.drafted):
+				t.Fatalf("drafted %q for %q, want [%q]\n%s", drafted, c.target, c.drafted, s.TOML())
+			case c.drafted == "":
+				return
+			}
+			// Pasted, the rule allows the host on that port and on no
+			// other, through the egress proxy or the web tools.
+			f.write(f.user, s.TOML())
+			q, err := Load(f.options())
+			if err != nil {
+				t.Fatalf("the suggestion does not load: %v\n%s", err, s.TOML())
+			}
+			if v := q.CheckNet(c.target); v.Decision != Allow {
+				t.Errorf("CheckNet(%q) with the rule: %s (%s), want allow", c.target, v.Decision, v.Reason)
+			}
+			host := strings.TrimSuffix(c.drafted[:strings.LastIndexByte(c.drafted, ':')], "]")
+			host = strings.TrimPrefix(host, "[")
+			for _, port := range []string{"1", "22", "80", "8443", "65535"} {
+				other := host + ":" + port
+				if strings.Contains(host, ":") {
+					other = "[" + host + "]:" + port
+				}
+				if other == c.drafted {
+					continue
+				}
+				for _, v := range []*Verdict{q.CheckNet(other), q.CheckWeb(other + "/")} {
+					if v.Decision == Allow {
+						t.Errorf("%s is allowed by the rule drafted for %q: %s", other, c.target, v.Reason)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSuggestRelativeProgramAfterCd: a program named by a relative path
+// after the line changed directory is not the workspace's file of that
+// name (cd /usr/bin && ./touch runs the system's touch), so no rule is
+// drafted for its words: pasted, it would let the workspace's ./touch run
+// unasked. A line that starts elsewhere is the same; a bare name, found on
+// the PATH wherever the line is, is still drafted.
+func TestSuggestRelativeProgramAfterCd(t *testing.T) {
+	f := newFixture(t)
+	// The workspace's own programs of those names, which nobody approved.
+	f.write(filepath.Join(f.ws, "touch"), "#!/bin/sh\n")
+	f.write(filepath.Join(f.ws, "bin", "touch"), "#!/bin/sh\n")
+	made := filepath.Join(f.ws, "made")
+	p := f.load(ModeAsk)
+	lines := []struct {
+		line, dir string
+	}{
+		{"cd /usr/bin && ./touch " + made, ""},
+		{"cd /usr && bin/touch " + made, ""},
+		{"cd /usr/bin; ./touch " + made, ""},
+		{"cd /usr/bin || true && timeout 5 ./touch " + made, ""},
+		{"cd src && ../touch made", ""},
+		{"cd src && ./touch made", ""},
+		{"./touch made", filepath.Join(f.ws, "src")},
+		{"bin/touch " + made, "/usr"},
+	}
+	var cands []Candidate
+	for i, l := range lines {
+		c := f.candidate(p, act{act: ActExec, text: l.line}, i)
+		if l.dir != "" {
+			pl, err := p.LineParser(l.dir).Plan(l.line)
+			if err != nil {
+				t.Fatalf("Plan(%q): %v", l.line, err)
+			}
+			c.Line, c.Dir = pl, l.dir
+		}
+		cands = append(cands, c)
+	}
+	s := p.Suggest(cands)
+	stated := map[int]bool{}
+	for _, d := range s {
+		if d.Outcome == Drafted && strings.Contains(d.Pattern, "touch") {
+			t.Errorf("drafted %q (from %v), which would allow the workspace's own program", d.Pattern, d.From)
+		}
+		if d.Outcome == NotStatable && strings.Contains(d.Reason, "relative to a directory the line changes") {
+			for _, o := range d.From {
+				stated[o.Step] = true
+			}
+		}
+	}
+	for i, l := range lines {
+		if !stated[i] {
+			t.Errorf("%q (from %q): not reported as a program relative to a directory the line changes\n%s", l.line, l.dir, s.TOML())
+		}
+	}
+	f.write(f.user, s.TOML())
+	q, err := Load(f.options())
+	if err != nil {
+		t.Fatalf("the suggestion does not load: %v\n%s", err, s.TOML())
+	}
+	for _, line := range []string{"./touch " + made, "bin/touch " + made, "./touch made", "timeout 5 ./touch " + made} {
+		if v := f.check(q, line); v.Decision != Ask {
+			t.Errorf("%q with the suggestion pasted: %s (%s), want ask", line, v.Decision, v.Reason)
+		}
+	}
+
+	// A bare name is the PATH's program wherever the line is.
+	c := f.candidate(p, act{act: ActExec, text: "cd src && touch made"}, 0)
+	got := p.Suggest([]Candidate{c}).TOML()
+	if want := "[exec]\nallow = [\n  \"touch made\",  # approved in run r1 step 0\n]\n"; got != want {
+		t.Errorf("cd src && touch made: suggested\n%s\nwant\n%s", got, want)
 	}
 }

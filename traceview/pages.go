@@ -41,6 +41,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"short": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	// seg is a run's id as one segment of a path, a slash in it too.
 	"seg": url.PathEscape,
+	// at is a path under the server's root (Server.pages has its own).
+	"at": func(p string) string { return p },
 }).ParseFS(assets, "templates/*.html"))
 
 func formatMS(f float64) string {
@@ -70,7 +72,7 @@ type runRow struct {
 
 func (s *Server) render(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+	if err := s.pages.ExecuteTemplate(w, name, data); err != nil {
 		// The page has begun: say so at its end.
 		fmt.Fprintf(w, "\n<p class=\"error\">%s</p>", template.HTMLEscapeString("rein trace serve: "+err.Error()))
 	}

@@ -8,8 +8,11 @@
 // What it must hold to: it listens on loopback only; it answers only a
 // request whose Host (and Origin, when sent) is its own address, so that
 // no other site can reach it by rebinding a name; it answers only a
-// browser that showed the token printed at its start, exchanged on the
-// first visit for an HttpOnly, SameSite=Strict cookie; it shows what the
+// browser that showed the token printed at its start, once, exchanged on
+// that first visit for an HttpOnly, SameSite=Strict cookie whose path is
+// the server's own random root (a browser sends a cookie of 127.0.0.1 to
+// every port of it, but one of that path only to requests under it, which
+// no other server is sent); it shows what the
 // trace stores (redacted before it was written) and escapes every byte
 // of it as text (html/template, and SVG built of numbers); every page is
 // served under a Content-Security-Policy that runs no script but its own
@@ -30,12 +33,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/reinhq/rein/trace/sqlstore"
@@ -53,14 +59,18 @@ const CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 's
 // Server serves one trace.
 type Server struct {
 	store *sqlstore.Store
-	// token is shown in the URL printed at the start; cookie is what a
-	// browser that showed it keeps.
+	// token is shown in the URL printed at the start, once; cookie is what
+	// the browser that showed it keeps.
 	token, cookie string
+	used          atomic.Bool
+	// root is the path every page is under: a random one, the cookie's.
+	root string
+	// pages are the templates, their links under root.
+	pages *template.Template
 	// host is the address the browser names in Host: the listener's.
-	host       string
-	cookieName string
-	ln         net.Listener
-	srv        *http.Server
+	host string
+	ln   net.Listener
+	srv  *http.Server
 }
 
 // ErrNotLoopback is the refusal of an address that is not the loopback
@@ -86,9 +96,9 @@ func Listen(store *sqlstore.Store, addr string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{store: store, ln: ln, token: random(), cookie: random()}
+	s := &Server{store: store, ln: ln, token: random(), cookie: random(), root: "/" + random()[:32]}
 	s.host = ln.Addr().String()
-	s.cookieName = "rein_trace_" + strings.ReplaceAll(s.host[strings.LastIndexByte(s.host, ':')+1:], ":", "")
+	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{"at": func(p string) string { return s.root + p }})
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	return s, nil
 }
@@ -102,8 +112,11 @@ func random() string {
 // URL is the address to open: it carries the token, which the first
 // visit exchanges for a cookie.
 func (s *Server) URL() string {
-	return "http://" + s.host + "/?token=" + s.token
+	return "http://" + s.host + s.root + "/?token=" + s.token
 }
+
+// cookieName is the session cookie's name.
+const cookieName = "rein_trace"
 
 // Serve answers until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
@@ -128,7 +141,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.runsPage)
 	mux.HandleFunc("GET /run/{run}", s.runPage)
 	mux.HandleFunc("GET /run/{run}/step/{step}", s.stepPage)
-	return s.guard(mux)
+	return s.guard(http.StripPrefix(s.root, mux))
 }
 
 // guard answers a request only from the browser the token was shown to,
@@ -155,22 +168,31 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "rein trace serve is read-only", http.StatusMethodNotAllowed)
 			return
 		}
+		rest, ok := strings.CutPrefix(r.URL.Path, s.root+"/")
+		if !ok {
+			http.Error(w, "not found: open the URL rein trace serve printed", http.StatusNotFound)
+			return
+		}
 		if t := r.URL.Query().Get("token"); t != "" {
 			if subtle.ConstantTimeCompare([]byte(t), []byte(s.token)) != 1 {
 				http.Error(w, "the token is not this server's: open the URL rein trace serve printed", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: s.cookieName, Value: s.cookie, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			// The token leaves the address bar and the history.
+			if !s.used.CompareAndSwap(false, true) {
+				http.Error(w, "this URL's token was used already, by the browser it was first opened in: "+
+					"to open the trace in another, stop rein trace serve and start it again for a new URL", http.StatusUnauthorized)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.cookie, Path: s.root + "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			// The token leaves the address bar and the history, and the
+			// browser stays under the root.
 			q := r.URL.Query()
 			q.Del("token")
-			// A path of this server's alone: "//host/" would send the
-			// browser elsewhere.
-			u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: q.Encode()}
+			u := url.URL{Path: s.root + path.Clean("/"+strings.ReplaceAll(rest, "\\", "/")), RawQuery: q.Encode()}
 			http.Redirect(w, r, u.String(), http.StatusSeeOther)
 			return
 		}
-		c, err := r.Cookie(s.cookieName)
+		c, err := r.Cookie(cookieName)
 		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.cookie)) != 1 {
 			http.Error(w, "open the URL rein trace serve printed (it carries the token this page needs)", http.StatusUnauthorized)
 			return

@@ -92,7 +92,7 @@ func login(t testing.TB, s *Server, c *http.Client) *http.Cookie {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || len(resp.Cookies()) != 1 {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != s.root+"/" || len(resp.Cookies()) != 1 {
 		t.Fatalf("the first visit: %d, Location %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
 	}
 	return resp.Cookies()[0]
@@ -148,7 +148,7 @@ func TestListenLoopbackOnly(t *testing.T) {
 func TestGuard(t *testing.T) {
 	store, run := fixture(t, 3)
 	s, c := serve(t, store)
-	base := "http://" + s.host
+	base := "http://" + s.host + s.root
 	if code, _, body := get(t, c, base+"/", nil, nil); code != http.StatusUnauthorized || !strings.Contains(body, "open the URL rein trace serve printed") {
 		t.Errorf("no cookie: %d %s", code, body)
 	}
@@ -162,22 +162,34 @@ func TestGuard(t *testing.T) {
 	}
 	resp.Body.Close()
 	ck := resp.Cookies()
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/run/"+run+"?after=0-0-0-0-0" || len(ck) != 1 ||
-		!ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Path != "/" || ck[0].Value == s.token {
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != s.root+"/run/"+run+"?after=0-0-0-0-0" || len(ck) != 1 ||
+		!ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Path != s.root+"/" || ck[0].Value == s.token {
 		t.Fatalf("token exchange: %d %q %+v", resp.StatusCode, resp.Header.Get("Location"), ck)
 	}
 	cookie := ck[0]
-	// The exchange sends the browser to a page of this server only.
-	for _, p := range []string{"//evil.example/", "/\\evil.example/", "///evil.example"} {
-		req, _ := http.NewRequest(http.MethodGet, base+"/?token="+s.token, nil)
-		req.URL.Path = p
-		resp, err := c.Do(req)
+	// The token is good once: another browser is told to start again.
+	if code, _, body := get(t, c, base+"/?token="+s.token, nil, nil); code != http.StatusUnauthorized || !strings.Contains(body, "used already") {
+		t.Errorf("the token again: %d %s", code, body)
+	}
+	// Outside the server's root there is nothing, cookie or not.
+	for _, p := range []string{"/", "/run/" + run, "/static/style.css", s.root, s.root[:len(s.root)-1] + "/"} {
+		if code, _, _ := get(t, c, "http://"+s.host+p, cookie, nil); code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", p, code)
+		}
+	}
+	// The exchange sends the browser to a page under this server's root
+	// only.
+	for _, p := range []string{"//evil.example/", "/\\evil.example/", "///evil.example", "/..//evil.example"} {
+		s2, c2 := serve(t, store)
+		req, _ := http.NewRequest(http.MethodGet, "http://"+s2.host+"/?token="+s2.token, nil)
+		req.URL.Path = s2.root + p
+		resp, err := c2.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
-			t.Errorf("the exchange on %q sends the browser to %q", p, loc)
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, s2.root+"/") || strings.Contains(loc, "//") {
+			t.Errorf("the exchange on %q: %d, sends the browser to %q", p, resp.StatusCode, loc)
 		}
 	}
 	code, hdr, body := get(t, c, base+"/", cookie, nil)
@@ -251,14 +263,14 @@ func TestEscaped(t *testing.T) {
 	s, c := serve(t, store)
 	cookie := login(t, s, c)
 	pages := []string{"/", "/run/" + url.PathEscape(run)}
-	_, _, body := get(t, c, "http://"+s.host+pages[1], cookie, nil)
+	_, _, body := get(t, c, "http://"+s.host+s.root+pages[1], cookie, nil)
 	m := regexp.MustCompile(`/run/[^"]+/step/(\d+)`).FindStringSubmatch(body)
 	if m == nil {
 		t.Fatalf("no step link on the run's page:\n%s", body)
 	}
-	pages = append(pages, m[0])
+	pages = append(pages, strings.TrimPrefix(m[0], s.root))
 	for _, p := range pages {
-		code, _, body := get(t, c, "http://"+s.host+p, cookie, nil)
+		code, _, body := get(t, c, "http://"+s.host+s.root+p, cookie, nil)
 		if code != http.StatusOK {
 			t.Fatalf("%s: %d\n%s", p, code, body)
 		}
@@ -284,11 +296,11 @@ func TestTimelinePaged(t *testing.T) {
 		trace.Step{RunID: run, Index: n, Tool: "read_file", Args: `{"path":"a"}`, Status: "ok", StartedAt: at})
 	s, c := serve(t, store)
 	cookie := login(t, s, c)
-	next := regexp.MustCompile(`href="/run/` + run + `\?after=([0-9-]+)">later`)
+	next := regexp.MustCompile(`href="` + s.root + `/run/` + run + `\?after=([0-9-]+)">later`)
 	calls := regexp.MustCompile(`tool</span> call (\d+):`)
 	models := regexp.MustCompile(`model</span> step (\d+)`)
 	refusals := regexp.MustCompile(`deny by rule <code class="rule">git push\*</code> \(user layer`)
-	u := "http://" + s.host + "/run/" + run
+	u := "http://" + s.host + s.root + "/run/" + run
 	wantCall, wantModel, pagesSeen, refused, edits := 0, 1, 0, 0, 0
 	var extra []int
 	for u != "" {
@@ -327,7 +339,7 @@ func TestTimelinePaged(t *testing.T) {
 		edits += strings.Count(body, `<span class="add">&#43;return a &#43; b</span>`)
 		u = ""
 		if m := next.FindStringSubmatch(body); m != nil {
-			u = "http://" + s.host + "/run/" + run + "?after=" + m[1]
+			u = "http://" + s.host + s.root + "/run/" + run + "?after=" + m[1]
 		}
 	}
 	if wantCall != n || wantModel != n+1 || refused != n/10 || edits != n/7 || fmt.Sprint(extra) != fmt.Sprint([]int{n + 1, n}) {
@@ -357,7 +369,7 @@ func BenchmarkRunPage(b *testing.B) {
 	} {
 		b.Run(c2.name, func(b *testing.B) {
 			for b.Loop() {
-				if code, _, _ := get(b, c, "http://"+s.host+c2.u, cookie, nil); code != http.StatusOK {
+				if code, _, _ := get(b, c, "http://"+s.host+s.root+c2.u, cookie, nil); code != http.StatusOK {
 					b.Fatal(code)
 				}
 			}
@@ -420,18 +432,18 @@ func TestRunPage(t *testing.T) {
 	checkpoint(t, store, child, "succeeded", `{"contract":{"goal":"read","child":{"parent":"run-agent","root":"run-agent","step":2}},"steps":1,"tokens":{"input":10,"output":1},"transcript":[]}`)
 	s, c := serve(t, store)
 	cookie := login(t, s, c)
-	_, _, list := get(t, c, "http://"+s.host+"/", cookie, nil)
-	for _, want := range []string{`<a href="/run/run-agent">run-agent</a></td>
+	_, _, list := get(t, c, "http://"+s.host+s.root+"/", cookie, nil)
+	for _, want := range []string{`<a href="` + s.root + `/run/run-agent">run-agent</a></td>
 <td>agent run</td>`, `<td class="state">succeeded</td>`, `<td class="num">3000000 / 100000</td>`, `<td class="num">$10.5000</td>`, `<td class="num">8.00 s</td>`, `<td>child run</td>`} {
 		if !strings.Contains(list, want) {
 			t.Errorf("the list lacks %q:\n%s", want, list)
 		}
 	}
-	_, _, page := get(t, c, "http://"+s.host+"/run/"+run, cookie, nil)
+	_, _, page := get(t, c, "http://"+s.host+s.root+"/run/"+run, cookie, nil)
 	order := []string{
 		`<dd class="text">fix the tests</dd>`, `<dd class="outcome">succeeded: the gate passed</dd>`,
 		`2 model calls over 2 steps`, `<svg class="chart"`, `step 1: 1000000 input, 100000 output tokens, $4.5000`, `$10.5000`,
-		`<a href="/run/run-agent.2.0">run-agent.2.0</a>`,
+		`<a href="` + s.root + `/run/run-agent.2.0">run-agent.2.0</a>`,
 		`baseline, before the first model call`, `tests: 3 run, 1 passed, 2 failed, 0 skipped; not run: TestZ (go test -json)`,
 		`model</span> step 1: anthropic claude`, `$4.5000`,
 		`request q1 (shell, call call_1_0)`, `shell make`, `answered <span class="status">yes</span> by ana: fine`,
@@ -447,8 +459,8 @@ func TestRunPage(t *testing.T) {
 		}
 		at2 += i + len(want)
 	}
-	_, _, kid := get(t, c, "http://"+s.host+"/run/"+child, cookie, nil)
-	if !strings.Contains(kid, `<dt>parent</dt><dd><a href="/run/run-agent">run-agent</a></dd>`) {
+	_, _, kid := get(t, c, "http://"+s.host+s.root+"/run/"+child, cookie, nil)
+	if !strings.Contains(kid, `<dt>parent</dt><dd><a href="`+s.root+`/run/run-agent">run-agent</a></dd>`) {
 		t.Errorf("the child's page does not name its parent:\n%s", kid)
 	}
 }

@@ -278,3 +278,24 @@ func TestOTLPAgentRun(t *testing.T) {
 		t.Fatalf("spans\n got %q\nwant %q", got, want)
 	}
 }
+
+// TestOTLPWorkspaceUserPolicyRefused: a user policy file the environment
+// names inside the workspace (a repository sets REIN_USER_POLICY through
+// an agent's settings) may not name the collector either: it is the
+// repository's, and rein refuses it (exit 2) naming the key.
+func TestOTLPWorkspaceUserPolicyRefused(t *testing.T) {
+	_, ws := docFixture(t)
+	c := newOTLPCollector(t)
+	planted := filepath.Join(ws, "src", "user.toml")
+	if err := os.WriteFile(planted, []byte("[trace]\notlp_endpoint = \""+c.URL+"\"\notlp_content = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("REIN_USER_POLICY", planted)
+	code, _, errOut := rein(t, "tool", "read_file", `{"path":"main.go"}`)
+	if code != exitUsage || !strings.Contains(errOut, "trace.otlp_endpoint") || !strings.Contains(errOut, "is the repository's") {
+		t.Fatalf("a user policy in the workspace naming the collector: exit %d %s", code, errOut)
+	}
+	if n := c.count(); n != 0 {
+		t.Errorf("the repository's collector got %d spans", n)
+	}
+}

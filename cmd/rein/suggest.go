@@ -5,15 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/policy"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/sandbox/netproxy"
 	"github.com/reinhq/rein/shell"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/sqlstore"
@@ -117,7 +121,8 @@ func workspaceRuns(ctx context.Context, s *sqlstore.Store, ws string, last int) 
 // traceCandidates reads one run's steps and policy events into the
 // candidates Suggest drafts from, and names the approved or refused steps
 // it drafts nothing for (file tools, whose [read] and [write] rules it
-// does not draft).
+// does not draft; a plain HTTP request approved through the egress
+// proxy, whose approval was of one path).
 func traceCandidates(ctx context.Context, s *sqlstore.Store, p *policy.Policy, run string) ([]policy.Candidate, []string, error) {
 	steps, err := s.Steps(ctx, run)
 	if err != nil {
@@ -127,6 +132,11 @@ func traceCandidates(ctx context.Context, s *sqlstore.Store, p *policy.Policy, r
 	if err != nil {
 		return nil, nil, err
 	}
+	sandboxEvents, err := s.SandboxEvents(ctx, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	egress := egressByStep(sandboxEvents)
 	if len(steps) == 0 && len(events) == 0 {
 		return nil, nil, &exitError{exitUsage, fmt.Sprintf("no run %s in %s: rein trace runs lists them", run, s.Path())}
 	}
@@ -142,22 +152,32 @@ func traceCandidates(ctx context.Context, s *sqlstore.Store, p *policy.Policy, r
 		if !ok {
 			continue
 		}
+		if e.Kind == "net" {
+			// A connection through the egress proxy.
+			n := netEvent(e, egress[e.StepID])
+			if n.why == "" {
+				continue
+			}
+			// One candidate per step, answer and target: a command's
+			// connections to one host are one habit.
+			key := fmt.Sprintf("%s\x00net\x00%s\x00%d", n.why, n.target, st.ID)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			if n.notDrafted != "" {
+				other = append(other, fmt.Sprintf("net %s (%s in run %s step %d): %s", n.target, n.why, run, st.Index, n.notDrafted))
+				continue
+			}
+			out = append(out, policy.Candidate{Act: policy.ActNet, Target: n.target, Approved: n.why == "approved", Tool: "net", Written: n.target,
+				From: []policy.Origin{{Run: run, Step: st.Index, Why: n.why}}})
+			continue
+		}
 		why, approved := eventWhy(e)
 		if why == "" {
 			continue
 		}
 		from := []policy.Origin{{Run: run, Step: st.Index, Why: why}}
-		if e.Kind == "net" {
-			// A connection through the egress proxy: its target is in the
-			// event, "PROTO TARGET: reason".
-			target := netEventTarget(e.Reason)
-			if target == "" || seen[why+"\x00net\x00"+target+fmt.Sprint(st.ID)] {
-				continue
-			}
-			seen[why+"\x00net\x00"+target+fmt.Sprint(st.ID)] = true
-			out = append(out, policy.Candidate{Act: policy.ActNet, Target: target, Approved: approved, Tool: "net", Written: target, From: from})
-			continue
-		}
 		// One candidate per step and answer: a web call's hops, each
 		// approved, are one call.
 		key := fmt.Sprintf("%s\x00%d", why, st.ID)
@@ -167,7 +187,7 @@ func traceCandidates(ctx context.Context, s *sqlstore.Store, p *policy.Policy, r
 		seen[key] = true
 		c, ok := stepCandidate(p, st)
 		if !ok {
-			other = append(other, fmt.Sprintf("%s %s (%s in run %s step %d)", st.Tool, st.Args, why, run, st.Index))
+			other = append(other, fmt.Sprintf("%s %s (%s in run %s step %d): suggest drafts exec, net and tool rules only", st.Tool, st.Args, why, run, st.Index))
 			continue
 		}
 		c.Approved, c.From = approved, from
@@ -176,10 +196,11 @@ func traceCandidates(ctx context.Context, s *sqlstore.Store, p *policy.Policy, r
 	return out, other, nil
 }
 
-// eventWhy says what a policy event tells of its step: "approved" (a
-// person, or the approver in their place, approved an ask), "refused",
-// "asked" (Claude Code's hook asked, and rein never sees the answer), or
-// "" for an event that is neither.
+// eventWhy says what a policy event of a step's call (not a net event:
+// netEvent reads those) tells of its step: "approved" (a person, or the
+// approver in their place, approved an ask), "refused", "asked" (Claude
+// Code's hook asked, and rein never sees the answer), or "" for an event
+// that is neither.
 func eventWhy(e trace.PolicyEvent) (string, bool) {
 	switch {
 	case e.Kind == "approval" && e.Decision == "allow":
@@ -188,26 +209,122 @@ func eventWhy(e trace.PolicyEvent) (string, bool) {
 		return "refused", false
 	case e.Kind == "decision" && e.Decision == "ask":
 		return "asked", false
-	case e.Kind == "net" && e.Decision == "allow" && strings.Contains(e.Reason, ": approved: "):
-		return "approved", true
-	case e.Kind == "net" && e.Decision == "deny":
-		return "refused", false
 	}
 	return "", false
 }
 
-// netEventTarget is the target of an egress event's reason, "PROTO
-// TARGET: reason" (tool.EgressRecords).
-func netEventTarget(reason string) string {
-	head, _, ok := strings.Cut(reason, ": ")
-	if !ok {
-		return ""
+// egressEvent is the "egress" sandbox event of a connection through the
+// egress proxy: the netproxy.Event itself, as tool.EgressRecords records
+// it beside the connection's net policy event, at the same time.
+type egressEvent struct {
+	at   time.Time
+	ev   netproxy.Event
+	used bool
+}
+
+// egressByStep reads a run's egress sandbox events by step.
+func egressByStep(events []trace.SandboxEvent) map[int64][]*egressEvent {
+	out := map[int64][]*egressEvent{}
+	for _, e := range events {
+		if e.Kind != "egress" {
+			continue
+		}
+		var ev netproxy.Event
+		if json.Unmarshal([]byte(e.Detail), &ev) != nil {
+			continue
+		}
+		out[e.StepID] = append(out[e.StepID], &egressEvent{at: e.At, ev: ev})
 	}
-	_, target, ok := strings.Cut(head, " ")
-	if !ok {
-		return ""
+	return out
+}
+
+// netCandidate is what a net policy event tells: why is "approved",
+// "refused" or "" (nothing to draft from: a connection a rule allowed, or
+// one the proxy refused without asking the policy); notDrafted says why
+// an approval or refusal is not drafted from.
+type netCandidate struct {
+	target, why, notDrafted string
+}
+
+// netEvent reads a net policy event by the egress event recorded with it
+// (the netproxy.Event: its verdict, target and proxy refusal each on their
+// own), or, when the trace holds none, by its reason, "PROTO TARGET:
+// REASON", only where that can be read without doubt.
+func netEvent(e trace.PolicyEvent, egress []*egressEvent) netCandidate {
+	for _, g := range egress {
+		ev := g.ev
+		if g.used || !g.at.Equal(e.At) || !strings.HasPrefix(e.Reason, ev.Proto+" "+ev.Target+": ") {
+			continue
+		}
+		g.used = true
+		switch {
+		case ev.Refused == "" && ev.Verdict.Allow && strings.HasPrefix(ev.Verdict.Reason, "approved: "):
+			if ev.Proto == netproxy.ProtoHTTP || ev.Path != "" {
+				// Approved was one path of the host; a [net] rule for the
+				// host:port would allow every path.
+				return netCandidate{target: ev.Target, why: "approved",
+					notDrafted: "a plain HTTP request was approved for its path alone, and a [net] rule for its host:port would allow every path: write a rule yourself if you mean the host"}
+			}
+			return netCandidate{target: ev.Target, why: "approved"}
+		case ev.Refused != "" && !ev.Verdict.Allow && (ev.Verdict.Reason != "" || ev.Verdict.Rule != "" || ev.Verdict.Layer != ""):
+			// The policy decided it: the proxy asks it only about a
+			// well-formed host and port, and records its verdict.
+			return netCandidate{target: ev.Target, why: "refused"}
+		}
+		// Allowed by a rule, or refused by the proxy itself (a malformed
+		// request, an address it never connects to, too many
+		// connections): no rule would change that.
+		return netCandidate{}
 	}
-	return target
+	return netEventByReason(e)
+}
+
+// netEventByReason reads a net policy event with no egress event beside
+// it by its reason, "PROTO TARGET: REASON" (tool.EgressRecords). Only a
+// tunnel's target (CONNECT, SOCKS5) is read: it is host:port, which cannot
+// hold ": ", so where it ends is certain; a plain HTTP request's holds its
+// decoded path, which can hold ": approved: " itself. A refusal counts
+// only when the policy decided it (a rule or layer, or the approver's
+// refusal), not the proxy on its own.
+func netEventByReason(e trace.PolicyEvent) netCandidate {
+	proto, rest, _ := strings.Cut(e.Reason, " ")
+	if proto != netproxy.ProtoConnect && proto != netproxy.ProtoSOCKS5 {
+		return netCandidate{}
+	}
+	target, reason, ok := strings.Cut(rest, ": ")
+	if !ok || !isHostPort(target) {
+		return netCandidate{}
+	}
+	switch e.Decision {
+	case "allow":
+		// policy.Resolve's reason for an approved ask.
+		if strings.HasPrefix(reason, "approved: ") {
+			return netCandidate{target: target, why: "approved"}
+		}
+	case "deny":
+		// policy.Resolve's reasons for a refused ask; a deny rule's
+		// refusal carries its rule.
+		for _, prefix := range []string{"rejected by the approver", "asked, and no approver is configured", "the approver deferred", "the approver failed: "} {
+			if strings.HasPrefix(reason, prefix) {
+				return netCandidate{target: target, why: "refused"}
+			}
+		}
+		if e.Rule != "" || e.Layer != "" {
+			return netCandidate{target: target, why: "refused"}
+		}
+	}
+	return netCandidate{}
+}
+
+// isHostPort reports whether s is host:port or [v6]:port, a port from 1
+// to 65535 as the proxy writes it, and no path.
+func isHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(host, "/ ") {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port
 }
 
 // stepCandidate is what a step asked for, as the current policy decides
@@ -277,7 +394,7 @@ func printSuggestions(w io.Writer, trace string, runs []string, s policy.Suggest
 		fmt.Fprintf(w, "\n%s", body)
 	}
 	if len(other) > 0 {
-		fmt.Fprintln(w, "\n# Not drafted (suggest drafts exec, net and tool rules only):")
+		fmt.Fprintln(w, "\n# Not drafted:")
 		for _, o := range other {
 			fmt.Fprintf(w, "#   %s\n", policy.Printable(o))
 		}

@@ -3,10 +3,20 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/sandbox/netproxy"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/trace"
 )
 
 // TestPolicySuggest records a session of real rein commands, with asks
@@ -95,5 +105,133 @@ func TestPolicySuggest(t *testing.T) {
 		if code, out, errOut := rein(t, "policy", "check", "--", c.line); code != c.code {
 			t.Errorf("policy check %q with the suggestion pasted: exit %d, want %d\n%s%s", c.line, code, c.code, out, errOut)
 		}
+	}
+}
+
+// TestPolicySuggestEgress: of the connections a trace holds, suggest
+// drafts from those a person approved and those the policy refused again
+// and again, each read from the egress event recorded beside its policy
+// event: not from a request the proxy refused before asking the policy
+// (CONNECT evil.example, no port), not from a plain HTTP request whose
+// path makes its reason read as an approval, and not from an approved
+// plain HTTP request, whose approval was of one path. A trace without the
+// egress event is read by the reason only where it cannot be mistaken.
+func TestPolicySuggestEgress(t *testing.T) {
+	_, ws := docFixture(t)
+	db := filepath.Join(filepath.Dir(ws), "trace.db")
+	store, err := (&traceFlag{path: db}).open(ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const run = "r-egress"
+	if _, err := store.Append(ctx, trace.Run{ID: run, StartedAt: time.Now(), Workspace: ws, Surface: "tool", Mode: "ask", Source: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	connect := func(target string) netproxy.Event {
+		at = at.Add(time.Millisecond)
+		host, port, _ := strings.Cut(target, ":")
+		n, _ := strconv.Atoi(port) // 0 for none
+		return netproxy.Event{Time: at, Request: netproxy.Request{Proto: netproxy.ProtoConnect, Host: host, Port: uint16(n), Target: target}}
+	}
+	asked := func(target string) string { return "no net rule names " + target }
+	var (
+		// CONNECT evil.example HTTP/1.1: refused by the proxy, never asked.
+		noPort = connect("evil.example")
+		// Refused by the person, twice: a rule is drafted.
+		refused = connect("refused.example:443")
+		// Approved once: a rule is drafted.
+		approved = connect("approved.example:443")
+		// A plain HTTP request a rule allowed, its path written to read
+		// as an approval in the policy event's reason.
+		forged = netproxy.Event{Time: at.Add(time.Second), Request: netproxy.Request{Proto: netproxy.ProtoHTTP, Host: "forged.example", Port: 80,
+			Path: "/x: approved: y", Target: "forged.example:80/x: approved: y"},
+			Verdict: netproxy.Verdict{Allow: true, Rule: "forged.example:80/x*", Layer: "user", Reason: `allowed by allow rule "forged.example:80/x*" (user layer)`}}
+		// A plain HTTP request a person approved: one path.
+		page = netproxy.Event{Time: at.Add(2 * time.Second), Request: netproxy.Request{Proto: netproxy.ProtoHTTP, Host: "page.example", Port: 80,
+			Path: "/page", Target: "page.example:80/page"},
+			Verdict: netproxy.Verdict{Allow: true, Reason: "approved: fine (" + asked("page.example:80/page") + ")"}}
+	)
+	noPort.Refused = "the target has no port"
+	refused.Verdict = netproxy.Verdict{Reason: "rejected by the approver: no (" + asked(refused.Target) + ")"}
+	refused.Refused = refused.Verdict.Reason
+	refused2 := refused
+	refused2.Time = refused.Time.Add(time.Microsecond)
+	noPort2 := noPort
+	noPort2.Time = noPort.Time.Add(time.Microsecond)
+	approved.Verdict = netproxy.Verdict{Allow: true, Reason: "approved: yes (" + asked(approved.Target) + ")"}
+
+	step := 0
+	record := func(events []netproxy.Event, alone bool) {
+		t.Helper()
+		recs := []trace.Record{trace.Step{RunID: run, Index: step, Tool: "shell", Args: `{"line":"curl x"}`, Status: "ok", StartedAt: at}}
+		step++
+		for _, ev := range events {
+			for _, r := range tool.EgressRecords(run, ev) {
+				if _, sandboxEvent := r.(trace.SandboxEvent); sandboxEvent && alone {
+					// A trace that holds the policy event alone.
+					continue
+				}
+				recs = append(recs, r)
+			}
+		}
+		if _, err := store.AppendAll(ctx, recs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record([]netproxy.Event{noPort, refused, forged}, false)
+	record([]netproxy.Event{noPort2, refused2, approved, page}, false)
+	// Read by the reason alone: the tunnel's approval counts, the
+	// plain request's reason and the proxy's own refusal do not.
+	alone := connect("alone.example:8443")
+	alone.Verdict = netproxy.Verdict{Allow: true, Reason: "approved: ok (" + asked(alone.Target) + ")"}
+	forgedAlone := forged
+	forgedAlone.Time = forged.Time.Add(time.Minute)
+	noPortAlone, noPortAlone2 := noPort, noPort2
+	noPortAlone.Time, noPortAlone2.Time = noPort.Time.Add(time.Minute), noPort2.Time.Add(time.Minute)
+	refusedAlone := connect("again.example:443")
+	refusedAlone.Verdict = netproxy.Verdict{Reason: "rejected by the approver: no (" + asked(refusedAlone.Target) + ")"}
+	refusedAlone.Refused = refusedAlone.Verdict.Reason
+	refusedAlone2 := refusedAlone
+	refusedAlone2.Time = refusedAlone.Time.Add(time.Microsecond)
+	record([]netproxy.Event{alone, forgedAlone, noPortAlone, refusedAlone}, true)
+	record([]netproxy.Event{noPortAlone2, refusedAlone2}, true)
+	store.Close()
+
+	code, out, errOut := rein(t, "policy", "suggest", "--trace", db, "--json", run)
+	if code != 0 {
+		t.Fatalf("suggest: exit %d\n%s%s", code, out, errOut)
+	}
+	var got struct {
+		Suggestions []struct {
+			Act, Outcome, Pattern, Subject string
+			From                           []policy.Origin
+		}
+		NotDrafted []string `json:"not_drafted"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var drafted []string
+	for _, d := range got.Suggestions {
+		if d.Act != "net" {
+			t.Errorf("a %s suggestion from a net event: %+v", d.Act, d)
+		}
+		if d.Outcome == "drafted" {
+			drafted = append(drafted, d.Pattern)
+		}
+		for _, host := range []string{"evil.example", "forged.example", "page.example"} {
+			if strings.Contains(d.Subject, host) {
+				t.Errorf("a suggestion from %s, which no person approved nor the policy refused: %+v", host, d)
+			}
+		}
+	}
+	slices.Sort(drafted)
+	if want := []string{"again.example:443", "alone.example:8443", "approved.example:443", "refused.example:443"}; !slices.Equal(drafted, want) {
+		t.Errorf("drafted %q, want %q\n%s", drafted, want, out)
+	}
+	if len(got.NotDrafted) != 1 || !strings.Contains(got.NotDrafted[0], "page.example:80/page (approved in run "+run+" step 1): a plain HTTP request was approved for its path alone") {
+		t.Errorf("not drafted: %q, want the approved plain HTTP request alone", got.NotDrafted)
 	}
 }

@@ -85,41 +85,7 @@ func TestTraceServeChromium(t *testing.T) {
 		t.Fatalf("no run id in:\n%s", out)
 	}
 
-	serve := exec.Command(os.Args[0], "trace", "serve", "--addr", "127.0.0.1:0")
-	serve.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
-	stdout, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serveErr bytes.Buffer
-	serve.Stderr = &serveErr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		serve.Process.Signal(os.Interrupt)
-		serve.Wait()
-	})
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "http://127.0.0.1:") {
-				urls <- sc.Text()
-			}
-		}
-		close(urls)
-	}()
-	var u string
-	select {
-	case u = <-urls:
-	case <-time.After(30 * time.Second):
-	}
-	m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+)/\?token=([0-9a-f]{64})$`).FindStringSubmatch(u)
-	if m == nil {
-		t.Fatalf("rein trace serve printed no URL with a token (%q)\n%s", u, serveErr.String())
-	}
-	base, token := m[1], m[2]
+	base, token := traceServe(t)
 	page := base + "/run/" + runID[1] + "?token=" + token
 
 	dom := browse(t, browser, page, "")
@@ -152,11 +118,58 @@ func TestTraceServeChromium(t *testing.T) {
 	if other := browse(t, browser, base+"/run/"+runID[1], ""); strings.Contains(other, "edit_file") || !strings.Contains(other, "open the URL rein trace serve printed") {
 		t.Errorf("without the token:\n%s", other)
 	}
+	// The URL is good once: the screenshot is taken by a server of its
+	// own.
+	if again := browse(t, browser, page, ""); strings.Contains(again, "edit_file") || !strings.Contains(again, "used already") {
+		t.Errorf("the URL opened a second time:\n%s", again)
+	}
+	base, token = traceServe(t)
 	shot := filepath.Join(t.ArtifactDir(), "run.png")
-	browse(t, browser, page, shot)
+	browse(t, browser, base+"/run/"+runID[1]+"?token="+token, shot)
 	png, err := os.ReadFile(shot)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) || len(png) < 10_000 {
 		t.Fatalf("the screenshot %s: %d bytes, %v", shot, len(png), err)
 	}
 	t.Logf("screenshot: %s (%d bytes)", shot, len(png))
+}
+
+// traceServe starts rein trace serve in the test's workspace and returns
+// the root of its pages and its token, as the URL it prints has them.
+func traceServe(t *testing.T) (base, token string) {
+	t.Helper()
+	serve := exec.Command(os.Args[0], "trace", "serve", "--addr", "127.0.0.1:0")
+	serve.Env = append(os.Environ(), "REIN_TEST_MAIN=1")
+	stdout, err := serve.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serveErr bytes.Buffer
+	serve.Stderr = &serveErr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		serve.Process.Signal(os.Interrupt)
+		serve.Wait()
+	})
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "http://127.0.0.1:") {
+				urls <- sc.Text()
+			}
+		}
+		close(urls)
+	}()
+	var u string
+	select {
+	case u = <-urls:
+	case <-time.After(30 * time.Second):
+	}
+	m := regexp.MustCompile(`^(http://127\.0\.0\.1:\d+/[0-9a-f]{32})/\?token=([0-9a-f]{64})$`).FindStringSubmatch(u)
+	if m == nil {
+		t.Fatalf("rein trace serve printed no URL with a token (%q)\n%s", u, serveErr.String())
+	}
+	return m[1], m[2]
 }

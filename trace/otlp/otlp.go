@@ -9,13 +9,19 @@
 // exported twice is the same trace (its ids derive from the run's id).
 // Nothing of a prompt, a response, a tool call's arguments or its output
 // leaves unless Options.Content says so, and then only as the store holds
-// it, redacted.
+// it, redacted. Nor does metadata the model chose: without Content a
+// builtin rule is exported as its kind ("hard deny", not the command it
+// quotes), a tool the run did not have as "unknown", and a launched
+// agent's model only when the provider answered for it (names.go).
 //
 // The collector is the one Options names, never the environment's: the
 // OTEL_EXPORTER_OTLP_* variables (endpoint, headers, certificates), the
 // proxy variables and OTEL_RESOURCE_ATTRIBUTES are not read, since a
 // repository can set a process's environment through an agent's settings
-// and would then choose where its runs go.
+// and would then choose where its runs go. Go's TLS still reads
+// SSL_CERT_FILE and SSL_CERT_DIR for an https collector's trust roots on
+// Unix systems other than macOS; docs/opentelemetry.md says so, and
+// what to do where that matters.
 //
 // otlp imports of rein only package trace: it reads plain records through
 // Source, and must not learn how a decision was made or a command
@@ -54,7 +60,10 @@ type Options struct {
 	// Content exports, besides the metadata, each tool call's arguments,
 	// observation and reason, each refusal's reason, each model call's
 	// request, response and error, and each gate's line, as the store
-	// holds them (redacted when they were written).
+	// holds them (redacted when they were written); and, whole, the
+	// names and rules that can quote the run: a builtin rule's text, the
+	// name of a tool the model invented, the model a launched agent asked
+	// for. Without it those leave in a form that holds nothing of the run.
 	Content bool
 	// Redactor, when set, redacts the content once more before it leaves:
 	// the store redacted it with the secrets of the process that wrote

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -22,6 +24,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/reinhq/rein/policy"
+	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/trace"
 	"github.com/reinhq/rein/trace/otlp"
 	"github.com/reinhq/rein/trace/sqlite"
@@ -427,5 +431,132 @@ func TestExportErrors(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the export took %s past its context's 300ms", took)
+	}
+}
+
+// nameMarker is text the model chose that has the shape of a name: no
+// charset keeps it out, only knowing where it came from does.
+const nameMarker = "hunter2Zq7"
+
+// seedChosen records, through the router as rein tool and rein mcp do,
+// a run whose metadata the model chose: a command a builtin rule refuses
+// and quotes, and two tools the model invented (one named with a
+// sentence, one with an identifier); and, as a launched session's gateway
+// and hooks do, a run whose agent asked for a model that does not exist
+// and for one named with a sentence, and called an MCP tool.
+func seedChosen(t *testing.T, store *sqlite.Store) (runID string) {
+	t.Helper()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mode := policy.ModeAuto
+	p, err := policy.Load(policy.Options{Workspace: ws, Home: filepath.Join(dir, "home"), NoFiles: true, Mode: &mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tool.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tool.NewRouter(reg, tool.Config{Policy: p, Store: store, Source: "cli", Redactor: trace.NewRedactor(storeSecret),
+		Results: &tool.Results{Dir: filepath.Join(dir, "results")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if env := r.Call(ctx, "shell", json.RawMessage(`{"line":"rm -rf /EXFIL_`+nameMarker+`_data"}`)); env.Status != tool.Denied || !strings.HasPrefix(env.Rule, "hard deny: ") || !strings.Contains(env.Rule, nameMarker) {
+		t.Fatalf("the hard deny: %s %q (%s)", env.Status, env.Rule, env.Reason)
+	}
+	for _, name := range []string{"my data: " + nameMarker + " " + exportSecret + " lorem ipsum", "exfil_" + nameMarker} {
+		if env := r.Call(ctx, name, json.RawMessage(`{}`)); env.Status != tool.NotFound {
+			t.Fatalf("the invented tool %q: %s %s", name, env.Status, env.Reason)
+		}
+	}
+	r.Close("ok")
+
+	recs := []trace.Record{
+		trace.Run{ID: "l1", StartedAt: at(0), Workspace: ws, Surface: "claude", Mode: "auto", Source: "launch", PID: 9},
+		trace.ProviderCall{RunID: "l1", Step: 1, Attempt: 1, Provider: "anthropic", Model: "claude-sonnet-4-5", Input: 10, Output: 1,
+			LatencyMS: 100, Finish: "end_turn", Request: `{}`, Response: `{}`, At: at(10)},
+		trace.ProviderCall{RunID: "l1", Step: 2, Attempt: 1, Provider: "anthropic", Model: "my model: " + nameMarker + " " + exportSecret, Input: 10, Output: 1,
+			LatencyMS: 100, Finish: "end_turn", Request: `{}`, Response: `{}`, At: at(200)},
+		trace.ProviderCall{RunID: "l1", Step: 3, Attempt: 1, Provider: "anthropic", Model: "model-" + nameMarker, LatencyMS: 50,
+			Failure: "http_404", Error: "the provider answered 404", Request: `{}`, At: at(400)},
+		trace.Step{RunID: "l1", Index: 0, Tool: "mcp__github__create_issue", Args: `{}`, Status: "allow", StartedAt: at(500), DurationMS: 1},
+		trace.RunEnd{RunID: "l1", EndedAt: at(600), Status: "ok"},
+	}
+	if _, err := store.AppendAll(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	return r.RunID()
+}
+
+// TestExportChosenMetadata: without Content, the names and rules the
+// model chose leave only in a form that holds nothing of what it wrote: a
+// builtin rule as its kind, an invented tool as "unknown" (whatever its
+// shape), a launched agent's model only when the provider answered for
+// it and it is a name; with Content they leave whole, redacted.
+func TestExportChosenMetadata(t *testing.T) {
+	store := seed(t)
+	run := seedChosen(t, store)
+	export := func(content bool) (tools, launch map[string]span, body []byte) {
+		t.Helper()
+		c := newCollector(t)
+		o := otlp.Options{Endpoint: c.URL, Content: content, Redactor: trace.NewRedactor(exportSecret)}
+		for _, id := range []string{run, "l1"} {
+			if err := otlp.Export(context.Background(), store, id, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reqs := c.got()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		return spans(t, reqs[0]), spans(t, reqs[1]), append(reqs[0].body, reqs[1].body...)
+	}
+
+	tools, launch, body := export(false)
+	for _, text := range []string{nameMarker, exportSecret, "EXFIL", "my data", "my model", "lorem"} {
+		if bytes.Contains(body, []byte(text)) {
+			t.Errorf("without Content the request holds %q", text)
+		}
+	}
+	denied := tools["execute_tool shell #0"]
+	if denied.attrs["rein.rule"] != "hard deny" || denied.attrs["rein.layer"] != "builtin" || denied.attrs["rein.verdict"] != "deny" ||
+		len(denied.events) != 1 || !strings.HasSuffix(denied.events[0], " refusal/deny/hard deny/builtin") {
+		t.Errorf("the hard deny's span: %+v", denied)
+	}
+	for _, key := range []string{"execute_tool unknown #1", "execute_tool unknown #2"} {
+		if s, ok := tools[key]; !ok || s.attrs["gen_ai.tool.name"] != "unknown" || s.attrs["rein.status"] != "not_found" {
+			t.Errorf("%s: %+v; got %v", key, s, keys(tools))
+		}
+	}
+	for key, model := range map[string]string{"chat claude-sonnet-4-5 step 1": "claude-sonnet-4-5", "chat unknown step 2": "unknown", "chat unknown step 3": "unknown"} {
+		if s, ok := launch[key]; !ok || s.attrs["gen_ai.request.model"] != model || s.attrs["gen_ai.provider.name"] != "anthropic" {
+			t.Errorf("%s: %+v; got %v", key, s, keys(launch))
+		}
+	}
+	if s, ok := launch["execute_tool mcp__github__create_issue #0"]; !ok || s.attrs["gen_ai.tool.name"] != "mcp__github__create_issue" {
+		t.Errorf("an MCP tool's name: got %v", keys(launch))
+	}
+
+	tools, launch, body = export(true)
+	if bytes.Contains(body, []byte(exportSecret)) {
+		t.Error("with Content the request holds the exporting process's secret")
+	}
+	if rule := tools["execute_tool shell #0"].attrs["rein.rule"]; !strings.HasPrefix(rule, "hard deny: rm of /EXFIL_"+nameMarker+"_data") {
+		t.Errorf("with Content the hard deny's rule is %q", rule)
+	}
+	for _, key := range []string{"execute_tool my data: " + nameMarker + " [redacted] lorem ipsum #1", "execute_tool exfil_" + nameMarker + " #2"} {
+		if _, ok := tools[key]; !ok {
+			t.Errorf("with Content no span %s; got %v", key, keys(tools))
+		}
+	}
+	for _, key := range []string{"chat my model: " + nameMarker + " [redacted] step 2", "chat model-" + nameMarker + " step 3"} {
+		if _, ok := launch[key]; !ok {
+			t.Errorf("with Content no span %s; got %v", key, keys(launch))
+		}
 	}
 }

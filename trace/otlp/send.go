@@ -65,9 +65,14 @@ func endpoint(s string) (*url.URL, error) {
 // It is rein's own rather than the SDK's otlptracehttp because that one
 // reads the OTEL_EXPORTER_OTLP_* variables before its options (and logs
 // to stderr what it cannot use of them), and a repository can set them
-// through an agent's settings. This one reads no variable: its transport
-// takes no proxy from the environment and it follows no redirect, so
-// where the spans go, and with what, is the policy's alone.
+// through an agent's settings. This one reads no variable of its own: its
+// transport takes no proxy from the environment and it follows no
+// redirect, so where the spans go, and with what, is the policy's alone.
+// The one variable read is Go's: an https collector's certificate is
+// verified against the system's roots, which SSL_CERT_FILE and
+// SSL_CERT_DIR replace on Unix systems other than macOS. Loading the
+// roots from fixed paths instead would be a copy of crypto/x509's list,
+// differing by system; docs/opentelemetry.md states it instead.
 type client struct {
 	url  string
 	http *http.Client

@@ -216,9 +216,10 @@ func modelSpan(source string, c trace.ProviderCall, content func(string) string)
 	if source == "launch" {
 		start, end = c.At, c.At.Add(ms(c.LatencyMS))
 	}
-	s := tracetest.SpanStub{Name: "chat " + c.Model, SpanKind: oteltrace.SpanKindClient, StartTime: start, EndTime: end,
-		Attributes: []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(c.Provider),
-			semconv.GenAIRequestModel(c.Model), semconv.GenAIUsageInputTokens(int(c.Input)), semconv.GenAIUsageOutputTokens(int(c.Output)),
+	model, provider, finish := modelNames(source, c, content)
+	s := tracetest.SpanStub{Name: "chat " + model, SpanKind: oteltrace.SpanKindClient, StartTime: start, EndTime: end,
+		Attributes: []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(provider),
+			semconv.GenAIRequestModel(model), semconv.GenAIUsageInputTokens(int(c.Input)), semconv.GenAIUsageOutputTokens(int(c.Output)),
 			attrStep.Int(c.Step), attrAttempt.Int(c.Attempt)}}
 	if c.CacheRead > 0 {
 		s.Attributes = append(s.Attributes, semconv.GenAIUsageCacheReadInputTokens(int(c.CacheRead)))
@@ -226,8 +227,8 @@ func modelSpan(source string, c trace.ProviderCall, content func(string) string)
 	if c.CacheWrite > 0 {
 		s.Attributes = append(s.Attributes, semconv.GenAIUsageCacheCreationInputTokens(int(c.CacheWrite)))
 	}
-	if c.Finish != "" {
-		s.Attributes = append(s.Attributes, semconv.GenAIResponseFinishReasons(c.Finish))
+	if finish != "" {
+		s.Attributes = append(s.Attributes, semconv.GenAIResponseFinishReasons(finish))
 	}
 	if c.FirstMS > 0 {
 		s.Attributes = append(s.Attributes, attrFirstMS.Float64(c.FirstMS))
@@ -251,9 +252,10 @@ func modelSpan(source string, c trace.ProviderCall, content func(string) string)
 // refusals and approvals as events and the deciding one's verdict, rule
 // and layer as attributes.
 func toolSpan(st trace.Step, events []trace.PolicyEvent, boxes []trace.SandboxEvent, content func(string) string) tracetest.SpanStub {
-	s := tracetest.SpanStub{Name: "execute_tool " + st.Tool, SpanKind: oteltrace.SpanKindInternal,
+	name := toolName(st, content)
+	s := tracetest.SpanStub{Name: "execute_tool " + name, SpanKind: oteltrace.SpanKindInternal,
 		StartTime: st.StartedAt, EndTime: st.StartedAt.Add(ms(st.DurationMS)),
-		Attributes: []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(st.Tool),
+		Attributes: []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name),
 			attrCallIndex.Int(st.Index), attrStatus.String(st.Status)}}
 	var decided *trace.PolicyEvent
 	for i, ev := range events {
@@ -265,7 +267,7 @@ func toolSpan(st trace.Step, events []trace.PolicyEvent, boxes []trace.SandboxEv
 			decided = &events[i]
 		}
 		a := []attribute.KeyValue{attrPolicyKind.String(ev.Kind), attrVerdict.String(ev.Decision)}
-		a = set(set(set(a, attrRule, ev.Rule), attrLayer, ev.Layer), attrRuleFile, ev.File)
+		a = set(set(set(a, attrRule, ruleText(ev, content)), attrLayer, ev.Layer), attrRuleFile, ev.File)
 		if content != nil {
 			a = set(a, attrReason, content(ev.Reason))
 		}
@@ -273,7 +275,7 @@ func toolSpan(st trace.Step, events []trace.PolicyEvent, boxes []trace.SandboxEv
 	}
 	if decided != nil {
 		s.Attributes = append(s.Attributes, attrVerdict.String(decided.Decision))
-		s.Attributes = set(set(set(s.Attributes, attrRule, decided.Rule), attrLayer, decided.Layer), attrRuleFile, decided.File)
+		s.Attributes = set(set(set(s.Attributes, attrRule, ruleText(*decided, content)), attrLayer, decided.Layer), attrRuleFile, decided.File)
 	}
 	for _, b := range boxes {
 		if b.StepID != st.ID || b.Kind != "run" {

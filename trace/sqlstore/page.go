@@ -119,7 +119,9 @@ func (s *Store) RunByID(ctx context.Context, id string) (*trace.RunSummary, erro
 // ChildRuns lists the runs whose ids are the given run's followed by a
 // dot (the runs spawn_agent started under it, and theirs), oldest first.
 func (s *Store) ChildRuns(ctx context.Context, parent string) ([]string, error) {
-	rows, err := s.queryRows(ctx, `SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY rowid`, len(parent)+1, parent+".")
+	// The database measures the prefix as it measures the id: in
+	// characters, which Go's len does not count.
+	rows, err := s.queryRows(ctx, `SELECT id FROM runs WHERE substr(id, 1, length(CAST(? AS TEXT))) = ? ORDER BY rowid`, parent+".", parent+".")
 	if err != nil {
 		return nil, fmt.Errorf("trace: %w", err)
 	}

@@ -53,6 +53,7 @@ func Schema(t *testing.T, c SQL) {
 	t.Run("KeyedChain", func(t *testing.T) { keyedChain(t, c) })
 	t.Run("KeyedChainForgery", func(t *testing.T) { keyedChainForgery(t, c) })
 	t.Run("KeptHead", func(t *testing.T) { keptHead(t, c) })
+	t.Run("Pages", func(t *testing.T) { pages(t, c) })
 }
 
 func (c SQL) open(t *testing.T, dir string, key *trace.Key) *sqlstore.Store {
@@ -461,5 +462,64 @@ func keptHead(t *testing.T, c SQL) {
 	endHash := trace.Head{Hash: end.Hash}
 	if _, err := s.VerifyChain(ctx, &endHash); err == nil || !strings.Contains(err.Error(), "no link of the chain is the kept head") {
 		t.Fatalf("the cut was not found by hash: %v", err)
+	}
+}
+
+// pages: a run read a page at a time (rows after a row, columns left
+// out), the records of a range of its steps, the runs paged and by id,
+// its model calls' tokens alone, and its child runs by their ids, a
+// prefix of characters that are not bytes too.
+func pages(t *testing.T, c SQL) {
+	s := c.open(t, t.TempDir(), nil)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	for _, id := range []string{"é-run", "é-run.1.0", "é-runner", "é-run.1.0.2.1", "other"} {
+		mustAppend(t, s, trace.Run{ID: id, StartedAt: at})
+	}
+	var ids []int64
+	for i := range 5 {
+		ids = append(ids, mustAppend(t, s, trace.Step{RunID: "é-run", Index: i, Tool: "shell", Args: fmt.Sprintf(`{"line":"echo %d"}`, i), Observation: "out", StartedAt: at}))
+		mustAppend(t, s, trace.PolicyEvent{RunID: "é-run", StepID: ids[i], Kind: "refusal", Decision: "deny", Reason: fmt.Sprint(i), At: at})
+		mustAppend(t, s, trace.ProviderCall{RunID: "é-run", Step: i + 1, Attempt: 1, Input: int64(10 * i), Output: 1, Request: "the transcript", At: at})
+	}
+	mustAppend(t, s, trace.Step{RunID: "other", Tool: "shell", StartedAt: at})
+	page, err := sqlstore.Page[trace.Step](ctx, s, "é-run", ids[1], 2, "observation")
+	if err != nil || len(page) != 2 || page[0].ID != ids[2] || page[1].ID != ids[3] || page[0].Index != 2 || page[0].Observation != "" || page[0].Args != `{"line":"echo 2"}` {
+		t.Fatalf("Page: %+v %v", page, err)
+	}
+	if last, err := sqlstore.Page[trace.Step](ctx, s, "é-run", ids[4], 10); err != nil || len(last) != 0 {
+		t.Fatalf("Page past the end: %+v %v", last, err)
+	}
+	calls, err := sqlstore.Page[trace.ProviderCall](ctx, s, "é-run", 0, 10, "request")
+	if err != nil || len(calls) != 5 || calls[4].Request != "" || calls[4].Input != 40 {
+		t.Fatalf("Page of calls: %+v %v", calls, err)
+	}
+	evs, err := sqlstore.OfSteps[trace.PolicyEvent](ctx, s, "é-run", ids[1], ids[2])
+	if err != nil || len(evs) != 2 || evs[0].Reason != "1" || evs[1].Reason != "2" {
+		t.Fatalf("OfSteps: %+v %v", evs, err)
+	}
+	if one, err := sqlstore.One[trace.Step](ctx, s, "é-run", ids[3]); err != nil || one == nil || one.Index != 3 {
+		t.Fatalf("One: %+v %v", one, err)
+	}
+	if one, err := sqlstore.One[trace.Step](ctx, s, "other", ids[3]); err != nil || one != nil {
+		t.Fatalf("One of another run: %+v %v", one, err)
+	}
+	runs, err := s.RunsPage(ctx, 1, 2)
+	if err != nil || len(runs) != 2 || runs[0].ID != "é-run.1.0.2.1" || runs[1].ID != "é-runner" {
+		t.Fatalf("RunsPage: %+v %v", runs, err)
+	}
+	if r, err := s.RunByID(ctx, "é-run"); err != nil || r == nil || r.Steps != 5 || r.Refusals != 5 {
+		t.Fatalf("RunByID: %+v %v", r, err)
+	}
+	if r, err := s.RunByID(ctx, "none"); err != nil || r != nil {
+		t.Fatalf("RunByID of none: %+v %v", r, err)
+	}
+	use, err := s.Usage(ctx, "é-run")
+	if err != nil || len(use) != 5 || use[3].Step != 4 || use[3].Input != 30 || use[3].Output != 1 {
+		t.Fatalf("Usage: %+v %v", use, err)
+	}
+	kids, err := s.ChildRuns(ctx, "é-run")
+	if err != nil || strings.Join(kids, " ") != "é-run.1.0 é-run.1.0.2.1" {
+		t.Fatalf("ChildRuns: %q %v", kids, err)
 	}
 }
