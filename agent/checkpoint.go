@@ -303,12 +303,9 @@ func (d *driver) failure() error {
 // length costs the same to look at. The transcript's messages after the
 // checkpoint's chunks are dropped too.
 func StateHeader(ctx context.Context, store trace.Durable, runID string) (*State, error) {
-	cp, err := store.LastCheckpoint(ctx, runID)
+	cp, err := lastCheckpoint(ctx, store, runID)
 	if err != nil {
 		return nil, err
-	}
-	if cp == nil {
-		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
 	}
 	if cp.Format > CheckpointFormat {
 		return nil, &FormatError{Run: cp.RunID, Format: cp.Format}
@@ -326,12 +323,9 @@ func StateHeader(ctx context.Context, store trace.Durable, runID string) (*State
 // it (what rein run resume needs before it drives it: the contract, the
 // decision it waits for), refusing a newer format.
 func LoadState(ctx context.Context, store trace.Durable, runID string) (*State, error) {
-	cp, err := store.LastCheckpoint(ctx, runID)
+	cp, err := lastCheckpoint(ctx, store, runID)
 	if err != nil {
 		return nil, err
-	}
-	if cp == nil {
-		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
 	}
 	blobs, err := store.Blobs(ctx, runID)
 	if err != nil {
@@ -339,4 +333,17 @@ func LoadState(ctx context.Context, store trace.Durable, runID string) (*State, 
 	}
 	s, _, _, _, err := decode(cp, blobs)
 	return s, err
+}
+
+// lastCheckpoint is the run's last checkpoint; a run with none is not
+// resumable.
+func lastCheckpoint(ctx context.Context, store trace.Durable, runID string) (*trace.Checkpoint, error) {
+	cp, err := store.LastCheckpoint(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if cp == nil {
+		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
+	}
+	return cp, nil
 }

@@ -83,12 +83,9 @@ func Reopen(ctx context.Context, runID string, o Options) (*Executors, error) {
 // resumePointOf reads, under the run's lease, what a resumption goes on
 // from.
 func resumePointOf(ctx context.Context, store trace.Durable, runID string) (*resumePoint, error) {
-	cp, err := store.LastCheckpoint(ctx, runID)
+	cp, err := lastCheckpoint(ctx, store, runID)
 	if err != nil {
 		return nil, err
-	}
-	if cp == nil {
-		return nil, fmt.Errorf("%w: run %s has no checkpoint in the store (it was not an agent run, or not a durable one)", ErrNotResumable, runID)
 	}
 	if cp.Format > CheckpointFormat {
 		return nil, &FormatError{Run: runID, Format: cp.Format}

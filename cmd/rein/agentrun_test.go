@@ -23,13 +23,10 @@ func scriptedModel(t *testing.T, answers ...string) (*httptest.Server, *int) {
 	return testenv.Chat{Answers: answers}.Start(t)
 }
 
-// TestRunCommand: rein run drives a scripted model to a passing gate in a
-// Go module, printing a line per step and the outcome; --json prints the
-// outcome object; a provider host a net rule denies stops the run before
-// the first model call.
-func TestRunCommand(t *testing.T) {
-	requireBwrap(t)
-	home, ws := docFixture(t)
+// calcFixture is docFixture's home and workspace, the workspace a Go
+// module whose one test fails: Add subtracts.
+func calcFixture(t *testing.T) (home, ws string) {
+	home, ws = docFixture(t)
 	os.Remove(filepath.Join(ws, "main.go"))
 	os.RemoveAll(filepath.Join(ws, "src"))
 	testenv.WriteFiles(t, ws, map[string]string{
@@ -37,6 +34,16 @@ func TestRunCommand(t *testing.T) {
 		"calc.go":      "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
 		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n",
 	}, 0o644)
+	return home, ws
+}
+
+// TestRunCommand: rein run drives a scripted model to a passing gate in a
+// Go module, printing a line per step and the outcome; --json prints the
+// outcome object; a provider host a net rule denies stops the run before
+// the first model call.
+func TestRunCommand(t *testing.T) {
+	requireBwrap(t)
+	home, ws := calcFixture(t)
 	srv, n := scriptedModel(t,
 		`edit_file {"path":"calc.go","old":"a - b","new":"a + b"}`,
 		`shell {"line":"go vet ./..."}`,

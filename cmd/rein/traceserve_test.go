@@ -59,14 +59,7 @@ func browse(t *testing.T, browser, u, shot string) string {
 func TestTraceServeChromium(t *testing.T) {
 	requireBwrap(t)
 	browser := chromium(t)
-	home, ws := docFixture(t)
-	os.Remove(filepath.Join(ws, "main.go"))
-	os.RemoveAll(filepath.Join(ws, "src"))
-	testenv.WriteFiles(t, ws, map[string]string{
-		"go.mod":       "module example.com/calc\n\ngo 1.22\n",
-		"calc.go":      "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
-		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 3) != 5 {\n\t\tt.Fatal(\"Add(2, 3) != 5\")\n\t}\n}\n",
-	}, 0o644)
+	home, _ := calcFixture(t)
 	userPolicy := filepath.Join(home, ".config", "rein", "policy.toml")
 	testenv.WriteFiles(t, home, map[string]string{".config/rein/policy.toml": "[exec]\ndeny = [\"git push*\"]\n"}, 0o644)
 	srv, _ := scriptedModel(t,

@@ -462,28 +462,7 @@ func toSQL(f reflect.Value) any {
 
 // query reads the rows of tbl matching where into records like proto.
 func query[T trace.Record](ctx context.Context, s *Store, where string, args ...any) ([]T, error) {
-	var zero T
-	t := reflect.TypeOf(zero)
-	cols := columns(t)
-	names := make([]string, len(cols))
-	for i, c := range cols {
-		names[i] = `"` + c.name + `"`
-	}
-	q := fmt.Sprintf(`SELECT rowid, %s FROM %s %s`, strings.Join(names, ", "), trace.Table(zero), where)
-	rows, err := s.queryRows(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
-	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		rec, err := scan(rows, t, cols)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rec.Interface().(T))
-	}
-	return out, rows.Err()
+	return queryCols[T](ctx, s, nil, where, args...)
 }
 
 // scan reads one row (rowid first) into a new record of type t.
