@@ -2,7 +2,6 @@ package traceview
 
 import (
 	"fmt"
-	"html/template"
 	"strings"
 
 	"github.com/reinhq/rein/agent/loop"
@@ -22,7 +21,7 @@ const (
 // numbers and fixed words only: nothing from the trace is in it but
 // counts.
 type tokenChart struct {
-	SVG           template.HTML
+	SVG           string
 	Steps, Calls  int
 	Input, Output int64
 	Cost          float64
@@ -105,6 +104,6 @@ func chart(usage []sqlstore.StepUsage, prices loop.Prices) *tokenChart {
 	}
 	svg.WriteString(`</svg>`)
 	// Built of numbers and the fixed words above: nothing to escape.
-	c.SVG = template.HTML(svg.String())
+	c.SVG = svg.String()
 	return c
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html/template"
+	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,17 +33,6 @@ const (
 	textChars = 600
 )
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"ms":    func(f float64) string { return formatMS(f) },
-	"money": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
-	"when":  func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05.000") },
-	"short": func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
-	// seg is a run's id as one segment of a path, a slash in it too.
-	"seg": url.PathEscape,
-	// at is a path under the server's root (Server.pages has its own).
-	"at": func(p string) string { return p },
-}).ParseFS(assets, "templates/*.html"))
-
 func formatMS(f float64) string {
 	switch {
 	case f >= 60_000:
@@ -70,12 +58,12 @@ type runRow struct {
 	Kind     string
 }
 
-func (s *Server) render(w http.ResponseWriter, name string, data any) {
+// page writes a page made by write.
+func (s *Server) page(w http.ResponseWriter, write func(d *doc)) {
+	d := &doc{root: s.root}
+	write(d)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := s.pages.ExecuteTemplate(w, name, data); err != nil {
-		// The page has begun: say so at its end.
-		fmt.Fprintf(w, "\n<p class=\"error\">%s</p>", template.HTMLEscapeString("rein trace serve: "+err.Error()))
-	}
+	io.WriteString(w, d.b.String())
 }
 
 func (s *Server) fail(w http.ResponseWriter, code int, err error) {
@@ -97,14 +85,8 @@ func (s *Server) runsPage(w http.ResponseWriter, r *http.Request) {
 	for i, run := range runs {
 		rows[i] = s.row(ctx, run)
 	}
-	data := map[string]any{"Store": s.store.Path(), "Runs": rows, "Skip": skip}
-	if more {
-		data["Next"] = skip + RunsPerPage
-	}
-	if skip > 0 {
-		data["Prev"] = max(skip-RunsPerPage, 0)
-	}
-	s.render(w, "runs.html", data)
+	p := runsData{Store: s.store.Path(), Runs: rows, Skip: skip, HasNext: more, Next: skip + RunsPerPage, HasPrev: skip > 0, Prev: max(skip-RunsPerPage, 0)}
+	s.page(w, func(d *doc) { d.runs(p) })
 }
 
 // row is what the list says of a run: an agent run's state, tokens and
@@ -240,14 +222,13 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusNotFound, fmt.Errorf("no run %q in %s", id, s.store.Path()))
 		return
 	}
-	row := s.row(ctx, *run)
-	data := map[string]any{"Run": row}
+	p := runData{Run: s.row(ctx, *run)}
 	var prices loop.Prices
 	if st, err := agent.StateHeader(ctx, s.store, id); err == nil {
 		prices = st.Contract.Prices
-		data["State"] = st
+		p.State = st
 		if st.Contract.Child != nil {
-			data["Parent"] = st.Contract.Child.Parent
+			p.Parent = st.Contract.Child.Parent
 		}
 	}
 	at := parseCursor(r.URL.Query().Get("after"))
@@ -256,15 +237,15 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, http.StatusInternalServerError, err)
 		return
 	}
-	data["Entries"] = entries
+	p.Entries = entries
 	if next != nil {
-		data["Next"] = next.String()
+		p.Next = next.String()
 	}
-	data["First"] = at == cursor{}
-	if at == (cursor{}) {
+	p.First = at == cursor{}
+	if p.First {
 		usage, err := s.store.Usage(ctx, id)
 		if err == nil && len(usage) > 0 {
-			data["Chart"] = chart(usage, prices)
+			p.Chart = chart(usage, prices)
 		}
 		kids, _ := s.store.ChildRuns(ctx, id)
 		var children []runRow
@@ -275,9 +256,9 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 				children = append(children, row)
 			}
 		}
-		data["Children"] = children
+		p.Children = children
 	}
-	s.render(w, "run.html", data)
+	s.page(w, func(d *doc) { d.run(p) })
 }
 
 // timeline reads one page of a run's timeline after the cursor: at most
@@ -553,5 +534,5 @@ func (s *Server) stepPage(w http.ResponseWriter, r *http.Request) {
 	edits, _ := sqlstore.OfSteps[trace.Edit](ctx, s.store, run, id, id)
 	t := &toolEntry{Step: *st}
 	fill(t, events, sb, edits, true)
-	s.render(w, "step.html", map[string]any{"RunID": run, "Tool": t})
+	s.page(w, func(d *doc) { d.step(run, t) })
 }

@@ -14,7 +14,7 @@
 // every port of it, but one of that path only to requests under it, which
 // no other server is sent); it shows what the
 // trace stores (redacted before it was written) and escapes every byte
-// of it as text (html/template, and SVG built of numbers); every page is
+// of it as text (html.go writes every value through one escape, and the SVG of numbers); every page is
 // served under a Content-Security-Policy that runs no script but its own
 // files (it has none) and loads nothing from elsewhere; and it never
 // writes to the trace.
@@ -33,7 +33,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"net"
 	"net/http"
@@ -47,7 +46,7 @@ import (
 	"github.com/reinhq/rein/trace/sqlstore"
 )
 
-//go:embed static templates
+//go:embed static
 var assets embed.FS
 
 // CSP is the Content-Security-Policy of every answer: the page's own
@@ -65,8 +64,6 @@ type Server struct {
 	used          atomic.Bool
 	// root is the path every page is under: a random one, the cookie's.
 	root string
-	// pages are the templates, their links under root.
-	pages *template.Template
 	// host is the address the browser names in Host: the listener's.
 	host string
 	ln   net.Listener
@@ -98,7 +95,6 @@ func Listen(store *sqlstore.Store, addr string) (*Server, error) {
 	}
 	s := &Server{store: store, ln: ln, token: random(), cookie: random(), root: "/" + random()[:32]}
 	s.host = ln.Addr().String()
-	s.pages = template.Must(pages.Clone()).Funcs(template.FuncMap{"at": func(p string) string { return s.root + p }})
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	return s, nil
 }

@@ -336,7 +336,7 @@ func TestTimelinePaged(t *testing.T) {
 			wantModel++
 		}
 		refused += len(refusals.FindAllString(body, -1))
-		edits += strings.Count(body, `<span class="add">&#43;return a &#43; b</span>`)
+		edits += strings.Count(body, `<span class="add">+return a + b</span>`)
 		u = ""
 		if m := next.FindStringSubmatch(body); m != nil {
 			u = "http://" + s.host + s.root + "/run/" + run + "?after=" + m[1]

@@ -37,6 +37,7 @@ var forbiddenDeps = []struct {
 	{[]string{"sandbox"}, openai, "the sandbox runs what it is handed and never talks to a model"},
 	{[]string{"sandbox"}, mcpSDK, "the sandbox serves every front end alike; MCP is mcpserver's"},
 	{nonCLI(), cobra, "the command line is cmd/rein's; a library package never parses flags"},
+	{[]string{"cmd/rein"}, "html/template", "a template's methods called by name make the linker keep every exported method in rein's binary (74 MB became 128 MB, and each start slower): traceview writes its pages itself"},
 	{[]string{"trace/otlp"}, "google.golang.org/grpc", "runs are exported over OTLP/HTTP; gRPC (through the collector's generated package) is megabytes rein links for nothing else"},
 	{append([]string{"trace", "tool", "agent", "mcpserver", "hook"}, decision...), "go.opentelemetry.io/otel/sdk", "a run is exported after the fact, from the trace, by trace/otlp; the library records to its store and never talks to a collector"},
 }
