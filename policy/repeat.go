@@ -76,19 +76,7 @@ func (t *RepeatTracker) Restore(c map[string]int) {
 func normalizeTarget(target string) string {
 	var words []string
 	if line, err := (shell.Parser{Home: "~"}).Parse(target); err == nil {
-		var parts []string
-		for i, pl := range line.Pipelines {
-			if i > 0 {
-				parts = append(parts, line.Connectors[i-1].String())
-			}
-			for j, st := range pl.Stages {
-				if j > 0 {
-					parts = append(parts, "|")
-				}
-				parts = append(parts, stageWords(st)...)
-			}
-		}
-		words = parts
+		words = lineWords(line, stageWords)
 	} else {
 		words = strings.Fields(strings.NewReplacer(`"`, "", `'`, "").Replace(target))
 	}
@@ -102,6 +90,24 @@ func normalizeTarget(target string) string {
 		words[i] = w
 	}
 	return strings.Join(words, " ")
+}
+
+// lineWords lays a line out as words: each stage's, as words makes
+// them, with the connectors and pipes between.
+func lineWords(l *shell.Line, words func(*shell.Stage) []string) []string {
+	var parts []string
+	for i, pl := range l.Pipelines {
+		if i > 0 {
+			parts = append(parts, l.Connectors[i-1].String())
+		}
+		for j, st := range pl.Stages {
+			if j > 0 {
+				parts = append(parts, "|")
+			}
+			parts = append(parts, words(st)...)
+		}
+	}
+	return parts
 }
 
 func stageWords(st *shell.Stage) []string {

@@ -443,19 +443,7 @@ func stagesOf(l *shell.Line) []*shell.Stage {
 // lineText is a line's stages as words, for a report: the same words
 // spaced or quoted otherwise are the same line.
 func lineText(l *shell.Line) string {
-	var parts []string
-	for i, pl := range l.Pipelines {
-		if i > 0 {
-			parts = append(parts, l.Connectors[i-1].String())
-		}
-		for j, st := range pl.Stages {
-			if j > 0 {
-				parts = append(parts, "|")
-			}
-			parts = append(parts, quoteWords(stageWords(st)))
-		}
-	}
-	return strings.Join(parts, " ")
+	return strings.Join(lineWords(l, func(st *shell.Stage) []string { return []string{quoteWords(stageWords(st))} }), " ")
 }
 
 func quoteWords(argv []string) string {
